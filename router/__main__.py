@@ -1,0 +1,5 @@
+"""`python -m router` runs the command-line interface."""
+
+from router.cli import main
+
+main()

@@ -1,0 +1,107 @@
+"""Actions on the session: compaction, follow-up messages, notifications, logs."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from router.actions import action
+from router.actions._base import Params, show
+
+
+class CompactParams(Params):
+    """Compact the context (`ctx.compact`).
+
+    Pi aborts a running run when compaction starts, so by default the bridge waits until the
+    agent is idle (`agent_settled`). `abort: true` compacts right away, interrupting the run.
+    The outcome arrives as a `compaction_done` or `compaction_failed` event with `by_router`.
+    """
+
+    instructions: str | None = None
+    abort: bool = False
+
+
+@action("compact", example="- compact: {}")
+def describe_compact(params: dict[str, Any]) -> str:
+    return "compact the context" + (" now (aborting the run)" if params.get("abort") else " when idle")
+
+
+class FollowUpParams(Params):
+    """Send a message that makes Pi take another turn (`pi.sendMessage`, stored in the session).
+
+    `hidden: true` keeps it out of the TUI transcript (display false).
+    """
+
+    text: str
+    custom_type: str = "router-follow-up"
+    hidden: bool = True
+    deliver: Literal["followUp", "steer", "nextTurn"] = "followUp"
+    details: Any = None
+
+
+@action("follow_up", shorthand="text",
+        example="- follow_up: {text: 'Continue the interrupted task.', hidden: true}")
+def describe_follow_up(params: dict[str, Any]) -> str:
+    return f"send a {'hidden ' if params.get('hidden', True) else ''}follow-up: {show(params.get('text'))}"
+
+
+class NotifyParams(Params):
+    """Show a notification to the user (`ctx.ui.notify`; stderr in print mode)."""
+
+    text: str
+    level: Literal["info", "warning", "error"] = "info"
+
+
+@action("notify", shorthand="text", example="- notify: {text: 'Compacting…', level: warning}")
+def describe_notify(params: dict[str, Any]) -> str:
+    return f"notify ({params.get('level', 'info')}): {show(params.get('text'))}"
+
+
+class StatusParams(Params):
+    """Set (or clear, with `text: null`) a status-bar entry under `key`."""
+
+    key: str
+    text: str | None = None
+
+
+@action("status", example="- status: {key: my-router, text: 'Router: [ON]'}")
+def describe_status(params: dict[str, Any]) -> str:
+    text = params.get("text")
+    return f"status {params.get('key')}: {show(text)}" if text is not None else \
+        f"clear status {params.get('key')}"
+
+
+class LogParams(Params):
+    """Append one line to a debug log file (skipped when `file` renders empty)."""
+
+    text: str
+    file: str | None = None
+
+
+@action("log", shorthand="text", example="- log: {text: 'route tier={state.tier}', file: '{env.MY_DEBUG}'}")
+def describe_log(params: dict[str, Any]) -> str:
+    return f"log to {params.get('file') or 'the router debug log'}: {show(params.get('text'))}"
+
+
+class AuditParams(Params):
+    """Append one JSON record to a JSONL audit file (created private to the user, locked)."""
+
+    file: str
+    record: Any
+
+
+@action("audit", example="- audit: {file: '{vars.audit_log}', record: {tool: '{tool_name}'}}")
+def describe_audit(params: dict[str, Any]) -> str:
+    return f"append an audit record to {params.get('file')}"
+
+
+class SaveParams(Params):
+    """Store a value in a JSON file under `key` (per-project settings that survive restarts)."""
+
+    file: str
+    key: str
+    value: Any
+
+
+@action("save", example="- save: {file: '{vars.state_file}', key: '{session.cwd}', value: {enabled: false}}")
+def describe_save(params: dict[str, Any]) -> str:
+    return f"save {params.get('key')} in {params.get('file')}"

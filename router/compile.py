@@ -1,0 +1,423 @@
+"""Compile loaded policy files into one frozen CompiledPolicy; every problem is a located diagnostic.
+
+Layers are merged first (later files override or disable rules by id, override vars, signals,
+commands, tools and virtual models by name), then every expression is parsed and checked once:
+event types, actions and their parameters, functions and arity, names and field paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from router.actions import ACTIONS
+from router.compiled import (
+    ClassifyQuestionSpec,
+    CompiledAction,
+    CompiledPolicy,
+    CompiledRule,
+    CompiledSignal,
+)
+from router.diagnostics import Diagnostic, Severity, Span, has_errors
+from router.events import EVENT_TYPES
+from router.expr import (
+    Expression,
+    ExpressionSyntaxError,
+    Template,
+    compile_expression,
+    compile_template,
+)
+from router.fields import check_path, scope_tree
+from router.functions import FUNCTIONS
+from router.loader import PolicyFile, agent_dir, layer_paths, load_layers
+from router.model import EnvVar, Rule, Signal
+from router.query import JMESPATH_BUILTINS, Query, compile_query
+from router.source import KeyPath, SourceDoc, format_key_path
+from router.suggest import did_you_mean
+from router.validation import validation_diagnostics
+
+
+@dataclass
+class _Entry:
+    rule: Rule
+    file: PolicyFile
+    index: int
+    group: str
+
+
+@dataclass
+class _Context:
+    """What compiling one rule needs to know about the whole policy."""
+
+    var_names: frozenset[str]
+    signal_names: frozenset[str]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def error(self, code: str, message: str, span: Span, *, help: str | None = None,
+              rule_id: str | None = None, severity: Severity = Severity.ERROR) -> None:
+        self.diagnostics.append(Diagnostic(code, message, span, severity, help=help, rule_id=rule_id))
+
+
+def load_policy(cwd: Path, *, agent: Path | None = None, include_project: bool = True,
+                extra: Iterable[Path] = ()) -> tuple[CompiledPolicy | None, list[Diagnostic]]:
+    """Load the layered policy for `cwd` (plus `extra` files last) and compile it."""
+    layers = layer_paths(cwd, agent=agent or agent_dir(), include_project=include_project)
+    layers += [("file", Path(p)) for p in extra]
+    return compile_files(layers)
+
+
+def compile_files(layers: Iterable[tuple[str, Path]]) -> tuple[CompiledPolicy | None, list[Diagnostic]]:
+    """Load the given layers (with what they use) and compile them."""
+    files, diagnostics = load_layers(layers)
+    if has_errors(diagnostics):
+        return None, diagnostics
+    policy, more = compile_policy(files)
+    return policy, diagnostics + more
+
+
+def compile_policy(files: list[PolicyFile]) -> tuple[CompiledPolicy | None, list[Diagnostic]]:
+    """Merge the files' layers and compile everything; None when any error was found."""
+    diagnostics: list[Diagnostic] = []
+    entries = _merge_rules(files, diagnostics)
+    literals, env_vars = _merge_vars(files, diagnostics)
+    signals_raw = {name: (sig, f) for f in files for name, sig in f.policy.signals.items()}
+    ctx = _Context(frozenset(literals) | frozenset(env_vars), frozenset(signals_raw), diagnostics)
+    signals = {name: _compile_signal(name, sig, f, ctx) for name, (sig, f) in signals_raw.items()}
+    _check_signal_cycles(signals, ctx)
+    rules = tuple(r for i, e in enumerate(entries) if (r := _compile_rule(e, i, ctx)) is not None)
+    if has_errors(ctx.diagnostics):
+        return None, ctx.diagnostics
+    by_event: dict[str, list[CompiledRule]] = {}
+    for rule in rules:
+        for event_type in rule.on:
+            by_event.setdefault(event_type, []).append(rule)
+    env_names = {spec.env for spec in env_vars.values()} | {n for f in files for n in f.policy.env}
+    compiled = CompiledPolicy(
+        rules=rules,
+        by_event={k: tuple(v) for k, v in by_event.items()},
+        vars=literals,
+        env_vars=env_vars,
+        signals={k: v for k, v in signals.items() if v is not None},
+        commands=tuple(_by_name(files, "commands", "name")),
+        virtual_models=tuple(_by_name(files, "virtual_models", "ref")),
+        tools=tuple(_by_name(files, "tools", "name")),
+        env_names=frozenset(env_names),
+        files=tuple(files),
+        warnings=tuple(d for d in ctx.diagnostics if d.severity is Severity.WARNING),
+    )
+    return compiled, ctx.diagnostics
+
+
+def _by_name(files: list[PolicyFile], attr: str, key: str) -> list[Any]:
+    merged: dict[str, Any] = {}
+    for f in files:
+        for item in getattr(f.policy, attr):
+            name = f"{item.provider}/{item.id}" if key == "ref" else getattr(item, key)
+            merged[name] = item
+    return list(merged.values())
+
+
+# --- layering ---------------------------------------------------------------------------------
+
+
+def _merge_rules(files: list[PolicyFile], diagnostics: list[Diagnostic]) -> list[_Entry]:
+    ordered: list[_Entry] = []
+    for f in files:
+        seen_here: set[str] = set()
+        for index, rule in enumerate(f.policy.rules):
+            span = f.doc.span(("rules", index, "id"))
+            if rule.id in seen_here:
+                diagnostics.append(Diagnostic("RT305", f"duplicate rule id '{rule.id}'", span,
+                                              rule_id=rule.id, help="rule ids must be unique in a file; "
+                                              "a later file with the same id overrides the rule"))
+                continue
+            seen_here.add(rule.id)
+            _place(ordered, _Entry(rule, f, index, rule.group or f.group), f, diagnostics)
+        for index, rule_id in enumerate(f.policy.disable):
+            before = len(ordered)
+            ordered[:] = [e for e in ordered if e.rule.id != rule_id]
+            if len(ordered) == before:
+                diagnostics.append(Diagnostic(
+                    "RT122", f"`disable:` names unknown rule '{rule_id}'", f.doc.span(("disable", index)),
+                    Severity.WARNING, help=did_you_mean(rule_id, [e.rule.id for e in ordered])))
+    return [e for e in ordered if e.rule.enabled]
+
+
+def _place(ordered: list[_Entry], entry: _Entry, f: PolicyFile, diagnostics: list[Diagnostic]) -> None:
+    rule = entry.rule
+    existing = next((i for i, e in enumerate(ordered) if e.rule.id == rule.id), None)
+    anchor_id = rule.before or rule.after
+    if existing is not None:
+        if rule.group is None:
+            entry.group = ordered[existing].group
+        if anchor_id is None:
+            ordered[existing] = entry
+            return
+        del ordered[existing]
+    if anchor_id is None:
+        ordered.append(entry)
+        return
+    anchor = next((i for i, e in enumerate(ordered) if e.rule.id == anchor_id), None)
+    if anchor is None:
+        key = "before" if rule.before else "after"
+        diagnostics.append(Diagnostic(
+            "RT122", f"rule '{rule.id}' is placed {key} unknown rule '{anchor_id}'",
+            f.doc.span(("rules", entry.index, key)), rule_id=rule.id,
+            help=did_you_mean(anchor_id, [e.rule.id for e in ordered])))
+        ordered.append(entry)
+        return
+    if rule.group is None:
+        entry.group = ordered[anchor].group
+    ordered.insert(anchor if rule.before else anchor + 1, entry)
+
+
+def _merge_vars(files: list[PolicyFile], diagnostics: list[Diagnostic]) -> tuple[dict[str, Any], dict[str, EnvVar]]:
+    literals: dict[str, Any] = {}
+    env_vars: dict[str, EnvVar] = {}
+    for f in files:
+        for name, value in f.policy.vars.items():
+            literals.pop(name, None)
+            env_vars.pop(name, None)
+            if isinstance(value, dict) and "env" in value:
+                try:
+                    env_vars[name] = EnvVar.model_validate(value)
+                except ValidationError as exc:
+                    diagnostics.extend(validation_diagnostics(exc, f.doc, EnvVar, base=("vars", name)))
+            else:
+                literals[name] = value
+    return literals, env_vars
+
+
+# --- rules ------------------------------------------------------------------------------------
+
+
+def _compile_rule(entry: _Entry, order: int, ctx: _Context) -> CompiledRule | None:
+    rule, doc = entry.rule, entry.file.doc
+    base: KeyPath = ("rules", entry.index)
+    for i, event_type in enumerate(rule.on):
+        if event_type not in EVENT_TYPES:
+            ctx.error("RT205", f"unknown event type '{event_type}' in rule '{rule.id}'",
+                      doc.span((*base, "on", i)),
+                      help=did_you_mean(event_type, EVENT_TYPES) or f"expected one of: {', '.join(EVENT_TYPES)}",
+                      rule_id=rule.id)
+    checker = _Checker(ctx, scope_tree(rule.on, var_names=ctx.var_names, signal_names=ctx.signal_names),
+                       doc, rule.id)
+    match = checker.query(rule.match, (*base, "match")) if rule.match is not None else None
+    when = checker.expression(rule.when, (*base, "when")) if rule.when is not None else None
+    actions = tuple(a for i, item in enumerate(rule.do)
+                    if (a := _compile_action(item, (*base, "do", i), rule, doc, checker)) is not None)
+    examples = tuple((ex, doc.span((*base, "examples", i))) for i, ex in enumerate(rule.examples))
+    return CompiledRule(
+        id=rule.id, index=order, group=entry.group, on=tuple(rule.on), match=match, when=when,
+        actions=actions, continue_=rule.continue_, shadow=rule.shadow, span=doc.span(base),
+        file=entry.file.path, key_path=format_key_path(base), description=rule.description,
+        examples=examples,
+        match_span=doc.span((*base, "match")) if rule.match is not None else None,
+        when_span=doc.span((*base, "when")) if rule.when is not None else None,
+    )
+
+
+def _compile_action(item: dict[str, Any], key_path: KeyPath, rule: Rule, doc: SourceDoc,
+                    checker: _Checker) -> CompiledAction | None:
+    ctx, span = checker.ctx, doc.span(key_path)
+    if not isinstance(item, dict) or len(item) != 1:
+        ctx.error("RT207", f"an action is a mapping with one key (rule '{rule.id}')", span,
+                  help="write `- notify: hello` or `- tools: {only: [read]}`", rule_id=rule.id)
+        return None
+    name, raw = next(iter(item.items()))
+    spec = ACTIONS.get(name)
+    if spec is None:
+        ctx.error("RT206", f"unknown action '{name}' in rule '{rule.id}'", doc.span((*key_path, name), key=True),
+                  help=did_you_mean(name, ACTIONS) or f"expected one of: {', '.join(sorted(ACTIONS))}",
+                  rule_id=rule.id)
+        return None
+    if spec.events is not None and not set(rule.on) & spec.events:
+        ctx.error("RT309", f"action '{name}' has no effect on {', '.join(rule.on)} events (rule '{rule.id}')",
+                  doc.span((*key_path, name), key=True), rule_id=rule.id,
+                  help=f"'{name}' applies to: {', '.join(sorted(spec.events))}")
+    params = {spec.shorthand: raw} if spec.shorthand and not isinstance(raw, dict) else raw
+    if params is None:
+        params = {}
+    try:
+        spec.params.model_validate(params)
+    except ValidationError as exc:
+        if spec.shorthand and not isinstance(raw, dict):
+            ctx.error("RT207", f"invalid shorthand for action '{name}' (rule '{rule.id}'): "
+                      f"{exc.errors()[0]['msg'].lower()}", doc.span((*key_path, name)), rule_id=rule.id)
+        else:
+            ctx.diagnostics.extend(replace(d, code="RT207", rule_id=rule.id)
+                                   for d in validation_diagnostics(exc, doc, spec.params, base=(*key_path, name)))
+        return None
+    tree = checker.params(params, (*key_path, name))
+    return CompiledAction(name, spec, tree, span)
+
+
+class _Checker:
+    """Compiles expressions of one rule (or signal) and checks names, paths and functions."""
+
+    def __init__(self, ctx: _Context, tree: dict[str, Any], doc: SourceDoc, rule_id: str | None,
+                 *, extra_names: frozenset[str] = frozenset()) -> None:
+        self.ctx, self.tree, self.doc, self.rule_id = ctx, tree, doc, rule_id
+        self.extra_names = extra_names
+
+    def _where(self, key_path: KeyPath) -> str:
+        label = f" (rule '{self.rule_id}')" if self.rule_id else ""
+        return f"{format_key_path(key_path)}{label}"
+
+    def query(self, source: str, key_path: KeyPath) -> Query | None:
+        try:
+            query = compile_query(source)
+        except ExpressionSyntaxError as exc:
+            self._syntax(exc, key_path)
+            return None
+        self._check_calls(query.calls, key_path, jmespath=True)
+        self._check_paths(query.paths, key_path)
+        return query
+
+    def expression(self, source: str, key_path: KeyPath) -> Expression | None:
+        try:
+            expr = compile_expression(source)
+        except ExpressionSyntaxError as exc:
+            self._syntax(exc, key_path)
+            return None
+        self._check_expression(expr, key_path)
+        return expr
+
+    def template(self, source: str, key_path: KeyPath) -> Template | str | None:
+        try:
+            template = compile_template(source)
+        except ExpressionSyntaxError as exc:
+            self._syntax(exc, key_path)
+            return None
+        if template.expression is None:
+            return source
+        self._check_expression(template.expression, key_path)
+        return template
+
+    def params(self, value: Any, key_path: KeyPath) -> Any:
+        if isinstance(value, str):
+            return self.template(value, key_path)
+        if isinstance(value, list):
+            return [self.params(v, (*key_path, i)) for i, v in enumerate(value)]
+        if isinstance(value, dict):
+            return {k: self.params(v, (*key_path, k)) for k, v in value.items()}
+        if isinstance(value, BaseModel):
+            return self.params(value.model_dump(), key_path)
+        return value
+
+    def _syntax(self, exc: ExpressionSyntaxError, key_path: KeyPath) -> None:
+        self.ctx.error(exc.code, f"{exc.message} in {self._where(key_path)}",
+                       self.doc.span_in(key_path, exc.offset), rule_id=self.rule_id)
+
+    def _check_expression(self, expr: Expression, key_path: KeyPath) -> None:
+        self._check_calls(expr.calls, key_path, jmespath=False)
+        known = set(self.tree) | self.extra_names
+        for name in sorted(expr.names - known):
+            self.ctx.error("RT302", f"unknown name '{name}' in {self._where(key_path)}",
+                           self.doc.span(key_path), rule_id=self.rule_id,
+                           help=did_you_mean(name, known) or f"write '{name}' in quotes for a string")
+        self._check_paths([p for p in expr.paths if p[0] in self.tree], key_path)
+
+    def _check_calls(self, calls: Iterable[tuple[str, int]], key_path: KeyPath, *, jmespath: bool) -> None:
+        names = set(FUNCTIONS) | (JMESPATH_BUILTINS if jmespath else set())
+        for name, arity in calls:
+            spec = FUNCTIONS.get(name)
+            if name not in names:
+                self.ctx.error("RT208", f"unknown function '{name}' in {self._where(key_path)}",
+                               self.doc.span(key_path), rule_id=self.rule_id,
+                               help=did_you_mean(name, names) or "see docs/functions.md")
+            elif spec is not None and not (jmespath and spec.native_jmespath) and (
+                    arity < spec.min_args or spec.max_args is not None and arity > spec.max_args):
+                expected = str(spec.min_args) if spec.max_args == spec.min_args else \
+                    f"{spec.min_args} to {spec.max_args if spec.max_args is not None else 'any'}"
+                self.ctx.error("RT209", f"{name}() takes {expected} arguments, got {arity} in "
+                               f"{self._where(key_path)}", self.doc.span(key_path), rule_id=self.rule_id,
+                               help=f"example: {spec.example}")
+
+    def _check_paths(self, paths: Iterable[tuple[str, ...]], key_path: KeyPath) -> None:
+        for path in paths:
+            if path[0] in self.extra_names:
+                continue
+            problem = check_path(self.tree, path)
+            if problem is None:
+                continue
+            bad = ".".join(path[: problem.index + 1])
+            root = path[0]
+            code, what = {"vars": ("RT303", "undefined var"),
+                          "signals": ("RT304", "undefined signal"),
+                          "signal_errors": ("RT304", "undefined signal")}.get(root, ("RT301", "unknown field"))
+            self.ctx.error(code, f"{what} '{bad}' in {self._where(key_path)}", self.doc.span(key_path),
+                           rule_id=self.rule_id,
+                           help=did_you_mean(path[problem.index], problem.known) or
+                           (f"known here: {', '.join(problem.known)}" if problem.known else None))
+
+
+# --- signals ----------------------------------------------------------------------------------
+
+
+def _compile_signal(name: str, sig: Signal, f: PolicyFile, ctx: _Context) -> CompiledSignal | None:
+    base: KeyPath = ("signals", name)
+    tree = scope_tree(EVENT_TYPES, var_names=ctx.var_names, signal_names=ctx.signal_names)
+    checker = _Checker(ctx, tree, f.doc, None)
+    result_checker = _Checker(ctx, tree, f.doc, None, extra_names=frozenset({"result"}))
+    span = f.doc.span(base)
+    transform = result_checker.expression(sig.transform, (*base, "transform")) if sig.transform else None
+    fallback = checker.expression(sig.fallback, (*base, "fallback")) if sig.fallback else None
+    if sig.expr is not None:
+        expr = checker.expression(sig.expr, (*base, "expr"))
+        return CompiledSignal(name, "expr", span, expr=expr, transform=transform, fallback=fallback)
+    kind = next(k for k in ("classify", "child", "complete") if getattr(sig, k) is not None)
+    source: Any = getattr(sig, kind)
+    raw = source.model_dump(exclude={"questions"} if kind == "classify" else set())
+    request = checker.params(raw, (*base, kind))
+    questions: tuple[ClassifyQuestionSpec, ...] = ()
+    if kind == "classify":
+        questions = tuple(
+            ClassifyQuestionSpec(qname, q.type, q.instructions, q.criteria,
+                                 checker.expression(q.when, (*base, kind, "questions", qname, "when"))
+                                 if q.when else None)
+            for qname, q in source.questions.items())
+    return CompiledSignal(name, kind, span, request=request, questions=questions,
+                          transform=transform, fallback=fallback)
+
+
+def _signal_deps(sig: CompiledSignal) -> set[str]:
+    exprs: list[Expression | None] = [sig.expr, sig.fallback, *(q.when for q in sig.questions)]
+    exprs += _templates(sig.request)
+    return {p[1] for e in exprs if e is not None for p in e.paths if p[0] == "signals" and len(p) > 1}
+
+
+def _templates(tree: Any) -> list[Expression | None]:
+    if isinstance(tree, Template):
+        return [tree.expression]
+    if isinstance(tree, dict):
+        return [e for v in tree.values() for e in _templates(v)]
+    if isinstance(tree, list):
+        return [e for v in tree for e in _templates(v)]
+    return []
+
+
+def _check_signal_cycles(signals: dict[str, CompiledSignal | None], ctx: _Context) -> None:
+    deps = {name: _signal_deps(sig) for name, sig in signals.items() if sig is not None}
+    state: dict[str, int] = {}
+
+    def visit(name: str, chain: list[str]) -> None:
+        if state.get(name) == 2 or name not in deps:
+            return
+        if state.get(name) == 1:
+            cycle = chain[chain.index(name):] + [name]
+            sig = signals[name]
+            ctx.error("RT310", f"signals depend on each other in a cycle: {' -> '.join(cycle)}",
+                      sig.span if sig else Span(""), help="break the cycle with a fallback value")
+            return
+        state[name] = 1
+        for dep in sorted(deps[name]):
+            visit(dep, [*chain, name])
+        state[name] = 2
+
+    for name in sorted(deps):
+        visit(name, [])

@@ -1,0 +1,114 @@
+"""The frozen, compiled form of a policy: what the interpreter runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from router.actions import ActionSpec
+from router.diagnostics import Diagnostic, Span
+from router.expr import Expression, Template
+from router.loader import PolicyFile
+from router.model import Command, EnvVar, Example, Tool, VirtualModel
+from router.query import Query
+from router.vars import resolve_vars
+
+ParamTree = Any  # dict[str, ParamTree] | list[ParamTree] | Template | scalar
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledAction:
+    name: str
+    spec: ActionSpec
+    params: ParamTree
+    span: Span
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledRule:
+    id: str
+    index: int
+    group: str
+    on: tuple[str, ...]
+    match: Query | None
+    when: Expression | None
+    actions: tuple[CompiledAction, ...]
+    continue_: bool
+    shadow: bool
+    span: Span
+    file: str
+    key_path: str
+    description: str | None = None
+    examples: tuple[tuple[Example, Span], ...] = ()
+    match_span: Span | None = None
+    when_span: Span | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class ClassifyQuestionSpec:
+    name: str
+    type: str
+    instructions: str
+    criteria: Any
+    when: Expression | None
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledSignal:
+    """A signal: `expr` ones are computed by the interpreter, the others by the executor."""
+
+    name: str
+    kind: str
+    span: Span
+    expr: Expression | None = None
+    request: ParamTree = None
+    questions: tuple[ClassifyQuestionSpec, ...] = ()
+    transform: Expression | None = None
+    fallback: Expression | None = None
+
+    @property
+    def external(self) -> bool:
+        return self.kind != "expr"
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledPolicy:
+    rules: tuple[CompiledRule, ...]
+    by_event: Mapping[str, tuple[CompiledRule, ...]]
+    vars: Mapping[str, Any]
+    env_vars: Mapping[str, EnvVar]
+    signals: Mapping[str, CompiledSignal]
+    commands: tuple[Command, ...] = ()
+    virtual_models: tuple[VirtualModel, ...] = ()
+    tools: tuple[Tool, ...] = ()
+    env_names: frozenset[str] = frozenset()
+    files: tuple[PolicyFile, ...] = ()
+    warnings: tuple[Diagnostic, ...] = ()
+    _vars_cache: dict[tuple[tuple[str, str], ...], dict[str, Any]] = field(default_factory=dict,
+                                                                          repr=False)
+
+    def vars_for(self, env: Mapping[str, str]) -> dict[str, Any]:
+        """The vars with environment-bound ones resolved from `env` (memoized per env)."""
+        if not self.env_vars:
+            return dict(self.vars)
+        key = tuple(sorted((name, env[name]) for name in self.env_names if name in env))
+        cached = self._vars_cache.get(key)
+        if cached is None:
+            if len(self._vars_cache) > 64:
+                self._vars_cache.clear()
+            cached = resolve_vars(self.vars, self.env_vars, env)
+            self._vars_cache[key] = cached
+        return cached
+
+    @property
+    def event_types(self) -> tuple[str, ...]:
+        """The event types the policy has rules for (the bridge forwards only these)."""
+        return tuple(sorted(self.by_event))
+
+    def rule(self, rule_id: str) -> CompiledRule | None:
+        return next((r for r in self.rules if r.id == rule_id), None)
+
+
+def is_template(value: Any) -> bool:
+    return isinstance(value, Template)

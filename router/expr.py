@@ -1,0 +1,350 @@
+"""Safe `when` expressions and `{…}` templates: simpleeval, parsed once, default-deny.
+
+An expression is Python-like (`signals.p >= vars.threshold and not state.done`). Names are the
+top-level fields of the evaluation scope, `a.b` reads a field of an object (null when missing),
+calls reach only the helper functions of `router.functions`. Templates are strings with `{expr}`
+placeholders (f-string rules, `{x:.2f}` formats); a template that is exactly one placeholder
+yields the value itself, not its text.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator as op
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from simpleeval import EvalWithCompoundTypes, InvalidExpression
+
+from router.errors import ExpressionError
+from router.functions import FUNCTIONS
+
+CONSTANTS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
+MAX_SOURCE_LENGTH = 20_000
+
+_ALLOWED_NODES: tuple[type[ast.AST], ...] = (
+    ast.Expression, ast.Constant, ast.Name, ast.Load, ast.Store, ast.Attribute, ast.Subscript,
+    ast.Slice, ast.Call, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.List,
+    ast.Tuple, ast.Dict, ast.JoinedStr, ast.FormattedValue, ast.ListComp, ast.comprehension,
+    ast.And, ast.Or, ast.Not, ast.USub, ast.UAdd, ast.Add, ast.Sub, ast.Mult, ast.Div,
+    ast.FloorDiv, ast.Mod, ast.Pow, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.In,
+    ast.NotIn, ast.Is, ast.IsNot,
+)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource bounds applied while evaluating (per evaluator, never module globals)."""
+
+    max_string: int = 100_000
+    max_power: int = 4_000
+
+
+@dataclass(frozen=True)
+class ExpressionSyntaxError(Exception):
+    """An expression or template that cannot compile; `offset` is 0-based within the source."""
+
+    message: str
+    offset: int = 0
+    code: str = "RT202"
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True, eq=False)
+class Expression:
+    """A compiled expression: its source, tree and the names, functions and paths it reads."""
+
+    source: str
+    tree: ast.expr
+    names: frozenset[str] = field(default=frozenset())
+    calls: tuple[tuple[str, int], ...] = ()
+    paths: tuple[tuple[str, ...], ...] = ()
+    literal_args: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+
+    def conjuncts(self) -> list[Expression]:
+        """Split a top-level `a and b and c` into its parts (for `router explain`)."""
+        if isinstance(self.tree, ast.BoolOp) and isinstance(self.tree.op, ast.And):
+            return [_from_tree(ast.unparse(part), part) for part in self.tree.values]
+        return [self]
+
+
+@dataclass(frozen=True, eq=False)
+class Template:
+    """A compiled template: a constant, a single expression (typed value) or an f-string."""
+
+    source: str
+    constant: str | None = None
+    expression: Expression | None = None
+
+    @property
+    def is_constant(self) -> bool:
+        return self.expression is None
+
+
+def compile_expression(source: str) -> Expression:
+    """Parse and check an expression; raise ExpressionSyntaxError on any problem."""
+    if not isinstance(source, str) or not source.strip():
+        raise ExpressionSyntaxError("empty expression")
+    if len(source) > MAX_SOURCE_LENGTH:
+        raise ExpressionSyntaxError(f"expression is longer than {MAX_SOURCE_LENGTH} characters")
+    text = source.strip()
+    lead = len(source) - len(source.lstrip())
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError as exc:
+        offset = max(0, (exc.offset or 1) - 1) + lead
+        raise ExpressionSyntaxError(f"invalid expression: {exc.msg}", offset) from None
+    except (RecursionError, MemoryError, ValueError):
+        raise ExpressionSyntaxError("expression is nested too deeply") from None
+    _check_tree(tree, lead)
+    return _from_tree(text, tree)
+
+
+def compile_template(source: str) -> Template:
+    """Compile a `{…}` template string."""
+    if "{" not in source and "}" not in source:
+        return Template(source, constant=source)
+    inner = source.strip()
+    if inner.startswith("{") and inner.endswith("}") and _single_placeholder(inner):
+        return Template(source, expression=compile_expression(inner[1:-1]))
+    try:
+        tree = ast.parse("f" + repr(source), mode="eval").body
+    except SyntaxError as exc:
+        raise ExpressionSyntaxError(f"invalid template: {exc.msg}", max(0, (exc.offset or 2) - 3),
+                                    code="RT204") from None
+    _check_tree(tree, 0)
+    return Template(source, expression=_from_tree(source, tree))
+
+
+def _single_placeholder(text: str) -> bool:
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if depth == 0 and i < len(text) - 1:
+            return False
+    return ":" not in _outside_brackets(text[1:-1]) and "!" not in _outside_brackets(text[1:-1])
+
+
+def _outside_brackets(text: str) -> str:
+    out, depth, quote = [], 0, ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+            continue
+        if ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out)
+
+
+def _check_tree(tree: ast.AST, lead: int) -> None:
+    for node in ast.walk(tree):
+        offset = lead + getattr(node, "col_offset", 0)
+        if not isinstance(node, _ALLOWED_NODES):
+            raise ExpressionSyntaxError(f"{_describe(node)} is not allowed in expressions", offset,
+                                        code="RT203")
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            raise ExpressionSyntaxError(f"field '{node.attr}' is not accessible (leading '_')",
+                                        offset, code="RT203")
+        if isinstance(node, ast.Name) and node.id.startswith("__"):
+            raise ExpressionSyntaxError(f"name '{node.id}' is not accessible", offset, code="RT203")
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name):
+                raise ExpressionSyntaxError("only helper functions can be called (no methods)",
+                                            offset, code="RT203")
+            if node.keywords:
+                raise ExpressionSyntaxError("keyword arguments are not supported", offset,
+                                            code="RT203")
+            if any(isinstance(a, ast.Starred) for a in node.args):
+                raise ExpressionSyntaxError("*args are not supported", offset, code="RT203")
+        if isinstance(node, ast.FormattedValue) and node.format_spec is not None:
+            spec = node.format_spec
+            if not all(isinstance(v, ast.Constant) for v in getattr(spec, "values", [])):
+                raise ExpressionSyntaxError("nested placeholders in a format spec are not allowed",
+                                            offset, code="RT204")
+
+
+def _describe(node: ast.AST) -> str:
+    names = {ast.Lambda: "lambda", ast.NamedExpr: "':=' assignment", ast.Await: "await",
+             ast.Yield: "yield", ast.DictComp: "a dict comprehension", ast.SetComp: "a set comprehension",
+             ast.GeneratorExp: "a generator expression", ast.Starred: "'*' unpacking",
+             ast.Set: "a set literal", ast.BitAnd: "'&' (use 'and')", ast.BitOr: "'|' (use 'or')",
+             ast.Invert: "'~'", ast.BitXor: "'^'", ast.LShift: "'<<'", ast.RShift: "'>>'"}
+    return names.get(type(node), type(node).__name__)
+
+
+def _from_tree(source: str, tree: ast.expr) -> Expression:
+    bound = {t.id for c in ast.walk(tree) if isinstance(c, ast.comprehension)
+             for t in ast.walk(c.target) if isinstance(t, ast.Name)}
+    names = set()
+    calls = []
+    literal_args = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in bound:
+            names.add(node.id)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            calls.append((node.func.id, len(node.args)))
+            literal_args.append((node.func.id, tuple(a.value if isinstance(a, ast.Constant) else None
+                                                     for a in node.args)))
+    callee = {node.func.id for node in ast.walk(tree)
+              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    return Expression(source, tree, frozenset(names - callee - set(CONSTANTS)), tuple(calls),
+                      tuple(_paths(tree, bound)), tuple(literal_args))
+
+
+def _paths(tree: ast.AST, bound: set[str]) -> list[tuple[str, ...]]:
+    """Root-anchored field paths such as ('signals', 'p_complex')."""
+    found: list[tuple[str, ...]] = []
+    inner: set[int] = set()
+    for node in ast.walk(tree):
+        if id(node) in inner or not isinstance(node, (ast.Attribute, ast.Subscript, ast.Name)):
+            continue
+        parts: list[str] = []
+        cursor: ast.AST = node
+        while True:
+            if isinstance(cursor, ast.Attribute):
+                parts.append(cursor.attr)
+            elif isinstance(cursor, ast.Subscript):
+                key = cursor.slice
+                parts = [] if not (isinstance(key, ast.Constant) and isinstance(key.value, str)) \
+                    else [*parts, key.value]
+            elif isinstance(cursor, ast.Name):
+                if cursor.id not in bound and cursor.id not in CONSTANTS:
+                    found.append((cursor.id, *reversed(parts)))
+                break
+            else:
+                break
+            inner.add(id(cursor.value))
+            cursor = cursor.value
+    return found
+
+
+def _limited(limits: Limits) -> dict[type[ast.AST], Callable[..., Any]]:
+    def add(a: Any, b: Any) -> Any:
+        if hasattr(a, "__len__") and hasattr(b, "__len__") and len(a) + len(b) > limits.max_string:
+            raise ExpressionError(f"result longer than {limits.max_string} items", code="RT403")
+        return a + b
+
+    def mult(a: Any, b: Any) -> Any:
+        for seq, times in ((a, b), (b, a)):
+            if hasattr(seq, "__len__") and isinstance(times, int) and times * len(seq) > limits.max_string:
+                raise ExpressionError(f"result longer than {limits.max_string} items", code="RT403")
+        return a * b
+
+    def power(a: Any, b: Any) -> Any:
+        if abs(a) > limits.max_power or abs(b) > limits.max_power:
+            raise ExpressionError(f"{a} ** {b} exceeds the power limit {limits.max_power}", code="RT403")
+        return a**b
+
+    return {
+        ast.Add: add, ast.Sub: op.sub, ast.Mult: mult, ast.Div: op.truediv, ast.FloorDiv: op.floordiv,
+        ast.Mod: op.mod, ast.Pow: power, ast.Eq: op.eq, ast.NotEq: op.ne, ast.Gt: op.gt,
+        ast.Lt: op.lt, ast.GtE: op.ge, ast.LtE: op.le, ast.Not: op.not_, ast.USub: op.neg,
+        ast.UAdd: op.pos, ast.In: lambda x, y: op.contains(y, x),
+        ast.NotIn: lambda x, y: not op.contains(y, x), ast.Is: lambda x, y: x is y,
+        ast.IsNot: lambda x, y: x is not y,
+    }
+
+
+class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
+    """Evaluates compiled expressions against one scope. Not shared between evaluations."""
+
+    def __init__(self, scope: Mapping[str, Any], *, limits: Limits | None = None) -> None:
+        super().__init__(operators=_limited(limits or Limits()), functions={}, names=scope)
+        self.scope = scope
+        self.nodes[ast.Name] = self._eval_name
+        self.nodes[ast.Attribute] = self._eval_attribute
+        self.nodes[ast.Subscript] = self._eval_subscript
+        self.nodes[ast.Call] = self._eval_call
+
+    def value(self, expression: Expression) -> Any:
+        """Evaluate `expression`; any failure becomes an ExpressionError naming the source."""
+        try:
+            return self.eval(expression.source, previously_parsed=expression.tree)
+        except ExpressionError as exc:
+            raise ExpressionError(exc.message, source=expression.source, code=exc.code) from None
+        except InvalidExpression as exc:
+            raise ExpressionError(str(exc), source=expression.source, code="RT403") from None
+        except (TypeError, ValueError, ZeroDivisionError, OverflowError, KeyError, IndexError) as exc:
+            raise ExpressionError(_python_error(exc), source=expression.source) from None
+        except RecursionError:
+            raise ExpressionError("expression nested too deeply", source=expression.source,
+                                  code="RT403") from None
+
+    def render(self, template: Template) -> Any:
+        """The value of a template: its constant, its single value or its formatted text."""
+        if template.expression is None:
+            return template.constant
+        return self.value(template.expression)
+
+    def _eval(self, node: ast.AST) -> Any:
+        handler = self.nodes.get(type(node))
+        if handler is None:
+            raise ExpressionError(f"{_describe(node)} is not allowed", code="RT203")
+        return handler(node)
+
+    def _eval_name(self, node: ast.Name) -> Any:
+        if node.id in CONSTANTS:
+            return CONSTANTS[node.id]
+        return self.scope.get(node.id)
+
+    def _eval_attribute(self, node: ast.Attribute) -> Any:
+        base = self._eval(node.value)
+        if isinstance(base, Mapping):
+            return base.get(node.attr)
+        if base is None:
+            return None
+        raise ExpressionError(f"cannot read field '{node.attr}' of a {_kind(base)}")
+
+    def _eval_subscript(self, node: ast.Subscript) -> Any:
+        base = self._eval(node.value)
+        key = self._eval(node.slice)
+        if base is None:
+            return None
+        if isinstance(base, Mapping):
+            return base.get(key) if isinstance(key, (str, int, float, bool)) or key is None else None
+        if isinstance(key, slice) or isinstance(key, int) and not isinstance(key, bool):
+            try:
+                return base[key]
+            except IndexError:
+                return None
+        raise ExpressionError(f"cannot index a {_kind(base)} with a {_kind(key)}")
+
+    def _eval_call(self, node: ast.Call) -> Any:
+        name = node.func.id  # checked at compile time: a plain name
+        spec = FUNCTIONS.get(name)
+        if spec is None:
+            raise ExpressionError(f"unknown function '{name}'", code="RT208")
+        args = [self._eval(arg) for arg in node.args]
+        return spec.impl(*args)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, Sequence):
+        return "array"
+    return "value"
+
+
+def _python_error(exc: Exception) -> str:
+    text = str(exc)
+    text = text.replace("NoneType", "null").replace("'str'", "string").replace("'int'", "number")
+    text = text.replace("'float'", "number").replace("'dict'", "object").replace("'list'", "array")
+    return text or type(exc).__name__

@@ -1,0 +1,492 @@
+"""Helper functions shared by both languages (JMESPath `match` and `when` expressions).
+
+Each entry is registered with `@function` into the visible `FUNCTIONS` dict, declares its arity and
+carries a runnable example (`docs/functions.md` is generated from these; a test runs every example).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from router.errors import ExpressionError
+
+THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
+
+
+@dataclass(frozen=True)
+class Function:
+    """A helper function: implementation, arity and documentation."""
+
+    name: str
+    impl: Callable[..., Any]
+    min_args: int
+    max_args: int | None
+    summary: str
+    example: str
+    native_jmespath: bool = False  # JMESPath has a built-in of the same name and meaning
+
+
+FUNCTIONS: dict[str, Function] = {}
+
+
+def function(
+    name: str, *, min_args: int, max_args: int | None, example: str, native_jmespath: bool = False
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a helper function under `name`."""
+
+    def register(impl: Callable[..., Any]) -> Callable[..., Any]:
+        summary = (impl.__doc__ or "").strip()
+        FUNCTIONS[name] = Function(name, impl, min_args, max_args, summary, example, native_jmespath)
+        return impl
+
+    return register
+
+
+def _fail(name: str, message: str) -> ExpressionError:
+    return ExpressionError(f"{name}(): {message}", code="RT402")
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, Sequence):
+        return "array"
+    return type(value).__name__
+
+
+def _text(name: str, value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    raise _fail(name, f"expected a string, got {_type_name(value)}")
+
+
+def _number(name: str, value: Any) -> float | int:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    raise _fail(name, f"expected a number, got {_type_name(value)}")
+
+
+def _list(name: str, value: Any) -> Sequence[Any]:
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return value
+    raise _fail(name, f"expected an array, got {_type_name(value)}")
+
+
+# --- text -------------------------------------------------------------------------------------
+
+
+@function("lower", min_args=1, max_args=1, example="lower('DeepSeek-V4') == 'deepseek-v4'")
+def lower(value: Any) -> Any:
+    """Lower-case a string; null stays null."""
+    return None if value is None else _text("lower", value).lower()
+
+
+@function("upper", min_args=1, max_args=1, example="upper('ok') == 'OK'")
+def upper(value: Any) -> Any:
+    """Upper-case a string; null stays null."""
+    return None if value is None else _text("upper", value).upper()
+
+
+@function("trim", min_args=1, max_args=1, example="trim('  yes ') == 'yes'")
+def trim(value: Any) -> Any:
+    """Strip white space at both ends; null stays null."""
+    return None if value is None else _text("trim", value).strip()
+
+
+@function("utf16_len", min_args=1, max_args=1, example="utf16_len('a😀') == 3")
+def utf16_len(value: Any) -> int:
+    """Length in UTF-16 code units, as JavaScript's `String.length` counts it."""
+    text = _text("utf16_len", value)
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+@function("tail", min_args=2, max_args=2, example="tail('abcdef', 2) == 'ef'")
+def tail(value: Any, size: Any) -> str:
+    """The last `size` characters of a string."""
+    text, size = _text("tail", value), int(_number("tail", size))
+    return text[-size:] if size > 0 else ""
+
+
+@function("head", min_args=2, max_args=2, example="head('abcdef', 2) == 'ab'")
+def head(value: Any, size: Any) -> str:
+    """The first `size` characters of a string."""
+    return _text("head", value)[: max(0, int(_number("head", size)))]
+
+
+@function("split", min_args=2, max_args=2, example="split('a,b', ',') == ['a', 'b']")
+def split(value: Any, sep: Any) -> list[str]:
+    """Split a string on a separator."""
+    return _text("split", value).split(_text("split", sep))
+
+
+@function("replace", min_args=3, max_args=3, example="replace('a-b', '-', '+') == 'a+b'")
+def replace(value: Any, old: Any, new: Any) -> str:
+    """Replace every occurrence of `old` with `new`."""
+    return _text("replace", value).replace(_text("replace", old), _text("replace", new))
+
+
+@function("join", min_args=2, max_args=2, example="join(', ', ['a', 'b']) == 'a, b'",
+          native_jmespath=True)
+def join(sep: Any, items: Any) -> str:
+    """Join an array of strings with a separator (JMESPath's argument order)."""
+    return _text("join", sep).join(str(item) for item in _list("join", items))
+
+
+@function("to_json", min_args=1, max_args=2, example="to_json({'a': 1}) == '{\"a\": 1}'")
+def to_json(value: Any, indent: Any = None) -> str:
+    """Serialize a value as JSON (optionally indented)."""
+    return json.dumps(value, ensure_ascii=False, indent=indent, default=str)
+
+
+@function("parse_json", min_args=1, max_args=1, example="parse_json('{\"a\": 1}').a == 1")
+def parse_json(value: Any) -> Any:
+    """Parse a JSON text; fails with the parser's message when it is not JSON."""
+    try:
+        return json.loads(_text("parse_json", value))
+    except json.JSONDecodeError as exc:
+        raise _fail("parse_json", f"not valid JSON: {exc.msg} at char {exc.pos}") from None
+
+
+@function("extract_json", min_args=1, max_args=1,
+          example="extract_json('Sure: {\"x\": 2} done').x == 2")
+def extract_json(value: Any) -> Any:
+    """Parse JSON out of model output: strip ``` fences, else take the first `{` to the last `}`."""
+    text = _text("extract_json", value).strip()
+    text = re.sub(r"^```(?:json)?\s*", "", text, flags=re.IGNORECASE)
+    text = re.sub(r"\s*```$", "", text)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        start, end = text.find("{"), text.rfind("}")
+        if start >= 0 and end > start:
+            try:
+                return json.loads(text[start : end + 1])
+            except json.JSONDecodeError as exc:
+                raise _fail("extract_json", f"no JSON object found ({exc.msg})") from None
+    raise _fail("extract_json", "no JSON object found")
+
+
+# --- regular expressions and keywords ---------------------------------------------------------
+
+
+@lru_cache(maxsize=512)
+def compile_regex(pattern: str, flags: str = "") -> re.Pattern[str]:
+    """Compile a pattern with letter flags (i = ignore case, m = multiline, s = dot-all)."""
+    bits = 0
+    for letter in flags:
+        if letter not in "ims":
+            raise ExpressionError(f"unknown regex flag {letter!r}; expected i, m or s", code="RT402")
+        bits |= {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}[letter]
+    try:
+        return re.compile(pattern, bits)
+    except re.error as exc:
+        raise ExpressionError(f"regex {pattern!r} does not compile: {exc}", code="RT210") from None
+
+
+@function("regex", min_args=2, max_args=3, example="regex('MVP (Recommended)', 'recommend', 'i')")
+def regex(value: Any, pattern: Any, flags: Any = "") -> bool:
+    """True when the pattern is found anywhere in the text (a search, not a full match)."""
+    if value is None:
+        return False
+    return compile_regex(_text("regex", pattern), _text("regex", flags)).search(
+        _text("regex", value)) is not None
+
+
+@function("regex_find", min_args=2, max_args=3, example="regex_find('p=0.86', '[0-9.]+') == '0.86'")
+def regex_find(value: Any, pattern: Any, flags: Any = "") -> str | None:
+    """The first match of the pattern in the text, or null."""
+    if value is None:
+        return None
+    found = compile_regex(_text("regex_find", pattern), _text("regex_find", flags)).search(
+        _text("regex_find", value))
+    return found.group(0) if found else None
+
+
+@lru_cache(maxsize=256)
+def _keyword_pattern(keywords: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(k) for k in keywords if k), re.IGNORECASE)
+
+
+@function("count_keywords", min_args=2, max_args=2,
+          example="count_keywords('add a prefix to the debug tool', ['fix', 'debug']) == 2")
+def count_keywords(value: Any, keywords: Any) -> int:
+    """Count keyword occurrences as case-insensitive substrings, left to right, non-overlapping."""
+    if value is None:
+        return 0
+    words = tuple(str(k) for k in _list("count_keywords", keywords) if k)
+    if not words:
+        return 0
+    return len(_keyword_pattern(words).findall(_text("count_keywords", value)))
+
+
+# --- numbers ----------------------------------------------------------------------------------
+
+
+@function("clamp", min_args=3, max_args=3, example="clamp(1.7, 0, 1) == 1")
+def clamp(value: Any, low: Any, high: Any) -> float | int:
+    """Limit a number to [low, high]; a non-finite number becomes `low`."""
+    number = _number("clamp", value)
+    if isinstance(number, float) and not math.isfinite(number):
+        return _number("clamp", low)
+    return max(_number("clamp", low), min(_number("clamp", high), number))
+
+
+@function("round", min_args=1, max_args=2, example="round(0.856, 2) == 0.86")
+def round_(value: Any, digits: Any = 0) -> float | int:
+    """Round half away from zero to `digits` decimals."""
+    number, places = _number("round", value), int(_number("round", digits))
+    scale = 10**places
+    rounded = math.floor(abs(number) * scale + 0.5) / scale
+    result = math.copysign(rounded, number)
+    return int(result) if places == 0 else result
+
+
+@function("to_number", min_args=1, max_args=1, example="to_number('90.5') == 90.5",
+          native_jmespath=True)
+def to_number(value: Any) -> float | int | None:
+    """Parse a number from a string (null when it is not one); numbers pass through."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return None
+        return int(number) if number.is_integer() and "." not in value else number
+    return None
+
+
+@function("to_string", min_args=1, max_args=1, example="to_string(3) == '3'", native_jmespath=True)
+def to_string(value: Any) -> str:
+    """A string as is; anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+@function("abs", min_args=1, max_args=1, example="abs(-2) == 2", native_jmespath=True)
+def abs_(value: Any) -> float | int:
+    """Absolute value."""
+    return abs(_number("abs", value))
+
+
+@function("sum", min_args=1, max_args=1, example="sum([1, 2]) == 3", native_jmespath=True)
+def sum_(values: Any) -> float | int:
+    """Sum of an array of numbers."""
+    return sum(_number("sum", v) for v in _list("sum", values))
+
+
+@function("max", min_args=1, max_args=1, example="max([1, 3, 2]) == 3", native_jmespath=True)
+def max_(values: Any) -> Any:
+    """Largest element of an array (null when empty)."""
+    items = _list("max", values)
+    return max(items) if items else None
+
+
+@function("min", min_args=1, max_args=1, example="min([4, 3]) == 3", native_jmespath=True)
+def min_(values: Any) -> Any:
+    """Smallest element of an array (null when empty)."""
+    items = _list("min", values)
+    return min(items) if items else None
+
+
+# --- collections ------------------------------------------------------------------------------
+
+
+@function("length", min_args=1, max_args=1, example="length('abc') == 3", native_jmespath=True)
+def length(value: Any) -> int:
+    """Length of a string (code points), array or object."""
+    if isinstance(value, (str, Sequence, Mapping)):
+        return len(value)
+    raise _fail("length", f"expected a string, array or object, got {_type_name(value)}")
+
+
+@function("contains", min_args=2, max_args=2, example="contains(['a', 'b'], 'b')",
+          native_jmespath=True)
+def contains(subject: Any, item: Any) -> bool:
+    """True when an array holds the item, or a string holds the substring."""
+    if isinstance(subject, str):
+        return isinstance(item, str) and item in subject
+    return item in _list("contains", subject)
+
+
+@function("starts_with", min_args=2, max_args=2, example="starts_with('deepseek-v4', 'deepseek')",
+          native_jmespath=True)
+def starts_with(value: Any, prefix: Any) -> bool:
+    """True when the string starts with the prefix."""
+    return value is not None and _text("starts_with", value).startswith(_text("starts_with", prefix))
+
+
+@function("ends_with", min_args=2, max_args=2, example="ends_with('a.yaml', '.yaml')",
+          native_jmespath=True)
+def ends_with(value: Any, suffix: Any) -> bool:
+    """True when the string ends with the suffix."""
+    return value is not None and _text("ends_with", value).endswith(_text("ends_with", suffix))
+
+
+@function("keys", min_args=1, max_args=1, example="keys({'a': 1}) == ['a']", native_jmespath=True)
+def keys(value: Any) -> list[str]:
+    """Keys of an object."""
+    if isinstance(value, Mapping):
+        return list(value)
+    raise _fail("keys", f"expected an object, got {_type_name(value)}")
+
+
+@function("values", min_args=1, max_args=1, example="values({'a': 1}) == [1]",
+          native_jmespath=True)
+def values(value: Any) -> list[Any]:
+    """Values of an object."""
+    if isinstance(value, Mapping):
+        return list(value.values())
+    raise _fail("values", f"expected an object, got {_type_name(value)}")
+
+
+@function("get", min_args=2, max_args=3, example="get({'a': 1}, 'b', 0) == 0")
+def get(container: Any, key: Any, default: Any = None) -> Any:
+    """`container[key]`, or `default` when the key or index is missing."""
+    if isinstance(container, Mapping):
+        return container.get(key, default)
+    if isinstance(container, Sequence) and not isinstance(container, str) and isinstance(key, int):
+        return container[key] if -len(container) <= key < len(container) else default
+    return default
+
+
+@function("merge", min_args=1, max_args=None, example="merge({'a': 1}, {'b': 2}) == {'a': 1, 'b': 2}",
+          native_jmespath=True)
+def merge(*objects: Any) -> dict[str, Any]:
+    """Shallow merge of objects, later keys win."""
+    result: dict[str, Any] = {}
+    for obj in objects:
+        if not isinstance(obj, Mapping):
+            raise _fail("merge", f"expected objects, got {_type_name(obj)}")
+        result.update(obj)
+    return result
+
+
+@function("not_null", min_args=1, max_args=None, example="not_null(null, 'x') == 'x'",
+          native_jmespath=True)
+def not_null(*items: Any) -> Any:
+    """The first argument that is not null."""
+    return next((item for item in items if item is not None), None)
+
+
+@function("intersect", min_args=2, max_args=2, example="intersect(['a', 'b', 'c'], ['c', 'a']) == ['a', 'c']")
+def intersect(first: Any, second: Any) -> list[Any]:
+    """Elements of the first array that are also in the second, in the first array's order."""
+    keep = set(_list("intersect", second))
+    return [item for item in _list("intersect", first) if item in keep]
+
+
+@function("without", min_args=2, max_args=2, example="without(['a', 'b'], ['b']) == ['a']")
+def without(first: Any, second: Any) -> list[Any]:
+    """Elements of the first array that are not in the second."""
+    drop = set(_list("without", second))
+    return [item for item in _list("without", first) if item not in drop]
+
+
+@function("expand_aliases", min_args=3, max_args=3,
+          example="expand_aliases(['read', 'search'], {'search': ['grep', 'find']}, ['find', 'read']) == ['read', 'find']")
+def expand_aliases(names: Any, aliases: Any, available: Any) -> list[str]:
+    """Map each name through an alias table and keep the results that are available, in order."""
+    table = aliases if isinstance(aliases, Mapping) else {}
+    present = set(_list("expand_aliases", available))
+    result: list[str] = []
+    for name in _list("expand_aliases", names):
+        for candidate in table.get(name, [name]):
+            if candidate in present and candidate not in result:
+                result.append(candidate)
+    return result
+
+
+# --- thinking levels and scores ---------------------------------------------------------------
+
+
+def _level_rank(name: str, level: Any) -> int:
+    if level in THINKING_LEVELS:
+        return THINKING_LEVELS.index(level)
+    raise _fail(name, f"unknown thinking level {level!r}; expected one of {', '.join(THINKING_LEVELS)}")
+
+
+@function("cap_level", min_args=2, max_args=2, example="cap_level('medium', 'low') == 'low'")
+def cap_level(level: Any, ceiling: Any) -> str:
+    """The lower of two thinking levels (off < minimal < low < medium < high < xhigh < max)."""
+    if ceiling is None:
+        return str(level)
+    return THINKING_LEVELS[min(_level_rank("cap_level", level), _level_rank("cap_level", ceiling))]
+
+
+@function("map_score", min_args=3, max_args=3,
+          example="map_score(0.3, [{'score': 0.2, 'level': 'off'}, {'score': 0.4, 'level': 'low'}], 'high') == 'low'")
+def map_score(score: Any, table: Any, default: Any) -> Any:
+    """First entry, by ascending `score`, whose score is at least the given one; else `default`."""
+    value = _number("map_score", score)
+    entries = sorted(_list("map_score", table), key=lambda e: _number("map_score", e.get("score")))
+    for entry in entries:
+        if value <= entry["score"]:
+            return entry.get("level", entry.get("value"))
+    return default
+
+
+# --- model catalog ----------------------------------------------------------------------------
+
+
+def _capacity(ref: str, models: Mapping[str, Any], capabilities: Mapping[str, Any], top: float) -> float:
+    if ref in capabilities:
+        return float(capabilities[ref])
+    window = (models.get(ref) or {}).get("context_window") or 0
+    return float(window) / top if top else 0.0
+
+
+def _price(ref: str, models: Mapping[str, Any]) -> float:
+    cost = (models.get(ref) or {}).get("cost") or {}
+    if cost.get("input") is None and cost.get("output") is None:
+        return math.inf
+    return float(cost.get("input") or 0) + float(cost.get("output") or 0)
+
+
+@function("pick_model", min_args=3, max_args=5,
+          example="pick_model(['a', 'b'], 'smallest_fitting', {'a': {'context_window': 8000}, 'b': {'context_window': 32000}}, 0.2) == 'a'")
+def pick_model(refs: Any, strategy: Any, models: Any, score: Any = 0, capabilities: Any = None) -> Any:
+    """Pick a model ref from a catalog list by capacity or cost.
+
+    Capacity is the `capabilities` entry, else the context window divided by the largest window
+    among the candidates. Strategies: `smallest_fitting` (smallest capacity >= score, else the
+    largest), `largest`, `smallest`, `cheapest` (lowest input+output price among those that fit,
+    else among all; catalog order breaks ties). Refs missing from `models` are skipped.
+    """
+    catalog = models if isinstance(models, Mapping) else {}
+    caps = capabilities if isinstance(capabilities, Mapping) else {}
+    known = [r for r in _list("pick_model", refs) if r in catalog or r in caps]
+    if not known:
+        return None
+    top = max(float((catalog.get(r) or {}).get("context_window") or 0) for r in known)
+    need = float(_number("pick_model", score))
+    capacity = {r: _capacity(r, catalog, caps, top) for r in known}
+    fitting = [r for r in known if capacity[r] >= need]
+    if strategy == "smallest_fitting":
+        return min(fitting, key=lambda r: capacity[r]) if fitting else max(known, key=lambda r: capacity[r])
+    if strategy == "largest":
+        return max(known, key=lambda r: capacity[r])
+    if strategy == "smallest":
+        return min(known, key=lambda r: capacity[r])
+    if strategy == "cheapest":
+        return min(fitting or known, key=lambda r: _price(r, catalog))
+    raise _fail("pick_model", f"unknown strategy {strategy!r}; expected cheapest, largest, "
+                              "smallest or smallest_fitting")
+
+
+def function_names() -> list[str]:
+    """Sorted names of every helper function."""
+    return sorted(FUNCTIONS)

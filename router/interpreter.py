@@ -1,0 +1,243 @@
+"""The interpreter: pure evaluation of ordered rules against one normalized event.
+
+(policy, event, state, signal outcomes) -> Decision (+ trace). Rules are taken in order from the
+event-type index. Within a group the first rule that matches decides, unless it says
+`continue: true`; groups are independent. A `shadow` rule is evaluated and recorded but never
+applied and never stops its group. State writes (`set`/`unset`) are visible to later rules of the
+same event. When a rule needs an external signal that has no outcome yet, the decision comes back
+`pending` with the request to compute; evaluating again with the outcome finishes it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from router.compiled import CompiledAction, CompiledPolicy, CompiledRule, CompiledSignal
+from router.decision import Decision, Effect, SignalOutcome, SignalRequest
+from router.diagnostics import Diagnostic, Span
+from router.errors import ExpressionError
+from router.expr import Evaluator, Expression, Template
+from router.query import Query
+from router.scope import Signals, SignalNeeded, lookup, show_value
+from router.trace import TraceEvent, Tracer
+
+
+def evaluate(
+    policy: CompiledPolicy,
+    event: Mapping[str, Any],
+    *,
+    state: Mapping[str, Any] | None = None,
+    outcomes: Mapping[str, SignalOutcome] | None = None,
+    signal_values: Mapping[str, Any] | None = None,
+    tracer: Tracer | None = None,
+) -> Decision:
+    """Evaluate `event` against the policy's rules for its type."""
+    run = _Run(policy, event, state or {}, outcomes or {}, signal_values or {}, tracer)
+    return run.decide()
+
+
+class _Run:
+    """The working data of one evaluation (never shared between evaluations)."""
+
+    def __init__(self, policy: CompiledPolicy, event: Mapping[str, Any], state: Mapping[str, Any],
+                 outcomes: Mapping[str, SignalOutcome], values: Mapping[str, Any],
+                 tracer: Tracer | None) -> None:
+        self.policy = policy
+        self.event, self.values = event, values
+        self.event_type = str(event.get("type", ""))
+        self.initial_state = state
+        self.state: dict[str, Any] = dict(state)
+        self.signals = Signals(policy, outcomes, values)
+        self.scope: dict[str, Any] = dict(event)
+        self.scope["vars"] = policy.vars_for(event.get("env") or {})
+        self.scope["state"] = self.state
+        self.scope["signals"] = self.signals
+        self.scope["signal_errors"] = self.signals.errors
+        self.evaluator = Evaluator(self.scope)
+        self.signals.evaluator = self.evaluator
+        self.tracer = tracer
+        self.effects: list[Effect] = []
+        self.shadowed: list[Effect] = []
+        self.fired: list[str] = []
+        self.errors: list[Diagnostic] = []
+
+    def decide(self) -> Decision:
+        decided: dict[str, str] = {}
+        for rule in self.policy.by_event.get(self.event_type, ()):
+            if rule.group in decided:
+                if self.tracer:
+                    self._trace("skip", rule, f"rule {rule.id}: skipped, group '{rule.group}' "
+                                f"decided by rule {decided[rule.group]}")
+                continue
+            try:
+                matched = self._matches(rule)
+                if matched:
+                    self._fire(rule)
+            except SignalNeeded as need:
+                return self._pending(need.name, rule)
+            if matched and not rule.shadow and not rule.continue_:
+                decided[rule.group] = rule.id
+        return Decision(
+            event_type=self.event_type, effects=tuple(self.effects), shadowed=tuple(self.shadowed),
+            fired=tuple(self.fired), state=self.state, state_changed=self.state != self.initial_state,
+            errors=tuple(self.errors), signals=dict(self.signals.values),
+            signal_errors=dict(self.signals.errors),
+        )
+
+    # --- conditions ---------------------------------------------------------------------------
+
+    def _matches(self, rule: CompiledRule) -> bool:
+        if self.tracer:
+            self._trace("rule", rule, f"rule {rule.id}: enter" + (" (shadow)" if rule.shadow else ""))
+        for kind, cond in (("match", rule.match), ("when", rule.when)):
+            if cond is None:
+                continue
+            try:
+                value = cond.search(self.scope) if isinstance(cond, Query) else self.evaluator.value(cond)
+            except ExpressionError as exc:
+                self._error(rule, f"{kind} failed: {exc.message}",
+                            rule.match_span if kind == "match" else rule.when_span)
+                return False
+            ok = _truthy(value)
+            if self.tracer:
+                self._trace_condition(rule, kind, cond, value, ok)
+            if not ok:
+                return False
+        return True
+
+    def _trace_condition(self, rule: CompiledRule, kind: str, cond: Query | Expression,
+                         value: Any, ok: bool) -> None:
+        span = rule.match_span if kind == "match" else rule.when_span
+        self._trace("cond", rule, f"{kind} {cond.source}: {'true' if ok else 'false'}"
+                    + ("" if isinstance(value, bool) else f" ({show_value(value)})")
+                    + self._bindings(cond), depth=1, span=span)
+        if ok:
+            return
+        parts = cond.conjuncts()
+        for part in parts if len(parts) > 1 else ():
+            try:
+                part_value = part.search(self.scope) if isinstance(part, Query) else self.evaluator.value(part)
+            except (ExpressionError, SignalNeeded):
+                continue
+            if not _truthy(part_value):
+                self._trace("miss", rule, f"first miss: {part.source}{self._bindings(part)}",
+                            depth=1, span=span)
+                return
+
+    def _bindings(self, cond: Query | Expression) -> str:
+        shown = []
+        for path in dict.fromkeys(cond.paths):
+            try:
+                shown.append(f"{'.'.join(path)}={show_value(lookup(self.scope, path), 40)}")
+            except SignalNeeded:
+                shown.append(f"{'.'.join(path)}=<pending>")
+        return f"  [{', '.join(shown)}]" if shown else ""
+
+    # --- actions ------------------------------------------------------------------------------
+
+    def _fire(self, rule: CompiledRule) -> None:
+        self.fired.append(rule.id)
+        if self.tracer:
+            self._trace("shadow" if rule.shadow else "fire", rule,
+                        f"rule {rule.id}: {'fired (shadow: recorded, not applied)' if rule.shadow else 'fired'}",
+                        depth=1)
+        for action in rule.actions:
+            try:
+                params = _render(self.evaluator, action.params)
+            except ExpressionError as exc:
+                self._error(rule, f"action '{action.name}' skipped: {exc.message}", action.span)
+                continue
+            effect = Effect(action.name, params, rule.id, rule.shadow)
+            (self.shadowed if rule.shadow else self.effects).append(effect)
+            if not rule.shadow:
+                self._apply_state(action, params)
+            if self.tracer:
+                self._trace("action", rule, f"then {action.name}: {action.spec.describe(params)}",
+                            depth=2, span=action.span)
+
+    def _apply_state(self, action: CompiledAction, params: Any) -> None:
+        if action.name == "set":
+            for key, value in params.items():
+                _write(self.state, key.split("."), copy.deepcopy(value))
+        elif action.name == "unset":
+            for key in params:
+                _remove(self.state, key.split("."))
+
+    # --- pending signals and errors -----------------------------------------------------------
+
+    def _pending(self, name: str, rule: CompiledRule) -> Decision:
+        spec = self.policy.signals[name]
+        try:
+            request = _signal_request(spec, self.evaluator)
+        except SignalNeeded as need:
+            return self._pending(need.name, rule)
+        except ExpressionError as exc:
+            outcomes = {**self.signals.outcomes, name: SignalOutcome(error=f"request failed: {exc.message}")}
+            return _Run(self.policy, self.event, self.initial_state, outcomes, self.values,
+                        self.tracer).decide()
+        if self.tracer:
+            self._trace("pending", rule, f"signal {name}: waiting for the executor ({spec.kind})", depth=1)
+        return Decision(event_type=self.event_type, state=dict(self.initial_state), pending=request,
+                        signals=dict(self.signals.values), signal_errors=dict(self.signals.errors))
+
+    def _error(self, rule: CompiledRule, message: str, span: Span | None) -> None:
+        self.errors.append(Diagnostic("RT401", f"rule '{rule.id}': {message}", span or rule.span,
+                                      rule_id=rule.id))
+        if self.tracer:
+            self._trace("error", rule, f"error: {message}", depth=1, span=span)
+
+    def _trace(self, kind: str, rule: CompiledRule, message: str, *, depth: int = 0,
+               span: Span | None = None) -> None:
+        assert self.tracer is not None
+        self.tracer.emit(TraceEvent(kind, rule.id, span or rule.span, message, depth=depth))
+
+
+def _truthy(value: Any) -> bool:
+    """JMESPath truthiness: false, null, '', [] and {} are false; 0 is true."""
+    if value is None or value is False:
+        return False
+    if isinstance(value, (str, list, dict, tuple)) and not value:
+        return False
+    return True
+
+
+def _render(evaluator: Evaluator, tree: Any) -> Any:
+    if isinstance(tree, Template):
+        return evaluator.render(tree)
+    if isinstance(tree, dict):
+        return {k: _render(evaluator, v) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [_render(evaluator, v) for v in tree]
+    return tree
+
+
+def _signal_request(spec: CompiledSignal, evaluator: Evaluator) -> SignalRequest:
+    params = _render(evaluator, spec.request) or {}
+    questions = {}
+    for q in spec.questions:
+        if q.when is not None and not _truthy(evaluator.value(q.when)):
+            continue
+        questions[q.name] = {"type": q.type, "instructions": q.instructions, "criteria": q.criteria}
+    return SignalRequest(spec.name, spec.kind, params, questions)
+
+
+def _write(target: dict[str, Any], parts: list[str], value: Any) -> None:
+    for part in parts[:-1]:
+        child = target.get(part)
+        child = dict(child) if isinstance(child, dict) else {}
+        target[part] = child
+        target = child
+    target[parts[-1]] = value
+
+
+def _remove(target: dict[str, Any], parts: list[str]) -> None:
+    for part in parts[:-1]:
+        child = target.get(part)
+        if not isinstance(child, dict):
+            return
+        child = dict(child)
+        target[part] = child
+        target = child
+    target.pop(parts[-1], None)

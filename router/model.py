@@ -1,0 +1,182 @@
+"""Pydantic models of a policy file. Data only: behaviour lives in compile and interpreter."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class EnvVar(_Model):
+    """A variable read from the environment: `{env: NAME, type: number, default: 95}`."""
+
+    env: str = Field(description="environment variable name")
+    type: Literal["string", "number", "int", "bool", "list"] = "string"
+    default: Any = None
+    min: float | None = None
+    max: float | None = None
+    description: str | None = None
+
+
+class ClassifyQuestion(_Model):
+    """One classifier question, asked in the same call as the others."""
+
+    type: Literal["choice", "bool", "score"] = "choice"
+    instructions: str
+    criteria: dict[str, str] | str | None = None
+    when: str | None = Field(None, description="expression: ask only when true")
+
+
+class ClassifySignal(_Model):
+    """Ask a classifier model of Pi's registry (one call, several questions)."""
+
+    model: str = Field(description="template: classifier model ref, e.g. llama.cpp/Kev-9B")
+    questions: dict[str, ClassifyQuestion]
+    state: dict[str, Any] = Field(default_factory=dict, description="templates: the state shown")
+    timeout_ms: int | str = 4000
+    max_retries: int = 0
+
+
+class ChildSignal(_Model):
+    """Run a tool-less child `pi --print …` and read its stdout."""
+
+    prompt: str = Field(description="template: the last argument of the child")
+    system_prompt: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    pi_bin: str | None = Field(None, description="template: the pi binary (default: pi on PATH)")
+    timeout_ms: int | str = 45000
+
+
+class CompleteSignal(_Model):
+    """Ask a chat model of Pi's registry in-process (faster than a child process)."""
+
+    prompt: str
+    system_prompt: str | None = None
+    model: str | None = Field(None, description="template: model ref (default: the session model)")
+    timeout_ms: int | str = 45000
+
+
+class Signal(_Model):
+    """A value computed lazily, at most once per event. Exactly one source."""
+
+    description: str | None = None
+    expr: str | None = Field(None, description="expression over the event")
+    classify: ClassifySignal | None = None
+    child: ChildSignal | None = None
+    complete: CompleteSignal | None = None
+    transform: str | None = Field(None, description="expression over `result`; a failure falls back")
+    fallback: str | None = Field(None, description="expression used when the source fails")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Signal:
+        sources = [n for n in ("expr", "classify", "child", "complete") if getattr(self, n) is not None]
+        if len(sources) != 1:
+            raise ValueError(f"a signal needs exactly one of expr, classify, child, complete; "
+                             f"got {', '.join(sources) or 'none'}")
+        return self
+
+
+class Example(_Model):
+    """An inline example: an event and what the rule should do with it."""
+
+    name: str | None = None
+    event: dict[str, Any]
+    state: dict[str, Any] = Field(default_factory=dict)
+    signals: dict[str, Any] = Field(default_factory=dict)
+    expect: Expectation
+
+
+class Expectation(_Model):
+    fires: bool | None = Field(None, description="whether this rule fires")
+    fired: list[str] | None = Field(None, description="exact ids of the rules that fire")
+    actions: list[dict[str, Any]] | None = Field(None, description="expected actions, in order")
+    state: dict[str, Any] | None = Field(None, description="expected state values (subset)")
+    pending: str | None = Field(None, description="the external signal evaluation waits for")
+
+
+class Rule(_Model):
+    """An ordered rule: on which events, when, and what to do."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+    description: str | None = None
+    on: list[str] = Field(description="event types")
+    match: str | None = Field(None, description="JMESPath over the event; truthy to match")
+    when: str | None = Field(None, description="safe expression; true to match")
+    do: list[dict[str, Any]] = Field(default_factory=list, description="actions, in order")
+    continue_: bool = Field(False, alias="continue", description="let later rules of the group run")
+    shadow: bool = Field(False, description="evaluate and record, never apply")
+    group: str | None = Field(None, description="first-match scope (default: the file's group)")
+    enabled: bool = True
+    before: str | None = Field(None, description="place this rule before the rule with this id")
+    after: str | None = Field(None, description="place this rule after the rule with this id")
+    examples: list[Example] = Field(default_factory=list)
+
+    @field_validator("on", mode="before")
+    @classmethod
+    def _listify(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
+class Command(_Model):
+    """A slash command the bridge registers; typing it sends a `command` event."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    description: str = ""
+    completions: list[dict[str, str] | str] = Field(default_factory=list)
+
+
+class VirtualModel(_Model):
+    """A virtual model the bridge registers; each request sends a `route` event."""
+
+    provider: str
+    id: str
+    name: str | None = None
+    thinking_levels: list[str] = Field(default_factory=lambda: ["off", "low", "medium", "high"])
+    context_window: int | None = None
+    max_tokens: int | None = None
+
+
+class Tool(_Model):
+    """An LLM tool the bridge registers; a call sends a `question` event (kind: question)."""
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$")
+    kind: Literal["question"] = "question"
+    label: str | None = None
+    description: str
+    prompt_snippet: str | None = None
+    guidelines: list[str] = Field(default_factory=list)
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object",
+                                                                 "additionalProperties": True})
+    sequential: bool = True
+    active_when: str | None = Field(None, description="expression: keep the tool active only when true")
+
+
+class Policy(_Model):
+    """A policy file (`.pi/router.yaml`, `~/.pi/agent/router.yaml` or a pack in rules/)."""
+
+    version: Literal[1] = 1
+    name: str | None = None
+    description: str | None = None
+    group: str | None = Field(None, description="default first-match group of this file's rules")
+    use: list[str] = Field(default_factory=list, description="packs or relative paths to layer first")
+    env: list[str] = Field(default_factory=list, description="environment variables events carry")
+    vars: dict[str, Any] = Field(default_factory=dict)
+    signals: dict[str, Signal] = Field(default_factory=dict)
+    rules: list[Rule] = Field(default_factory=list)
+    disable: list[str] = Field(default_factory=list, description="rule ids to switch off")
+    commands: list[Command] = Field(default_factory=list)
+    virtual_models: list[VirtualModel] = Field(default_factory=list)
+    tools: list[Tool] = Field(default_factory=list)
+
+    @field_validator("use", "env", "disable", mode="before")
+    @classmethod
+    def _listify(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
+Example.model_rebuild()

@@ -1,0 +1,171 @@
+"""JMESPath `match` expressions: compiled once at load, with the shared helper functions."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import jmespath
+from jmespath import exceptions as jexc
+from jmespath import functions as jfunctions
+from jmespath.parser import ParsedResult
+
+from router.errors import ExpressionError
+from router.expr import ExpressionSyntaxError
+from router.functions import FUNCTIONS, Function
+
+JMESPATH_BUILTINS = frozenset({
+    "abs", "avg", "ceil", "contains", "ends_with", "floor", "join", "keys", "length", "map", "max",
+    "max_by", "merge", "min", "min_by", "not_null", "reverse", "sort", "sort_by", "starts_with",
+    "sum", "to_array", "to_number", "to_string", "type", "values",
+})
+
+
+def _adapter(spec: Function) -> Callable[..., Any]:
+    def call(self: Any, *args: Any) -> Any:
+        if spec.max_args is not None and len(args) > spec.max_args:
+            raise ExpressionError(f"{spec.name}() takes at most {spec.max_args} arguments",
+                                  code="RT209")
+        return spec.impl(*args)
+
+    arity = max(spec.min_args, 1)
+    variadic = spec.max_args is None or spec.max_args > spec.min_args
+    signature = [{"types": []} for _ in range(arity)]
+    if variadic:
+        signature[-1] = {"types": [], "variadic": True}
+    call.signature = signature  # type: ignore[attr-defined]
+    return call
+
+
+def _functions_class() -> type[jfunctions.Functions]:
+    methods = {f"_func_{name}": _adapter(spec) for name, spec in FUNCTIONS.items()
+               if not spec.native_jmespath}
+    return type("RouterFunctions", (jfunctions.Functions,), methods)
+
+
+_OPTIONS = jmespath.Options(custom_functions=_functions_class()())
+
+
+@dataclass(frozen=True, eq=False)
+class Query:
+    """A compiled JMESPath expression with the field paths and functions it uses."""
+
+    source: str
+    parsed: ParsedResult
+    paths: tuple[tuple[str, ...], ...]
+    calls: tuple[tuple[str, int], ...]
+    literal_args: tuple[tuple[str, tuple[Any, ...]], ...]
+
+    def search(self, data: Any) -> Any:
+        """Evaluate against `data`; failures become ExpressionError."""
+        try:
+            return self.parsed.search(data, options=_OPTIONS)
+        except ExpressionError as exc:
+            raise ExpressionError(exc.message, source=self.source, code=exc.code) from None
+        except jexc.JMESPathError as exc:
+            raise ExpressionError(_jmespath_message(exc), source=self.source) from None
+        except (TypeError, ValueError) as exc:
+            raise ExpressionError(str(exc), source=self.source) from None
+
+    def conjuncts(self) -> list[Query]:
+        """Split a top-level `a && b` into separately compiled parts (for `router explain`)."""
+        parts = _split_top_level(self.source, "&&")
+        if len(parts) < 2:
+            return [self]
+        try:
+            return [compile_query(part) for part in parts]
+        except ExpressionSyntaxError:
+            return [self]
+
+
+def compile_query(source: str) -> Query:
+    """Parse a JMESPath expression; raise ExpressionSyntaxError (RT201) when it is invalid."""
+    if not isinstance(source, str) or not source.strip():
+        raise ExpressionSyntaxError("empty JMESPath expression", code="RT201")
+    try:
+        parsed = jmespath.compile(source)
+    except jexc.ParseError as exc:
+        position = exc.lex_position if isinstance(exc.lex_position, int) else 0
+        raise ExpressionSyntaxError(f"invalid JMESPath: {_parse_message(exc)}", position,
+                                    code="RT201") from None
+    except jexc.JMESPathError as exc:
+        raise ExpressionSyntaxError(f"invalid JMESPath: {exc}", code="RT201") from None
+    except (RecursionError, ValueError):
+        raise ExpressionSyntaxError("JMESPath expression is nested too deeply", code="RT201") from None
+    tree = parsed.parsed
+    calls = [(n["value"], len(n["children"])) for n in _walk(tree) if n["type"] == "function_expression"]
+    literal_args = [
+        (n["value"], tuple(c.get("value") if c["type"] == "literal" else None for c in n["children"]))
+        for n in _walk(tree) if n["type"] == "function_expression"
+    ]
+    return Query(source, parsed, tuple(_root_paths(tree)), tuple(calls), tuple(literal_args))
+
+
+def _parse_message(exc: jexc.ParseError) -> str:
+    token = getattr(exc, "token_value", None)
+    kind = getattr(exc, "msg", None) or "syntax error"
+    return f"{kind} near {token!r}" if token not in (None, "") else str(kind)
+
+
+def _jmespath_message(exc: jexc.JMESPathError) -> str:
+    text = str(exc).replace("\n", " ")
+    return re.sub(r"\s+", " ", text)
+
+
+def _walk(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    for child in node.get("children", []):
+        if isinstance(child, dict):
+            yield from _walk(child)
+
+
+def _chain(node: dict[str, Any]) -> tuple[str, ...] | None:
+    """The field names of a pure `a.b.c` chain, else None."""
+    if node["type"] == "field":
+        return (node["value"],)
+    if node["type"] == "subexpression":
+        left, right = (_chain(c) for c in node["children"])
+        if left is not None and right is not None:
+            return left + right
+    return None
+
+
+def _root_paths(node: dict[str, Any]) -> list[tuple[str, ...]]:
+    """Field paths read from the root document; element-relative parts are not followed."""
+    chain = _chain(node)
+    if chain is not None:
+        return [chain]
+    kind, children = node["type"], node.get("children", [])
+    if kind in ("subexpression", "index_expression", "pipe", "projection", "filter_projection",
+                "value_projection", "flatten"):
+        return _root_paths(children[0]) if children else []
+    if kind in ("comparator", "and_expression", "or_expression", "not_expression",
+                "function_expression", "multi_select_list", "multi_select_dict", "key_val_pair"):
+        return [p for child in children if isinstance(child, dict) for p in _root_paths(child)]
+    return []
+
+
+def _split_top_level(source: str, sep: str) -> list[str]:
+    parts, depth, quote, start, i = [], 0, "", 0, 0
+    while i < len(source):
+        ch = source[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"`":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and source.startswith(sep, i):
+            parts.append(source[start:i].strip())
+            start = i + len(sep)
+            i += len(sep) - 1
+        i += 1
+    parts.append(source[start:].strip())
+    return parts

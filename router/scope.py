@@ -1,0 +1,124 @@
+"""The evaluation scope: event fields plus vars, state and lazily computed signals."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from router.compiled import CompiledPolicy, CompiledSignal
+from router.decision import SignalOutcome
+from router.errors import ExpressionError
+from router.expr import Evaluator
+
+
+class SignalNeeded(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """Raised inside evaluation when an external signal has no value yet."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(name)
+
+
+class Signals(Mapping[str, Any]):
+    """`signals.<name>`: computed on first read, at most once per evaluation, then cached.
+
+    Expression signals are computed here; external ones come from `outcomes` (what the executor
+    produced) and raise SignalNeeded when missing. A failure uses the signal's `fallback` and
+    records the reason in `errors` (`signal_errors.<name>` in expressions).
+    """
+
+    def __init__(self, policy: CompiledPolicy, outcomes: Mapping[str, SignalOutcome],
+                 values: Mapping[str, Any]) -> None:
+        self.policy = policy
+        self.outcomes = outcomes
+        self.values: dict[str, Any] = dict(values)
+        self.errors: dict[str, str] = {}
+        self.evaluator: Evaluator | None = None
+        self._busy: set[str] = set()
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.policy.signals and name not in self.values:
+            raise KeyError(name)
+        return self.get(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.policy.signals)
+
+    def __len__(self) -> int:
+        return len(self.policy.signals)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        if name in self.values:
+            return self.values[name]
+        spec = self.policy.signals.get(name)
+        if spec is None or name in self._busy:
+            return default
+        self._busy.add(name)
+        try:
+            value = self._compute(spec)
+        finally:
+            self._busy.discard(name)
+        self.values[name] = value
+        return value
+
+    def _compute(self, spec: CompiledSignal) -> Any:
+        assert self.evaluator is not None
+        if spec.kind == "expr":
+            assert spec.expr is not None
+            try:
+                return self._transformed(spec, self.evaluator.value(spec.expr))
+            except ExpressionError as exc:
+                return self._fail(spec, exc.message)
+        outcome = self.outcomes.get(spec.name)
+        if outcome is None:
+            raise SignalNeeded(spec.name)
+        if outcome.error is not None:
+            return self._fail(spec, outcome.error)
+        try:
+            return self._transformed(spec, outcome.result)
+        except ExpressionError as exc:
+            return self._fail(spec, f"invalid result: {exc.message}")
+
+    def _transformed(self, spec: CompiledSignal, result: Any) -> Any:
+        if spec.transform is None:
+            return result
+        assert self.evaluator is not None
+        saved = self.evaluator.scope.get("result")
+        scope = self.evaluator.scope
+        assert isinstance(scope, dict)
+        scope["result"] = result
+        try:
+            return self.evaluator.value(spec.transform)
+        finally:
+            scope["result"] = saved
+
+    def _fail(self, spec: CompiledSignal, reason: str) -> Any:
+        self.errors[spec.name] = reason
+        if spec.fallback is None:
+            return None
+        assert self.evaluator is not None
+        try:
+            return self.evaluator.value(spec.fallback)
+        except ExpressionError as exc:
+            self.errors[spec.name] = f"{reason}; fallback failed: {exc.message}"
+            return None
+
+
+def lookup(scope: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    """Read a dotted path from the scope (for trace bindings)."""
+    value: Any = scope
+    for part in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
+def show_value(value: Any, limit: int = 80) -> str:
+    """A short JSON-ish rendering of a value for traces."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

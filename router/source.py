@@ -1,0 +1,167 @@
+"""Load YAML with the position of every node: the data plus a side table keyed by key path."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from router.diagnostics import Diagnostic, Span
+from router.errors import SourceError
+
+KeyPath = tuple[str | int, ...]
+
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_INT_TAG = "tag:yaml.org,2002:int"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+_NULL_TAG = "tag:yaml.org,2002:null"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+@dataclass(frozen=True)
+class SourceDoc:
+    """A parsed YAML document: plain data, positions of values and keys, and the text."""
+
+    path: str
+    data: Any
+    value_pos: dict[KeyPath, tuple[int, int]] = field(repr=False)
+    key_pos: dict[KeyPath, tuple[int, int]] = field(repr=False)
+    lines: list[str] = field(repr=False)
+    styles: dict[KeyPath, str] = field(repr=False, default_factory=dict)
+
+    def span_in(self, key_path: KeyPath, offset: int) -> Span:
+        """The span of character `offset` inside the scalar at `key_path` (single-line scalars)."""
+        base = self.span(key_path)
+        style = self.styles.get(tuple(key_path))
+        if style in ("|", ">"):
+            return Span(base.path, base.line + 1, base.col)
+        return Span(base.path, base.line, base.col + offset + (1 if style in ("'", '"') else 0))
+
+    def span(self, key_path: KeyPath, *, key: bool = False) -> Span:
+        """The span of the value at `key_path` (or of its key), else of the closest parent."""
+        table = self.key_pos if key else self.value_pos
+        probe = tuple(key_path)
+        while probe:
+            if probe in table:
+                line, col = table[probe]
+                return Span(self.path, line, col)
+            if key and probe in self.value_pos:
+                line, col = self.value_pos[probe]
+                return Span(self.path, line, col)
+            probe = probe[:-1]
+        line, col = self.value_pos.get((), (1, 1))
+        return Span(self.path, line, col)
+
+
+def format_key_path(key_path: Iterable[str | int]) -> str:
+    """Render ('rules', 3, 'when') as `rules[3].when`."""
+    out = ""
+    for part in key_path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def read_source(path: Path) -> SourceDoc:
+    """Read and parse a YAML file; raise SourceError with a located diagnostic."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SourceError([Diagnostic("RT100", f"file not found: {path}", Span(str(path)))]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SourceError([Diagnostic("RT100", f"cannot read {path}: {exc}", Span(str(path)))]) from None
+    return parse_source(text, str(path))
+
+
+def parse_source(text: str, path: str) -> SourceDoc:
+    """Parse YAML text into a SourceDoc (C parser when available)."""
+    yaml = YAML(typ="safe")
+    try:
+        node = yaml.compose(text)
+    except MarkedYAMLError as exc:
+        raise SourceError([_yaml_diagnostic(exc, path)]) from None
+    except YAMLError as exc:
+        raise SourceError([Diagnostic("RT101", f"invalid YAML: {exc}", Span(path))]) from None
+    builder = _Builder(path, yaml)
+    data = builder.build(node, ()) if node is not None else None
+    if builder.errors:
+        raise SourceError(builder.errors)
+    return SourceDoc(path, data, builder.value_pos, builder.key_pos, text.splitlines(), builder.styles)
+
+
+def _yaml_diagnostic(exc: MarkedYAMLError, path: str) -> Diagnostic:
+    mark = exc.problem_mark or exc.context_mark
+    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    problem = exc.problem or "invalid YAML"
+    context = f" ({exc.context})" if exc.context else ""
+    return Diagnostic("RT101", f"invalid YAML: {problem}{context}", Span(path, line, col),
+                      help="check indentation, quoting and brackets near this place")
+
+
+class _Builder:
+    """Turn a composed node graph into plain data, recording positions."""
+
+    def __init__(self, path: str, yaml: YAML) -> None:
+        self.path = path
+        self.constructor = yaml.constructor
+        self.value_pos: dict[KeyPath, tuple[int, int]] = {}
+        self.key_pos: dict[KeyPath, tuple[int, int]] = {}
+        self.styles: dict[KeyPath, str] = {}
+        self.errors: list[Diagnostic] = []
+        self._depth = 0
+
+    def build(self, node: Node, key_path: KeyPath) -> Any:
+        self.value_pos[key_path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        if isinstance(node, ScalarNode):
+            if node.style:
+                self.styles[key_path] = node.style
+            return self._scalar(node)
+        self._depth += 1
+        try:
+            if self._depth > 64:
+                self._error("RT101", "YAML nesting is deeper than 64 levels", node)
+                return None
+            if isinstance(node, SequenceNode):
+                return [self.build(item, (*key_path, i)) for i, item in enumerate(node.value)]
+            if isinstance(node, MappingNode):
+                return self._mapping(node, key_path)
+        finally:
+            self._depth -= 1
+        self._error("RT101", f"unsupported YAML node {node.tag}", node)
+        return None
+
+    def _mapping(self, node: MappingNode, key_path: KeyPath) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                self._error("RT101", "YAML merge keys (<<) are not supported", key_node)
+                continue
+            if not isinstance(key_node, ScalarNode):
+                self._error("RT101", "mapping keys must be plain scalars", key_node)
+                continue
+            key = str(self._scalar(key_node))
+            if key in result:
+                self._error("RT102", f"duplicate key '{key}'", key_node,
+                            help="each key may appear once in a mapping; remove or rename one")
+                continue
+            child = (*key_path, key)
+            self.key_pos[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            result[key] = self.build(value_node, child)
+        return result
+
+    def _scalar(self, node: ScalarNode) -> Any:
+        tag = node.tag
+        if tag in (_BOOL_TAG, _INT_TAG, _FLOAT_TAG, _NULL_TAG):
+            return self.constructor.construct_object(node)
+        return str(node.value)
+
+    def _error(self, code: str, message: str, node: Node, *, help: str | None = None) -> None:
+        span = Span(self.path, node.start_mark.line + 1, node.start_mark.column + 1)
+        self.errors.append(Diagnostic(code, message, span, help=help))

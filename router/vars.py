@@ -1,0 +1,64 @@
+"""Policy variables bound to environment variables, parsed the way the seeds parse them."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from router.model import EnvVar
+
+_FALSE_WORDS = {"0", "false", "off", "no"}
+
+
+def resolve_vars(literals: Mapping[str, Any], env_vars: Mapping[str, EnvVar],
+                 env: Mapping[str, str]) -> dict[str, Any]:
+    """Literal vars plus environment-bound ones (default when unset or invalid)."""
+    resolved = dict(literals)
+    for name, spec in env_vars.items():
+        resolved[name] = parse_env_value(spec, env.get(spec.env))
+    return resolved
+
+
+def parse_env_value(spec: EnvVar, raw: str | None) -> Any:
+    """Parse one environment value by the var's type; fall back to its default.
+
+    - bool: off for 0/false/off/no (trimmed, any case), on for anything else, '' included;
+    - number: JavaScript `Number()` rules ('' and blanks are 0), finite and within min/max;
+    - int: digits only, within min/max;
+    - string: the raw value, '' meaning unset;
+    - list: comma-separated, trimmed, empty items dropped.
+    """
+    if raw is None:
+        return spec.default
+    if spec.type == "bool":
+        return raw.strip().lower() not in _FALSE_WORDS
+    if spec.type == "number":
+        return _bounded(spec, _js_number(raw))
+    if spec.type == "int":
+        text = raw.strip()
+        return _bounded(spec, int(text)) if re.fullmatch(r"[+-]?\d+", text) else spec.default
+    if spec.type == "list":
+        return [item.strip() for item in raw.split(",") if item.strip()]
+    return raw if raw != "" else spec.default
+
+
+def _js_number(raw: str) -> float | None:
+    text = raw.strip()
+    if text == "":
+        return 0.0
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _bounded(spec: EnvVar, value: float | int | None) -> Any:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return spec.default
+    if spec.min is not None and value < spec.min or spec.max is not None and value > spec.max:
+        return spec.default
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value

@@ -1,0 +1,1 @@
+"""Built-in policy packs shipped with the router (`use: [decision, deepseek, cuttle]`)."""
