@@ -175,7 +175,8 @@ def _place(ordered: list[_Entry], entry: _Entry, f: PolicyFile, diagnostics: lis
     ordered.insert(anchor if rule.before else anchor + 1, entry)
 
 
-def _merge_vars(files: list[PolicyFile], diagnostics: list[Diagnostic]) -> tuple[dict[str, Any], dict[str, EnvVar]]:
+def _merge_vars(files: list[PolicyFile],
+                diagnostics: list[Diagnostic]) -> tuple[dict[str, Any], dict[str, EnvVar]]:
     literals: dict[str, Any] = {}
     env_vars: dict[str, EnvVar] = {}
     for f in files:
@@ -202,7 +203,8 @@ def _compile_rule(entry: _Entry, order: int, ctx: _Context) -> CompiledRule | No
         if event_type not in EVENT_TYPES:
             ctx.error("RT205", f"unknown event type '{event_type}' in rule '{rule.id}'",
                       doc.span((*base, "on", i)),
-                      help=did_you_mean(event_type, EVENT_TYPES) or f"expected one of: {', '.join(EVENT_TYPES)}",
+                      help=did_you_mean(event_type, EVENT_TYPES)
+                      or f"expected one of: {', '.join(EVENT_TYPES)}",
                       rule_id=rule.id)
     checker = _Checker(ctx, scope_tree(rule.on, var_names=ctx.var_names, signal_names=ctx.signal_names),
                        doc, rule.id)
@@ -231,7 +233,8 @@ def _compile_action(item: dict[str, Any], key_path: KeyPath, rule: Rule, doc: So
     name, raw = next(iter(item.items()))
     spec = ACTIONS.get(name)
     if spec is None:
-        ctx.error("RT206", f"unknown action '{name}' in rule '{rule.id}'", doc.span((*key_path, name), key=True),
+        ctx.error("RT206", f"unknown action '{name}' in rule '{rule.id}'",
+                  doc.span((*key_path, name), key=True),
                   help=did_you_mean(name, ACTIONS) or f"expected one of: {', '.join(sorted(ACTIONS))}",
                   rule_id=rule.id)
         return None
@@ -249,11 +252,15 @@ def _compile_action(item: dict[str, Any], key_path: KeyPath, rule: Rule, doc: So
             ctx.error("RT207", f"invalid shorthand for action '{name}' (rule '{rule.id}'): "
                       f"{exc.errors()[0]['msg'].lower()}", doc.span((*key_path, name)), rule_id=rule.id)
         else:
-            ctx.diagnostics.extend(replace(d, code="RT207", rule_id=rule.id)
-                                   for d in validation_diagnostics(exc, doc, spec.params, base=(*key_path, name)))
+            found = validation_diagnostics(exc, doc, spec.params, base=(*key_path, name))
+            ctx.diagnostics.extend(replace(d, code="RT207", rule_id=rule.id) for d in found)
         return None
     tree = checker.params(params, (*key_path, name))
     return CompiledAction(name, spec, tree, span)
+
+
+_PATH_PROBLEMS = {"vars": ("RT303", "undefined var"), "signals": ("RT304", "undefined signal"),
+                  "signal_errors": ("RT304", "undefined signal")}
 
 
 class _Checker:
@@ -331,7 +338,7 @@ class _Checker:
                                self.doc.span(key_path), rule_id=self.rule_id,
                                help=did_you_mean(name, names) or "see docs/functions.md")
             elif spec is not None and not (jmespath and spec.native_jmespath) and (
-                    arity < spec.min_args or spec.max_args is not None and arity > spec.max_args):
+                    arity < spec.min_args or (spec.max_args is not None and arity > spec.max_args)):
                 expected = str(spec.min_args) if spec.max_args == spec.min_args else \
                     f"{spec.min_args} to {spec.max_args if spec.max_args is not None else 'any'}"
                 self.ctx.error("RT209", f"{name}() takes {expected} arguments, got {arity} in "
@@ -347,9 +354,7 @@ class _Checker:
                 continue
             bad = ".".join(path[: problem.index + 1])
             root = path[0]
-            code, what = {"vars": ("RT303", "undefined var"),
-                          "signals": ("RT304", "undefined signal"),
-                          "signal_errors": ("RT304", "undefined signal")}.get(root, ("RT301", "unknown field"))
+            code, what = _PATH_PROBLEMS.get(root, ("RT301", "unknown field"))
             self.ctx.error(code, f"{what} '{bad}' in {self._where(key_path)}", self.doc.span(key_path),
                            rule_id=self.rule_id,
                            help=did_you_mean(path[problem.index], problem.known) or
@@ -409,7 +414,7 @@ def _check_signal_cycles(signals: dict[str, CompiledSignal | None], ctx: _Contex
         if state.get(name) == 2 or name not in deps:
             return
         if state.get(name) == 1:
-            cycle = chain[chain.index(name):] + [name]
+            cycle = [*chain[chain.index(name):], name]
             sig = signals[name]
             ctx.error("RT310", f"signals depend on each other in a cycle: {' -> '.join(cycle)}",
                       sig.span if sig else Span(""), help="break the cycle with a fallback value")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,17 @@ class CompiledRule:
     examples: tuple[tuple[Example, Span], ...] = ()
     match_span: Span | None = None
     when_span: Span | None = None
+    conditions: tuple[tuple[str, Query | Expression, Callable[[Any], Any]], ...] = ()
+    runs: tuple[Callable[[Any], Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        conditions: list[tuple[str, Query | Expression, Callable[[Any], Any]]] = []
+        if self.match is not None:
+            conditions.append(("match", self.match, self.match.run))
+        if self.when is not None and self.when.run is not None:
+            conditions.append(("when", self.when, self.when.run))
+        object.__setattr__(self, "conditions", tuple(conditions))
+        object.__setattr__(self, "runs", tuple(c[2] for c in conditions))
 
 
 @dataclass(frozen=True, eq=False)

@@ -86,7 +86,8 @@ def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
     return any(d.severity is Severity.ERROR for d in diagnostics)
 
 
-def render_text(diagnostics: Sequence[Diagnostic], *, source_lines: dict[str, list[str]] | None = None) -> str:
+def render_text(diagnostics: Sequence[Diagnostic], *,
+                source_lines: dict[str, list[str]] | None = None) -> str:
     """`path:line:col: severity: message [CODE]`, a `help:` line, then the count trailer."""
     out: list[str] = []
     for diag in sort_diagnostics(diagnostics):

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import ast
 import operator as op
+import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from simpleeval import EvalWithCompoundTypes, InvalidExpression
 
 from router.errors import ExpressionError
-from router.functions import FUNCTIONS
+from router.expr_compiler import Run, compile_tree
+from router.functions import FUNCTIONS, NOT_LITERAL
 
 CONSTANTS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
 MAX_SOURCE_LENGTH = 20_000
@@ -41,6 +43,9 @@ class Limits:
     max_power: int = 4_000
 
 
+DEFAULT_LIMITS = Limits()
+
+
 @dataclass(frozen=True)
 class ExpressionSyntaxError(Exception):
     """An expression or template that cannot compile; `offset` is 0-based within the source."""
@@ -55,7 +60,7 @@ class ExpressionSyntaxError(Exception):
 
 @dataclass(frozen=True, eq=False)
 class Expression:
-    """A compiled expression: its source, tree and the names, functions and paths it reads."""
+    """A compiled expression: its source, tree, closures and the names, functions, paths it reads."""
 
     source: str
     tree: ast.expr
@@ -63,11 +68,13 @@ class Expression:
     calls: tuple[tuple[str, int], ...] = ()
     paths: tuple[tuple[str, ...], ...] = ()
     literal_args: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    run: Run | None = field(default=None, repr=False)
 
     def conjuncts(self) -> list[Expression]:
         """Split a top-level `a and b and c` into its parts (for `router explain`)."""
         if isinstance(self.tree, ast.BoolOp) and isinstance(self.tree.op, ast.And):
-            return [_from_tree(ast.unparse(part), part) for part in self.tree.values]
+            return [replace(_from_tree(ast.get_source_segment(self.source, part) or "?", part),
+                            run=_closures(part)) for part in self.tree.values]
         return [self]
 
 
@@ -100,7 +107,9 @@ def compile_expression(source: str) -> Expression:
     except (RecursionError, MemoryError, ValueError):
         raise ExpressionSyntaxError("expression is nested too deeply") from None
     _check_tree(tree, lead)
-    return _from_tree(text, tree)
+    expression = _from_tree(text, tree)
+    _prepare_calls(tree, lead)
+    return replace(expression, run=_closures(tree))
 
 
 def compile_template(source: str) -> Template:
@@ -116,7 +125,42 @@ def compile_template(source: str) -> Template:
         raise ExpressionSyntaxError(f"invalid template: {exc.msg}", max(0, (exc.offset or 2) - 3),
                                     code="RT204") from None
     _check_tree(tree, 0)
-    return Template(source, expression=_from_tree(source, tree))
+    expression = _from_tree(source, tree)
+    _prepare_calls(tree, 0)
+    return Template(source, expression=replace(expression, run=_closures(tree)))
+
+
+def _closures(tree: ast.AST) -> Run:
+    limits = DEFAULT_LIMITS
+
+    def fallback(scope: Mapping[str, Any], node: ast.AST) -> Any:
+        return Evaluator(scope, limits=limits)._eval(node)
+
+    return compile_tree(tree, operators=_limited(limits), constants=CONSTANTS, fallback=fallback,
+                        max_string=limits.max_string)
+
+
+def _literal(node: ast.expr) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return NOT_LITERAL
+
+
+def _prepare_calls(tree: ast.AST, lead: int) -> None:
+    """Replace literal arguments by their load-time form (compiled regexes, keyword sets)."""
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        spec = FUNCTIONS.get(node.func.id)
+        if spec is None or spec.prepare is None:
+            continue
+        try:
+            replacements = spec.prepare(tuple(_literal(arg) for arg in node.args))
+        except ExpressionError as exc:
+            raise ExpressionSyntaxError(exc.message, lead + node.col_offset, code=exc.code) from None
+        for index, value in replacements.items():
+            node.args[index] = ast.copy_location(ast.Constant(value=value), node.args[index])
 
 
 def _single_placeholder(text: str) -> bool:
@@ -169,6 +213,10 @@ def _check_tree(tree: ast.AST, lead: int) -> None:
             spec = node.format_spec
             if not all(isinstance(v, ast.Constant) for v in getattr(spec, "values", [])):
                 raise ExpressionSyntaxError("nested placeholders in a format spec are not allowed",
+                                            offset, code="RT204")
+            text = "".join(str(v.value) for v in getattr(spec, "values", []))
+            if re.search(r"\d{4,}", text):
+                raise ExpressionSyntaxError(f"format spec '{text}' asks for a width over 999",
                                             offset, code="RT204")
 
 
@@ -227,6 +275,17 @@ def _paths(tree: ast.AST, bound: set[str]) -> list[tuple[str, ...]]:
     return found
 
 
+def _ordering(compare: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """An ordering comparison where null is neither less nor greater than anything (false)."""
+
+    def ordered(a: Any, b: Any) -> Any:
+        if a is None or b is None:
+            return False
+        return compare(a, b)
+
+    return ordered
+
+
 def _limited(limits: Limits) -> dict[type[ast.AST], Callable[..., Any]]:
     def add(a: Any, b: Any) -> Any:
         if hasattr(a, "__len__") and hasattr(b, "__len__") and len(a) + len(b) > limits.max_string:
@@ -246,8 +305,9 @@ def _limited(limits: Limits) -> dict[type[ast.AST], Callable[..., Any]]:
 
     return {
         ast.Add: add, ast.Sub: op.sub, ast.Mult: mult, ast.Div: op.truediv, ast.FloorDiv: op.floordiv,
-        ast.Mod: op.mod, ast.Pow: power, ast.Eq: op.eq, ast.NotEq: op.ne, ast.Gt: op.gt,
-        ast.Lt: op.lt, ast.GtE: op.ge, ast.LtE: op.le, ast.Not: op.not_, ast.USub: op.neg,
+        ast.Mod: op.mod, ast.Pow: power, ast.Eq: op.eq, ast.NotEq: op.ne, ast.Gt: _ordering(op.gt),
+        ast.Lt: _ordering(op.lt), ast.GtE: _ordering(op.ge), ast.LtE: _ordering(op.le),
+        ast.Not: op.not_, ast.USub: op.neg,
         ast.UAdd: op.pos, ast.In: lambda x, y: op.contains(y, x),
         ast.NotIn: lambda x, y: not op.contains(y, x), ast.Is: lambda x, y: x is y,
         ast.IsNot: lambda x, y: x is not y,
@@ -268,6 +328,8 @@ class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
     def value(self, expression: Expression) -> Any:
         """Evaluate `expression`; any failure becomes an ExpressionError naming the source."""
         try:
+            if expression.run is not None:
+                return expression.run(self.scope)
             return self.eval(expression.source, previously_parsed=expression.tree)
         except ExpressionError as exc:
             raise ExpressionError(exc.message, source=expression.source, code=exc.code) from None
@@ -311,7 +373,7 @@ class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
             return None
         if isinstance(base, Mapping):
             return base.get(key) if isinstance(key, (str, int, float, bool)) or key is None else None
-        if isinstance(key, slice) or isinstance(key, int) and not isinstance(key, bool):
+        if isinstance(key, slice) or (isinstance(key, int) and not isinstance(key, bool)):
             try:
                 return base[key]
             except IndexError:
@@ -319,7 +381,8 @@ class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
         raise ExpressionError(f"cannot index a {_kind(base)} with a {_kind(key)}")
 
     def _eval_call(self, node: ast.Call) -> Any:
-        name = node.func.id  # checked at compile time: a plain name
+        assert isinstance(node.func, ast.Name)  # checked at compile time: a plain name
+        name = node.func.id
         spec = FUNCTIONS.get(name)
         if spec is None:
             raise ExpressionError(f"unknown function '{name}'", code="RT208")

@@ -30,19 +30,27 @@ class Function:
     summary: str
     example: str
     native_jmespath: bool = False  # JMESPath has a built-in of the same name and meaning
+    prepare: Callable[[tuple[Any, ...]], dict[int, Any]] | None = None
 
 
 FUNCTIONS: dict[str, Function] = {}
+NOT_LITERAL = object()  # marks an argument whose value is only known at evaluation time
 
 
 def function(
-    name: str, *, min_args: int, max_args: int | None, example: str, native_jmespath: bool = False
+    name: str, *, min_args: int, max_args: int | None, example: str, native_jmespath: bool = False,
+    prepare: Callable[[tuple[Any, ...]], dict[int, Any]] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Register a helper function under `name`."""
+    """Register a helper function under `name`.
+
+    `prepare` runs at load time with the literal arguments of a call (NOT_LITERAL elsewhere) and
+    returns replacements by position, such as a compiled regex for a literal pattern.
+    """
 
     def register(impl: Callable[..., Any]) -> Callable[..., Any]:
         summary = (impl.__doc__ or "").strip()
-        FUNCTIONS[name] = Function(name, impl, min_args, max_args, summary, example, native_jmespath)
+        FUNCTIONS[name] = Function(name, impl, min_args, max_args, summary, example, native_jmespath,
+                                   prepare)
         return impl
 
     return register
@@ -197,36 +205,66 @@ def compile_regex(pattern: str, flags: str = "") -> re.Pattern[str]:
         raise ExpressionError(f"regex {pattern!r} does not compile: {exc}", code="RT210") from None
 
 
-@function("regex", min_args=2, max_args=3, example="regex('MVP (Recommended)', 'recommend', 'i')")
+def _prepare_regex(args: tuple[Any, ...]) -> dict[int, Any]:
+    pattern = args[1] if len(args) > 1 else NOT_LITERAL
+    flags = args[2] if len(args) > 2 else ""
+    if isinstance(pattern, str) and isinstance(flags, str):
+        return {1: compile_regex(pattern, flags)}
+    return {}
+
+
+def _pattern(name: str, pattern: Any, flags: Any) -> re.Pattern[str]:
+    if isinstance(pattern, re.Pattern):
+        return pattern
+    return compile_regex(_text(name, pattern), _text(name, flags))
+
+
+@function("regex", min_args=2, max_args=3, example="regex('MVP (Recommended)', 'recommend', 'i')",
+          prepare=_prepare_regex)
 def regex(value: Any, pattern: Any, flags: Any = "") -> bool:
-    """True when the pattern is found anywhere in the text (a search, not a full match)."""
+    """True when the pattern is found anywhere in the text (a search, not a full match).
+
+    Flags: `i` ignore case, `m` multi-line, `s` dot matches newline.
+    """
     if value is None:
         return False
-    return compile_regex(_text("regex", pattern), _text("regex", flags)).search(
-        _text("regex", value)) is not None
+    return _pattern("regex", pattern, flags).search(_text("regex", value)) is not None
 
 
-@function("regex_find", min_args=2, max_args=3, example="regex_find('p=0.86', '[0-9.]+') == '0.86'")
+@function("regex_find", min_args=2, max_args=3, example="regex_find('p=0.86', '[0-9.]+') == '0.86'",
+          prepare=_prepare_regex)
 def regex_find(value: Any, pattern: Any, flags: Any = "") -> str | None:
     """The first match of the pattern in the text, or null."""
     if value is None:
         return None
-    found = compile_regex(_text("regex_find", pattern), _text("regex_find", flags)).search(
-        _text("regex_find", value))
+    found = _pattern("regex_find", pattern, flags).search(_text("regex_find", value))
     return found.group(0) if found else None
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=1024)
 def _keyword_pattern(keywords: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(re.escape(k) for k in keywords if k), re.IGNORECASE)
 
 
+def _prepare_keywords(args: tuple[Any, ...]) -> dict[int, Any]:
+    words = args[1] if len(args) > 1 else NOT_LITERAL
+    if isinstance(words, list) and words and all(isinstance(w, str) for w in words):
+        return {1: _keyword_pattern(tuple(w for w in words if w))}
+    return {}
+
+
 @function("count_keywords", min_args=2, max_args=2,
-          example="count_keywords('add a prefix to the debug tool', ['fix', 'debug']) == 2")
+          example="count_keywords('add a prefix to the debug tool', ['fix', 'debug']) == 2",
+          prepare=_prepare_keywords)
 def count_keywords(value: Any, keywords: Any) -> int:
-    """Count keyword occurrences as case-insensitive substrings, left to right, non-overlapping."""
+    """Count keyword occurrences as case-insensitive substrings, left to right, non-overlapping.
+
+    Keywords are tried in the order given at each position, like a regex alternation.
+    """
     if value is None:
         return 0
+    if isinstance(keywords, re.Pattern):
+        return len(keywords.findall(value if type(value) is str else _text("count_keywords", value)))
     words = tuple(str(k) for k in _list("count_keywords", keywords) if k)
     if not words:
         return 0
@@ -397,7 +435,7 @@ def without(first: Any, second: Any) -> list[Any]:
 
 
 @function("expand_aliases", min_args=3, max_args=3,
-          example="expand_aliases(['read', 'search'], {'search': ['grep', 'find']}, ['find', 'read']) == ['read', 'find']")
+          example="expand_aliases(['read', 'search'], {'search': ['grep', 'find']}, ['find', 'read']) == ['read', 'find']")  # noqa: E501
 def expand_aliases(names: Any, aliases: Any, available: Any) -> list[str]:
     """Map each name through an alias table and keep the results that are available, in order."""
     table = aliases if isinstance(aliases, Mapping) else {}
@@ -428,7 +466,7 @@ def cap_level(level: Any, ceiling: Any) -> str:
 
 
 @function("map_score", min_args=3, max_args=3,
-          example="map_score(0.3, [{'score': 0.2, 'level': 'off'}, {'score': 0.4, 'level': 'low'}], 'high') == 'low'")
+          example="map_score(0.3, [{'score': 0.2, 'level': 'off'}, {'score': 0.4, 'level': 'low'}], 'high') == 'low'")  # noqa: E501
 def map_score(score: Any, table: Any, default: Any) -> Any:
     """First entry, by ascending `score`, whose score is at least the given one; else `default`."""
     value = _number("map_score", score)
@@ -457,7 +495,7 @@ def _price(ref: str, models: Mapping[str, Any]) -> float:
 
 
 @function("pick_model", min_args=3, max_args=5,
-          example="pick_model(['a', 'b'], 'smallest_fitting', {'a': {'context_window': 8000}, 'b': {'context_window': 32000}}, 0.2) == 'a'")
+          example="pick_model(['a', 'b'], 'smallest_fitting', {'a': {'context_window': 8000}, 'b': {'context_window': 32000}}, 0.2) == 'a'")  # noqa: E501
 def pick_model(refs: Any, strategy: Any, models: Any, score: Any = 0, capabilities: Any = None) -> Any:
     """Pick a model ref from a catalog list by capacity or cost.
 

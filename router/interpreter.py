@@ -14,13 +14,15 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from jmespath.exceptions import JMESPathError
+
 from router.compiled import CompiledAction, CompiledPolicy, CompiledRule, CompiledSignal
 from router.decision import Decision, Effect, SignalOutcome, SignalRequest
 from router.diagnostics import Diagnostic, Span
 from router.errors import ExpressionError
 from router.expr import Evaluator, Expression, Template
 from router.query import Query
-from router.scope import Signals, SignalNeeded, lookup, show_value
+from router.scope import SignalNeeded, Signals, lookup, show_value
 from router.trace import TraceEvent, Tracer
 
 
@@ -65,14 +67,17 @@ class _Run:
 
     def decide(self) -> Decision:
         decided: dict[str, str] = {}
+        scope, tracer = self.scope, self.tracer
         for rule in self.policy.by_event.get(self.event_type, ()):
             if rule.group in decided:
-                if self.tracer:
+                if tracer:
                     self._trace("skip", rule, f"rule {rule.id}: skipped, group '{rule.group}' "
                                 f"decided by rule {decided[rule.group]}")
                 continue
             try:
-                matched = self._matches(rule)
+                matched = self._matches(rule) if tracer else _fast_match(rule, scope)
+                if matched is None:  # an evaluation error: evaluate again to record it
+                    matched = self._matches(rule)
                 if matched:
                     self._fire(rule)
             except SignalNeeded as need:
@@ -91,20 +96,20 @@ class _Run:
     def _matches(self, rule: CompiledRule) -> bool:
         if self.tracer:
             self._trace("rule", rule, f"rule {rule.id}: enter" + (" (shadow)" if rule.shadow else ""))
-        for kind, cond in (("match", rule.match), ("when", rule.when)):
-            if cond is None:
-                continue
+        for kind, cond, run in rule.conditions:
             try:
-                value = cond.search(self.scope) if isinstance(cond, Query) else self.evaluator.value(cond)
-            except ExpressionError as exc:
-                self._error(rule, f"{kind} failed: {exc.message}",
+                value = run(self.scope)
+            except _EVAL_ERRORS as exc:
+                message = exc.message if isinstance(exc, ExpressionError) else str(exc)
+                self._error(rule, f"{kind} failed: {message}",
                             rule.match_span if kind == "match" else rule.when_span)
                 return False
-            ok = _truthy(value)
-            if self.tracer:
-                self._trace_condition(rule, kind, cond, value, ok)
-            if not ok:
+            if value is None or value is False or value == "" or value == [] or value == {}:
+                if self.tracer:
+                    self._trace_condition(rule, kind, cond, value, False)
                 return False
+            if self.tracer:
+                self._trace_condition(rule, kind, cond, value, True)
         return True
 
     def _trace_condition(self, rule: CompiledRule, kind: str, cond: Query | Expression,
@@ -118,7 +123,8 @@ class _Run:
         parts = cond.conjuncts()
         for part in parts if len(parts) > 1 else ():
             try:
-                part_value = part.search(self.scope) if isinstance(part, Query) else self.evaluator.value(part)
+                part_value = part.search(self.scope) if isinstance(part, Query) \
+                    else self.evaluator.value(part)
             except (ExpressionError, SignalNeeded):
                 continue
             if not _truthy(part_value):
@@ -140,9 +146,8 @@ class _Run:
     def _fire(self, rule: CompiledRule) -> None:
         self.fired.append(rule.id)
         if self.tracer:
-            self._trace("shadow" if rule.shadow else "fire", rule,
-                        f"rule {rule.id}: {'fired (shadow: recorded, not applied)' if rule.shadow else 'fired'}",
-                        depth=1)
+            verdict = "fired (shadow: recorded, not applied)" if rule.shadow else "fired"
+            self._trace("shadow" if rule.shadow else "fire", rule, f"rule {rule.id}: {verdict}", depth=1)
         for action in rule.actions:
             try:
                 params = _render(self.evaluator, action.params)
@@ -194,13 +199,27 @@ class _Run:
         self.tracer.emit(TraceEvent(kind, rule.id, span or rule.span, message, depth=depth))
 
 
+def _fast_match(rule: CompiledRule, scope: dict[str, Any]) -> bool | None:
+    """All conditions true? None when one raised (the slow path records the error)."""
+    for run in rule.runs:
+        try:
+            value = run(scope)
+        except _EVAL_ERRORS:
+            return None
+        if value is None or value is False or value == "" or value == [] or value == {}:
+            return False
+    return True
+
+
+_EVAL_ERRORS = (ExpressionError, JMESPathError, TypeError, ValueError, ZeroDivisionError,
+                OverflowError, KeyError, IndexError, RecursionError)
+
+
 def _truthy(value: Any) -> bool:
     """JMESPath truthiness: false, null, '', [] and {} are false; 0 is true."""
     if value is None or value is False:
         return False
-    if isinstance(value, (str, list, dict, tuple)) and not value:
-        return False
-    return True
+    return not (isinstance(value, (str, list, dict, tuple)) and not value)
 
 
 def _render(evaluator: Evaluator, tree: Any) -> Any:

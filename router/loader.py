@@ -34,10 +34,23 @@ class PolicyFile:
     group: str
 
 
+def display_path(path: Path) -> str:
+    """A path as people want to read it: relative to the working directory, or with ~."""
+    absolute = path.absolute()
+    try:
+        return str(absolute.relative_to(Path.cwd()))
+    except ValueError:
+        pass
+    try:
+        return "~/" + str(absolute.relative_to(Path.home()))
+    except ValueError:
+        return str(absolute)
+
+
 def packs_dir() -> Path:
     """Where the built-in packs live (the installed `router.packs`, else the checkout's rules/)."""
     try:
-        import router.packs as packs
+        import router.packs as packs  # type: ignore[import-not-found,unused-ignore]
 
         return Path(next(iter(packs.__path__)))
     except (ImportError, StopIteration):
@@ -91,7 +104,7 @@ class _Loader:
         if resolved in self._done:
             return
         try:
-            doc = read_source(path)
+            doc = read_source(path, display=display_path(path))
         except SourceError as exc:
             self.diagnostics.extend(d.at(d.span or via) for d in exc.diagnostics)
             return
@@ -107,11 +120,11 @@ class _Loader:
         self._active.pop()
         self._done.add(resolved)
         group = policy.group or (path.stem if layer == "pack" else "main")
-        self.files.append(PolicyFile(str(path), doc, policy, layer, group))
+        self.files.append(PolicyFile(doc.path, doc, policy, layer, group))
 
     def _validate(self, doc: SourceDoc) -> Policy | None:
         if doc.data is None:
-            return Policy()
+            return Policy.model_validate({})
         if not isinstance(doc.data, dict):
             self.diagnostics.append(Diagnostic("RT111", "a policy file must be a mapping at the top level",
                                                doc.span(())))

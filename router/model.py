@@ -88,6 +88,7 @@ class Example(_Model):
     event: dict[str, Any]
     state: dict[str, Any] = Field(default_factory=dict)
     signals: dict[str, Any] = Field(default_factory=dict)
+    signal_errors: dict[str, str] = Field(default_factory=dict)
     expect: Expectation
 
 

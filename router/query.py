@@ -10,11 +10,13 @@ from typing import Any
 import jmespath
 from jmespath import exceptions as jexc
 from jmespath import functions as jfunctions
+from jmespath import visitor
 from jmespath.parser import ParsedResult
 
 from router.errors import ExpressionError
 from router.expr import ExpressionSyntaxError
 from router.functions import FUNCTIONS, Function
+from router.jmespath_compiler import Compiled, compile_node
 
 JMESPATH_BUILTINS = frozenset({
     "abs", "avg", "ceil", "contains", "ends_with", "floor", "join", "keys", "length", "map", "max",
@@ -32,7 +34,7 @@ def _adapter(spec: Function) -> Callable[..., Any]:
 
     arity = max(spec.min_args, 1)
     variadic = spec.max_args is None or spec.max_args > spec.min_args
-    signature = [{"types": []} for _ in range(arity)]
+    signature: list[dict[str, Any]] = [{"types": []} for _ in range(arity)]
     if variadic:
         signature[-1] = {"types": [], "variadic": True}
     call.signature = signature  # type: ignore[attr-defined]
@@ -45,7 +47,9 @@ def _functions_class() -> type[jfunctions.Functions]:
     return type("RouterFunctions", (jfunctions.Functions,), methods)
 
 
-_OPTIONS = jmespath.Options(custom_functions=_functions_class()())
+_FUNCTIONS = _functions_class()()
+_OPTIONS = jmespath.Options(custom_functions=_FUNCTIONS)
+_FALLBACK = visitor.TreeInterpreter(_OPTIONS)
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,11 +61,12 @@ class Query:
     paths: tuple[tuple[str, ...], ...]
     calls: tuple[tuple[str, int], ...]
     literal_args: tuple[tuple[str, tuple[Any, ...]], ...]
+    run: Compiled
 
     def search(self, data: Any) -> Any:
         """Evaluate against `data`; failures become ExpressionError."""
         try:
-            return self.parsed.search(data, options=_OPTIONS)
+            return self.run(data)
         except ExpressionError as exc:
             raise ExpressionError(exc.message, source=self.source, code=exc.code) from None
         except jexc.JMESPathError as exc:
@@ -100,7 +105,11 @@ def compile_query(source: str) -> Query:
         (n["value"], tuple(c.get("value") if c["type"] == "literal" else None for c in n["children"]))
         for n in _walk(tree) if n["type"] == "function_expression"
     ]
-    return Query(source, parsed, tuple(_root_paths(tree)), tuple(calls), tuple(literal_args))
+    try:
+        run = compile_node(tree, _FUNCTIONS, _FALLBACK)
+    except ExpressionError as exc:
+        raise ExpressionSyntaxError(exc.message, code=exc.code) from None
+    return Query(source, parsed, tuple(_root_paths(tree)), tuple(calls), tuple(literal_args), run)
 
 
 def _parse_message(exc: jexc.ParseError) -> str:

@@ -12,7 +12,7 @@ from router.errors import ExpressionError
 from router.expr import Evaluator
 
 
-class SignalNeeded(Exception):  # noqa: N818 - a control-flow signal, not an error
+class SignalNeeded(Exception):
     """Raised inside evaluation when an external signal has no value yet."""
 
     def __init__(self, name: str) -> None:
@@ -32,7 +32,7 @@ class Signals(Mapping[str, Any]):
                  values: Mapping[str, Any]) -> None:
         self.policy = policy
         self.outcomes = outcomes
-        self.values: dict[str, Any] = dict(values)
+        self.values: dict[str, Any] = dict(values)  # type: ignore[assignment]
         self.errors: dict[str, str] = {}
         self.evaluator: Evaluator | None = None
         self._busy: set[str] = set()

@@ -69,7 +69,7 @@ def format_key_path(key_path: Iterable[str | int]) -> str:
     return out
 
 
-def read_source(path: Path) -> SourceDoc:
+def read_source(path: Path, *, display: str | None = None) -> SourceDoc:
     """Read and parse a YAML file; raise SourceError with a located diagnostic."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -77,7 +77,7 @@ def read_source(path: Path) -> SourceDoc:
         raise SourceError([Diagnostic("RT100", f"file not found: {path}", Span(str(path)))]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SourceError([Diagnostic("RT100", f"cannot read {path}: {exc}", Span(str(path)))]) from None
-    return parse_source(text, str(path))
+    return parse_source(text, display or str(path))
 
 
 def parse_source(text: str, path: str) -> SourceDoc:

@@ -53,9 +53,8 @@ def filter_events(events: list[TraceEvent], mode: str) -> list[TraceEvent]:
     fired = {e.rule_id for e in events if e.kind in ("fire", "shadow")}
     keep = []
     for event in events:
-        if event.rule_id is None or event.kind == "pending":
-            keep.append(event)
-        elif (event.rule_id in fired) == (mode == "matched"):
+        kept_rule = (event.rule_id in fired) == (mode == "matched")
+        if event.rule_id is None or event.kind == "pending" or kept_rule:
             keep.append(event)
     return keep
 

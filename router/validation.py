@@ -60,10 +60,9 @@ def _clean_loc(doc: SourceDoc, base: KeyPath, loc: tuple[Any, ...]) -> KeyPath:
     path: list[str | int] = list(base)
     data: Any = _at(doc.data, base)
     for part in loc:
-        if isinstance(data, dict) and part in data:
-            path.append(part)
-            data = data[part]
-        elif isinstance(data, list) and isinstance(part, int) and part < len(data):
+        in_dict = isinstance(data, dict) and part in data
+        in_list = isinstance(data, list) and isinstance(part, int) and part < len(data)
+        if in_dict or in_list:
             path.append(part)
             data = data[part]
         elif isinstance(data, dict) and isinstance(part, str) and not _is_tag(part):

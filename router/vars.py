@@ -57,7 +57,7 @@ def _js_number(raw: str) -> float | None:
 def _bounded(spec: EnvVar, value: float | int | None) -> Any:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return spec.default
-    if spec.min is not None and value < spec.min or spec.max is not None and value > spec.max:
+    if (spec.min is not None and value < spec.min) or (spec.max is not None and value > spec.max):
         return spec.default
     if isinstance(value, float) and value.is_integer():
         return int(value)

@@ -1,0 +1,170 @@
+"""The `router` command line: each command parses, calls one function, renders, exits.
+
+Exit codes: 0 clean, 1 diagnostics or failing tests, 2 usage, 3 internal error, 130 interrupt.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from router import __version__
+from router.errors import RouterError
+
+app = typer.Typer(help="Policy engine for the Pi coding agent: ordered YAML rules decide models, "
+                       "tools, compaction and answers.", no_args_is_help=True,
+                  pretty_exceptions_enable=False, add_completion=False)
+
+Format = Annotated[str, typer.Option("--format", "-f", help="text, json or sarif (lint only)")]
+Paths = Annotated[list[Path] | None, typer.Argument(help="policy files or directories")]
+
+
+def _color(no_color: bool) -> bool:
+    return not no_color and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+def _finish(code: int, text: str, *, err: bool = False) -> None:
+    if text:
+        typer.echo(text, err=err)
+    raise typer.Exit(code)
+
+
+@app.command()
+def lint(paths: Paths = None, fmt: Format = "text") -> None:
+    """Check a policy: YAML, keys, expressions, names, fields, unreachable rules, examples."""
+    from router.commands import lint as command
+
+    if fmt not in ("text", "json", "sarif"):
+        _finish(2, f"unknown format {fmt!r}; expected text, json or sarif", err=True)
+    _finish(*command.run(paths or [], fmt=fmt))
+
+
+@app.command()
+def explain(
+    code: Annotated[str | None, typer.Argument(help="a diagnostic code such as RT301")] = None,
+    event: Annotated[str | None, typer.Option("--event", "-e", help="event file (JSON/YAML) or -")] = None,
+    state: Annotated[str | None, typer.Option("--state", help="session state file (JSON/YAML)")] = None,
+    signal: Annotated[list[str] | None, typer.Option("--signal", help="NAME=VALUE for a signal")] = None,
+    signal_error: Annotated[list[str] | None, typer.Option("--signal-error",
+                                                           help="NAME=TEXT: make a signal fail")] = None,
+    policy: Annotated[list[Path] | None, typer.Option(
+        "--policy", "-p", help="policy files instead of the layered policy")] = None,
+    mode: Annotated[str, typer.Option(help="full, fails or matched")] = "full",
+    fmt: Format = "text",
+    no_color: Annotated[bool, typer.Option("--no-color")] = False,
+) -> None:
+    """Dry-run one event through the policy and show every rule's verdict and the decision."""
+    from router.codes import CODES, render_code
+    from router.commands import explain as command
+    from router.compile import compile_files, load_policy
+    from router.diagnostics import render_text
+
+    if code is not None:
+        info = CODES.get(code.upper())
+        _finish(0 if info else 1, render_code(info) if info else f"unknown code {code!r}")
+    if event is None:
+        _finish(2, "give --event FILE (or - for stdin), or a code such as RT301", err=True)
+    compiled, diagnostics = (compile_files([("file", p) for p in policy]) if policy
+                             else load_policy(Path.cwd()))
+    if compiled is None:
+        _finish(1, render_text(diagnostics), err=True)
+    assert compiled is not None and event is not None
+    explanation = command.explain_event(
+        compiled, command.load_event(event), state=command.load_state(state),
+        values=command.parse_assignments(signal or []),
+        errors={k: str(v) for k, v in command.parse_assignments(signal_error or []).items()})
+    if fmt == "json":
+        _finish(0, command.render_json(explanation))
+    _finish(0, command.render_text(explanation, compiled, mode=mode, color=_color(no_color)))
+
+
+@app.command("test")
+def test_(paths: Paths = None, fmt: Format = "text") -> None:
+    """Run policy test files (*.test.yaml) and every rule's inline examples."""
+    from router.commands import test as command
+
+    report = command.run_tests(paths or [], cwd=Path.cwd())
+    missing = command.no_tests_message(report)
+    text = command.render(report, fmt=fmt)
+    if missing is not None and fmt != "json":
+        text = f"{text}\nerror: {missing.message}\n  help: {missing.help}"
+    _finish(command.exit_code(report), text)
+
+
+@app.command()
+def schema(
+    kind: Annotated[str, typer.Argument(help="policy or event")] = "policy",
+    out: Annotated[Path | None, typer.Option(help="write both schema files into this directory")] = None,
+    check: Annotated[bool, typer.Option(help="exit 1 when the files in --out are stale")] = False,
+) -> None:
+    """Print the JSON Schema of policy files or events (or write both with --out)."""
+    from router.commands import schema as command
+
+    if out is not None and check:
+        stale = command.stale(out)
+        _finish(1 if stale else 0, f"stale: {', '.join(stale)}" if stale else "schemas are up to date")
+    if out is not None:
+        _finish(0, "\n".join(f"wrote {p}" for p in command.write(out)))
+    if kind not in command.SCHEMA_FILES:
+        _finish(2, f"unknown schema {kind!r}; expected policy or event", err=True)
+    _finish(0, command.render(kind).rstrip("\n"))
+
+
+@app.command()
+def init(force: Annotated[bool, typer.Option(help="overwrite an existing file")] = False) -> None:
+    """Write a commented starter .pi/router.yaml in the current directory."""
+    from router.commands import init as command
+
+    _finish(*command.run(Path.cwd(), force=force))
+
+
+@app.command()
+def version() -> None:
+    """Print the router's version."""
+    _finish(0, f"router {__version__} (Python {sys.version.split()[0]})")
+
+
+def _crash_log(exc: BaseException) -> Path:
+    directory = Path(tempfile.gettempdir())
+    path = directory / f"router-crash-{os.getpid()}.log"
+    text = f"router {__version__}, Python {sys.version}\nargv: {sys.argv}\n\n"
+    text += "".join(traceback.format_exception(exc))
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def main() -> None:
+    """Entry point: dispatch, and turn user errors, interrupts and bugs into exit codes."""
+    if len(sys.argv) > 1 and sys.argv[1] == "serve":
+        from router.server import main as serve
+
+        sys.exit(serve(sys.argv[2:]))
+    try:
+        app(standalone_mode=False)
+    except typer.Exit as done:
+        sys.exit(done.exit_code)
+    except RouterError as exc:
+        from router.diagnostics import render_text
+
+        typer.echo(render_text(exc.diagnostics), err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Abort):
+            sys.exit(130)
+        path = _crash_log(exc)
+        typer.echo(f"router: internal error ({type(exc).__name__}: {exc}); details in {path} "
+                   f"(router {__version__})", err=True)
+        sys.exit(3)

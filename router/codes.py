@@ -1,0 +1,194 @@
+"""The catalogue of diagnostic codes: stable, grouped by stage, never reused.
+
+RT1xx reading and structure, RT2xx compiling expressions and actions, RT3xx lint semantics,
+RT4xx evaluation, RT5xx executor and bridge. `docs/codes.md` is generated from this table and
+`router explain <CODE>` prints one entry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CodeInfo:
+    code: str
+    title: str
+    what: str
+    why: str
+    example: str
+    instead: str = ""
+
+
+_ENTRIES = [
+    CodeInfo("RT100", "file cannot be read",
+             "A policy, test or event file is missing or cannot be read as UTF-8 text.",
+             "Nothing in it can be checked or obeyed.",
+             "use: [./team/base.yaml]   # the file does not exist",
+             "Fix the path (relative paths are relative to the file that names them)."),
+    CodeInfo("RT101", "invalid YAML",
+             "The YAML parser stopped: bad indentation, an unclosed bracket or quote, a tab.",
+             "The file cannot be loaded at all; the last good policy stays in force.",
+             "rules:\n  - id: x\n    on: [input", "Close the bracket: `on: [input]`."),
+    CodeInfo("RT102", "duplicate key",
+             "The same key appears twice in one mapping.",
+             "YAML would silently keep only one of them; the router refuses to guess.",
+             "- id: a\n  when: x\n  when: y", "Keep one key, or combine the conditions with `and`."),
+    CodeInfo("RT110", "unknown key",
+             "A key that the policy format does not have; the help line suggests the closest one.",
+             "A misspelled key (`matchh:`) would otherwise be ignored and the rule would match "
+             "everything.", "- id: a\n  on: input\n  matchh: \"text == 'x'\"", "`match:`"),
+    CodeInfo("RT111", "invalid value",
+             "A value has the wrong type or is not one of the allowed values.",
+             "The router cannot know what was meant.", "continue: maybe", "`continue: true`"),
+    CodeInfo("RT112", "missing required key",
+             "A required key is absent, such as a rule's `id` or `on`.",
+             "The rule cannot be indexed or named in diagnostics.", "- when: \"true\"",
+             "- id: my-rule\n  on: input\n  when: \"true\""),
+    CodeInfo("RT113", "unsupported version",
+             "The policy's `version` is not one this router understands (1).",
+             "A newer format may mean things this version would misread.", "version: 2", "version: 1"),
+    CodeInfo("RT120", "`use:` target not found",
+             "A `use:` entry names no built-in pack and no existing file.",
+             "The rules you meant to include are missing.", "use: [decsion]", "use: [decision]"),
+    CodeInfo("RT121", "`use:` cycle",
+             "Files `use:` each other in a loop.", "The layering order would be undefined.",
+             "# a.yaml: use: [./b.yaml]\n# b.yaml: use: [./a.yaml]", "Remove one of the entries."),
+    CodeInfo("RT122", "unknown rule id in an override",
+             "`disable:`, `before:` or `after:` names a rule id that no earlier layer defines.",
+             "The override does nothing, which is rarely what was meant.", "disable: [deepseek-firts-turn]",
+             "Use the id as `router explain` or `router lint` shows it."),
+    CodeInfo("RT130", "invalid event document",
+             "An event given to `router explain` or a test is not a mapping or has an unknown `type`.",
+             "Without a type the router cannot pick the rules to evaluate.", "{text: hi}",
+             "{type: input, text: hi}"),
+    CodeInfo("RT131", "invalid event field",
+             "An event document has a field the event model does not define, or a wrong type.",
+             "A misspelled field would make the example test something else than intended.",
+             "{type: input, txt: hi}", "{type: input, text: hi}"),
+    CodeInfo("RT201", "invalid JMESPath",
+             "A `match:` is not valid JMESPath.", "The rule could never be evaluated.",
+             "match: \"text ==\"",
+             "match: \"text == 'hi'\" (strings in single quotes, numbers in backticks)"),
+    CodeInfo("RT202", "invalid expression",
+             "A `when:` or signal expression has a syntax error.", "The rule could never be evaluated.",
+             "when: \"signals.p >\"", "when: \"signals.p > 0.5\""),
+    CodeInfo("RT203", "forbidden construct in an expression",
+             "An expression uses something the safe language leaves out: methods, lambdas, '_' names, "
+             "keyword arguments.", "Expressions must not reach Python internals.",
+             "when: \"text.lower() == 'x'\"", "when: \"lower(text) == 'x'\""),
+    CodeInfo("RT204", "invalid template",
+             "A `{…}` template in an action parameter does not compile.",
+             "The action could never render.", "notify: \"p={signals.p:.2f\"",
+             "notify: \"p={signals.p:.2f}\""),
+    CodeInfo("RT205", "unknown event type",
+             "A rule's `on:` names an event type the router does not know.",
+             "The rule would never run.", "on: [tool_cal]", "on: [tool_call] (see docs/events.md)"),
+    CodeInfo("RT206", "unknown action",
+             "A `do:` item names an action outside the fixed vocabulary.",
+             "The executor has no such capability; there is no shell or arbitrary command.",
+             "do: [{notfy: hi}]", "do: [{notify: hi}] (see docs/actions.md)"),
+    CodeInfo("RT207", "invalid action parameters",
+             "An action's parameters are missing, unknown or of the wrong type.",
+             "The executor could not carry the action out.", "- tools: {only: [read], add: [bash]}",
+             "- tools: {only: [read]}"),
+    CodeInfo("RT208", "unknown function",
+             "An expression or match calls a function that is not registered.",
+             "The call would fail on every event.", "when: \"lowercase(text) == 'x'\"",
+             "when: \"lower(text) == 'x'\" (see docs/functions.md)"),
+    CodeInfo("RT209", "wrong number of arguments",
+             "A helper function is called with too few or too many arguments.",
+             "The call would fail on every event.", "when: \"clamp(x, 0)\"", "when: \"clamp(x, 0, 1) > 0\""),
+    CodeInfo("RT210", "regex does not compile",
+             "A literal regex passed to regex() or regex_find() is invalid.",
+             "The call would fail on every event.", "when: \"regex(text, '(unclosed')\"",
+             "when: \"regex(text, '\\\\(unclosed')\""),
+    CodeInfo("RT301", "unknown event field",
+             "A path reads a field that the events the rule listens to do not have.",
+             "The value would always be null, so the condition silently never holds.",
+             "on: input\nwhen: \"txt == 'hi'\"", "when: \"text == 'hi'\""),
+    CodeInfo("RT302", "unknown name in an expression",
+             "An expression uses a name that is neither an event field nor vars, state, signals or "
+             "signal_errors.", "Bare words are names, not strings; the value would be null.",
+             "when: \"state.band == react\"", "when: \"state.band == 'react'\""),
+    CodeInfo("RT303", "undefined var", "An expression reads `vars.X` but no layer defines X.",
+             "The value would always be null.", "when: \"signals.p > vars.treshold\"",
+             "when: \"signals.p > vars.threshold\""),
+    CodeInfo("RT304", "undefined signal", "An expression reads `signals.X` but no layer defines X.",
+             "The value would always be null.", "when: \"signals.pcomplex > 0.5\"",
+             "when: \"signals.p_complex > 0.5\""),
+    CodeInfo("RT305", "duplicate rule id", "Two rules in one file have the same id.",
+             "Overrides, traces and tests name rules by id; it must be unique per file.",
+             "- id: route\n...\n- id: route", "Rename one; a later layer may reuse an id to override."),
+    CodeInfo("RT306", "rule can never fire",
+             "An earlier rule of the same group listens to the same events, has no condition and "
+             "does not `continue`, so it decides every such event first.",
+             "The later rule is dead code, which is almost always a mistake.",
+             "- id: catch-all\n  on: input\n  do: [...]\n- id: special\n  on: input\n  match: ...",
+             "Move the special rule first, give the catch-all a condition or `continue: true`."),
+    CodeInfo("RT307", "regex may backtrack catastrophically",
+             "A literal regex repeats a group that itself repeats (`(a+)+`).",
+             "Such patterns take exponential time on some inputs and would stall the agent.",
+             "regex(text, '(\\\\w+\\\\s?)+$')", "regex(text, '[\\\\w\\\\s]+$')"),
+    CodeInfo("RT308", "inline example fails",
+             "A rule's `examples:` entry does not produce the expected outcome.",
+             "Examples are executable documentation; a failing one documents the wrong behaviour.",
+             "examples: [{event: {type: input, text: hi}, expect: {fires: true}}]",
+             "Run `router test` for the diff and fix the rule or the example."),
+    CodeInfo("RT310", "signal cycle", "Signals depend on each other in a loop.",
+             "Evaluating any of them would never finish.",
+             "signals:\n  a: {expr: signals.b}\n  b: {expr: signals.a}", "Break the loop."),
+    CodeInfo("RT311", "unused var or signal", "A var or signal that nothing reads.",
+             "Usually a leftover or a typo on the reading side.", "vars: {treshold: 0.5}",
+             "Remove it or fix the name where it is read."),
+    CodeInfo("RT312", "state key never written",
+             "A rule reads `state.X` but no `set:` action writes X.",
+             "The value is always null; usually a typo.", "when: \"state.bnd == 'react'\"",
+             "when: \"state.band == 'react'\""),
+    CodeInfo("RT313", "undeclared environment variable",
+             "A rule reads `env.NAME` but the policy does not list NAME under `env:` (or in a var).",
+             "Events carry only declared variables, so the value is always null.",
+             "when: \"env.MY_FLAG == '1'\"", "env: [MY_FLAG]"),
+    CodeInfo("RT314", "shadow rule writes state",
+             "A `shadow: true` rule has `set` or `unset` actions.",
+             "Shadow rules are never applied, so later rules will not see the writes.",
+             "- id: try\n  shadow: true\n  do: [{set: {x: 1}}]", "Remove `shadow` or the state write."),
+    CodeInfo("RT401", "evaluation error",
+             "A condition or action template failed while evaluating one event (a type error, a "
+             "missing value). The rule is treated as not matching (or the action is skipped).",
+             "The agent keeps working; the error is logged and shown by `router explain`.",
+             "when: \"usage.percent > 95\"  # usage is null right after a compaction",
+             "when: \"usage.percent != null and usage.percent > 95\""),
+    CodeInfo("RT402", "helper function failed",
+             "A helper function rejected its arguments at evaluation time.",
+             "As RT401: the rule does not match, the agent keeps working.",
+             "when: \"lower(tools.active) == 'x'\"", "Pass the type the function expects."),
+    CodeInfo("RT403", "evaluation limit reached",
+             "An expression exceeded a resource limit (string length, power, comprehension size).",
+             "Limits keep a policy from stalling the agent or exhausting memory.",
+             "when: \"'x' * 10**9\"", "Compute less."),
+    CodeInfo("RT501", "action failed",
+             "The executor could not carry out an action (unknown model, unwritable file, …).",
+             "The rest of the decision is still applied; the failure is logged and notified.",
+             "- model: fake/does-not-exist", "Name a model `pi --list-models` shows."),
+    CodeInfo("RT502", "signal failed",
+             "An external signal (classifier, child pi, completion) failed or timed out; its "
+             "fallback was used and the reason is in `signal_errors`.",
+             "Failures are never silent.", "classify: {model: llama.cpp/kev, timeout_ms: 10}",
+             "Raise the timeout or fix the model; read `signal_errors.<name>` in rules."),
+    CodeInfo("RT503", "policy reload failed",
+             "A policy file changed while Pi was running and the new version has errors.",
+             "The last good policy stays in force until the file is fixed.", "(any error)",
+             "Run `router lint` and fix what it reports."),
+]
+
+CODES: dict[str, CodeInfo] = {entry.code: entry for entry in _ENTRIES}
+
+
+def render_code(info: CodeInfo) -> str:
+    """The documentation page of one code, as Markdown."""
+    parts = [f"## {info.code}: {info.title}", "", "**What it does.** " + info.what, "",
+             "**Why it matters.** " + info.why, "", "**Example**", "", "```yaml", info.example, "```"]
+    if info.instead:
+        parts += ["", "**Use instead.** " + info.instead]
+    return "\n".join(parts)

@@ -1,0 +1,43 @@
+"""Event documents written by people (explain, tests, examples): fill defaults, validate, locate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from router.diagnostics import Diagnostic, Span
+from router.errors import EventError
+from router.events import EVENT_MODELS, EVENT_TYPES
+from router.source import KeyPath, SourceDoc, format_key_path
+from router.suggest import did_you_mean
+
+
+def complete_event(data: Any, *, doc: SourceDoc | None = None, base: KeyPath = (),
+                   where: str = "event") -> dict[str, Any]:
+    """Validate a (possibly partial) event document and return it with every default filled."""
+    span = doc.span(base) if doc else Span(where)
+    if not isinstance(data, dict):
+        raise EventError([Diagnostic("RT130", "an event must be a mapping with a `type`", span)])
+    event_type = data.get("type")
+    model = EVENT_MODELS.get(event_type) if isinstance(event_type, str) else None
+    if model is None:
+        raise EventError([Diagnostic(
+            "RT130", f"unknown event type {event_type!r}", doc.span((*base, "type")) if doc else span,
+            help=did_you_mean(str(event_type), EVENT_TYPES) or f"expected one of: {', '.join(EVENT_TYPES)}")])
+    try:
+        event = model.model_validate(data)
+    except ValidationError as exc:
+        raise EventError([_event_diagnostic(err, doc, base, span) for err in exc.errors()]) from None
+    return event.model_dump(mode="json")
+
+
+def _event_diagnostic(err: Any, doc: SourceDoc | None, base: KeyPath, span: Span) -> Diagnostic:
+    loc = tuple(p for p in err["loc"] if isinstance(p, int) or "[" not in str(p))
+    path = format_key_path(loc)
+    place = doc.span((*base, *loc), key=err["type"] == "extra_forbidden") if doc else span
+    if err["type"] == "extra_forbidden":
+        return Diagnostic("RT131", f"unknown event field '{path}'", place, key_path=path,
+                          help="see docs/events.md for the fields of each event type")
+    message = err["msg"][0].lower() + err["msg"][1:]
+    return Diagnostic("RT131", f"event field '{path}': {message}", place, key_path=path)

@@ -1,0 +1,188 @@
+"""The semantic lint checks (the syntax and name checks run while compiling)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from router.compiled import CompiledPolicy, CompiledRule
+from router.diagnostics import Diagnostic, Severity
+from router.expr import Expression, Template
+from router.lint import check
+from router.query import Query
+from router.testing import run_examples
+
+try:  # the regex parser is private; the check is skipped where it is missing
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover
+    sre_parse = None
+
+
+@check("RT306")
+def unreachable_rules(policy: CompiledPolicy) -> Iterator[Diagnostic]:
+    """A rule no event can reach: an earlier unconditional rule of its group stops every event."""
+    stoppers: dict[tuple[str, str], CompiledRule] = {}
+    for rule in policy.rules:
+        blockers = [stoppers.get((rule.group, e)) for e in rule.on]
+        if all(blockers):
+            first = blockers[0]
+            assert first is not None
+            yield Diagnostic(
+                "RT306", f"rule '{rule.id}' can never fire: rule '{first.id}' "
+                f"({first.file}:{first.span.line}) has no condition and stops its group first",
+                rule.span, rule_id=rule.id,
+                help=f"give '{first.id}' a condition or `continue: true`, move this rule before it, "
+                     "or put it in another `group:`")
+        if not rule.conditions and not rule.continue_ and not rule.shadow:
+            for event_type in rule.on:
+                stoppers.setdefault((rule.group, event_type), rule)
+
+
+@check("RT307")
+def slow_regexes(policy: CompiledPolicy) -> Iterator[Diagnostic]:
+    """Regex literals with nested unbounded repeats, which can backtrack catastrophically."""
+    for rule in policy.rules:
+        for pattern in _regex_literals(rule):
+            if _nested_repeat(pattern):
+                yield Diagnostic(
+                    "RT307", f"regex {pattern!r} in rule '{rule.id}' repeats a repeated group and can "
+                    "take exponential time on some inputs", rule.span, Severity.WARNING, rule_id=rule.id,
+                    help="remove the inner or outer repeat, e.g. write (ab)+ instead of (a+b?)+")
+
+
+@check("RT308")
+def failing_examples(policy: CompiledPolicy) -> Iterator[Diagnostic]:
+    """Inline `examples:` whose expectation does not hold."""
+    for result in run_examples(policy):
+        if not result.passed:
+            yield Diagnostic("RT308", f"{result.name} fails: {result.problems[0].splitlines()[0]}",
+                             result.span, help="run `router test` for the full diff")
+
+
+@check("RT311")
+def unused_definitions(policy: CompiledPolicy) -> Iterator[Diagnostic]:
+    """Vars and signals that no rule, signal or template reads."""
+    used = _used_paths(policy)
+    for f in policy.files:
+        for name in f.policy.vars:
+            if ("vars", name) not in used and f.layer != "pack":
+                yield Diagnostic("RT311", f"var '{name}' is never used", f.doc.span(("vars", name), key=True),
+                                 Severity.WARNING, help="remove it, or read it as vars." + name)
+        for name in f.policy.signals:
+            if ("signals", name) not in used and ("signal_errors", name) not in used:
+                yield Diagnostic("RT311", f"signal '{name}' is never used",
+                                 f.doc.span(("signals", name), key=True), Severity.WARNING)
+
+
+@check("RT312")
+def state_never_written(policy: CompiledPolicy) -> Iterator[Diagnostic]:
+    """State keys read by a rule that no `set` action ever writes."""
+    written: set[str] = set()
+    for rule in policy.rules:
+        for action in rule.actions:
+            if action.name == "set" and isinstance(action.params, dict):
+                for key in action.params:
+                    parts = key.split(".")
+                    written.update(".".join(parts[: i + 1]) for i in range(len(parts)))
+    for rule in policy.rules:
+        for path in _rule_paths(rule):
+            if path[0] == "state" and len(path) > 1 and ".".join(path[1:]) not in written \
+                    and path[1] not in written:
+                yield Diagnostic("RT312", f"rule '{rule.id}' reads state.{'.'.join(path[1:])}, "
+                                 "which no rule sets", rule.span, Severity.WARNING, rule_id=rule.id,
+                                 help="it is always null; check the spelling against the `set:` actions")
+
+
+@check("RT313")
+def undeclared_env(policy: CompiledPolicy) -> Iterator[Diagnostic]:
+    """`env.NAME` reads of variables the policy does not declare (they are always null)."""
+    for rule in policy.rules:
+        for path in _rule_paths(rule):
+            if path[0] == "env" and len(path) > 1 and path[1] not in policy.env_names:
+                yield Diagnostic("RT313", f"rule '{rule.id}' reads env.{path[1]}, which the policy "
+                                 "does not declare", rule.span, Severity.WARNING, rule_id=rule.id,
+                                 help=f"add `env: [{path[1]}]` at the top level of the policy")
+
+
+@check("RT314")
+def shadow_state_writes(policy: CompiledPolicy) -> Iterator[Diagnostic]:
+    """Shadow rules with `set`/`unset`: their writes are recorded but never applied."""
+    for rule in policy.rules:
+        if rule.shadow and any(a.name in ("set", "unset") for a in rule.actions):
+            yield Diagnostic("RT314", f"shadow rule '{rule.id}' writes state, which is never applied",
+                             rule.span, Severity.WARNING, rule_id=rule.id,
+                             help="later rules will not see these values; remove `shadow` to apply them")
+
+
+def _rule_expressions(rule: CompiledRule) -> list[Expression | Query]:
+    found: list[Expression | Query] = [c for c in (rule.match, rule.when) if c is not None]
+    for action in rule.actions:
+        found += [t.expression for t in _templates(action.params) if t.expression is not None]
+    return found
+
+
+def _rule_paths(rule: CompiledRule) -> list[tuple[str, ...]]:
+    return [p for e in _rule_expressions(rule) for p in e.paths]
+
+
+def _templates(tree: Any) -> list[Template]:
+    if isinstance(tree, Template):
+        return [tree]
+    if isinstance(tree, dict):
+        return [t for v in tree.values() for t in _templates(v)]
+    if isinstance(tree, list):
+        return [t for v in tree for t in _templates(v)]
+    return []
+
+
+def _used_paths(policy: CompiledPolicy) -> set[tuple[str, str]]:
+    exprs: list[Expression | Query | None] = [e for r in policy.rules for e in _rule_expressions(r)]
+    for sig in policy.signals.values():
+        exprs += [sig.expr, sig.fallback, sig.transform, *(q.when for q in sig.questions)]
+        exprs += [t.expression for t in _templates(sig.request)]
+    used: set[tuple[str, str]] = set()
+    for expr in exprs:
+        if expr is not None:
+            used.update((p[0], p[1]) for p in expr.paths if len(p) > 1)
+    for rule in policy.rules:
+        for example, _ in rule.examples:
+            used.update(("signals", n) for n in example.signals)
+    return used
+
+
+def _regex_literals(rule: CompiledRule) -> list[str]:
+    found = []
+    for expr in _rule_expressions(rule):
+        for name, args in expr.literal_args:
+            if name in ("regex", "regex_find") and len(args) > 1 and isinstance(args[1], str):
+                found.append(args[1])
+    return found
+
+
+def _nested_repeat(pattern: str) -> bool:
+    if sre_parse is None:
+        return False
+    try:
+        tree = sre_parse.parse(pattern)
+    except re.error:
+        return False
+    return _walk_repeats(tree, inside=False)
+
+
+def _walk_repeats(items: Any, *, inside: bool) -> bool:
+    for op, arg in items:
+        name = str(op)
+        if name in ("MAX_REPEAT", "MIN_REPEAT"):
+            _, high, sub = arg
+            unbounded = high == sre_parse.MAXREPEAT or high > 100
+            if unbounded and inside:
+                return True
+            if _walk_repeats(sub, inside=inside or unbounded):
+                return True
+        elif name == "SUBPATTERN":
+            if _walk_repeats(arg[-1], inside=inside):
+                return True
+        elif name == "BRANCH" and any(_walk_repeats(b, inside=inside) for b in arg[1]):
+            return True
+    return False
