@@ -125,6 +125,36 @@ def init(force: Annotated[bool, typer.Option(help="overwrite an existing file")]
 
 
 @app.command()
+def install(
+    project: Annotated[bool, typer.Option(help="install into this project's .pi/ instead")] = False,
+    uninstall: Annotated[bool, typer.Option(help="remove the bridge")] = False,
+) -> None:
+    """Register the bridge extension with Pi (idempotent), recording this Python for the sidecar."""
+    from router.commands import install as command
+    from router.loader import agent_dir
+
+    action = command.uninstall if uninstall else command.install
+    _finish(*action(agent=agent_dir(), cwd=Path.cwd(), project=project))
+
+
+@app.command()
+def doctor() -> None:
+    """Check pi, Node, the bridge, the policy, the sidecar and the models the policy names."""
+    from router.commands import doctor as command
+    from router.loader import agent_dir
+
+    _finish(*command.run(Path.cwd(), agent_dir()))
+
+
+@app.command()
+def serve() -> None:
+    """Run the sidecar on stdio (started by the bridge; see docs/protocol.md)."""
+    from router.server import main as serve_main
+
+    _finish(serve_main(sys.argv[2:]), "")
+
+
+@app.command()
 def version() -> None:
     """Print the router's version."""
     _finish(0, f"router {__version__} (Python {sys.version.split()[0]})")
@@ -146,7 +176,7 @@ def main() -> None:
 
         sys.exit(serve(sys.argv[2:]))
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
     except typer.Exit as done:
         sys.exit(done.exit_code)
     except RouterError as exc:
@@ -168,3 +198,4 @@ def main() -> None:
         typer.echo(f"router: internal error ({type(exc).__name__}: {exc}); details in {path} "
                    f"(router {__version__})", err=True)
         sys.exit(3)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -34,7 +34,7 @@ from router.expr import (
 from router.fields import check_path, scope_tree
 from router.functions import FUNCTIONS
 from router.loader import PolicyFile, agent_dir, layer_paths, load_layers
-from router.model import EnvVar, Rule, Signal
+from router.model import SIGNAL_KINDS, EnvVar, Rule, Signal
 from router.query import JMESPATH_BUILTINS, Query, compile_query
 from router.source import KeyPath, SourceDoc, format_key_path
 from router.suggest import did_you_mean
@@ -246,7 +246,7 @@ def _compile_action(item: dict[str, Any], key_path: KeyPath, rule: Rule, doc: So
     if params is None:
         params = {}
     try:
-        spec.params.model_validate(params)
+        validated = spec.params.model_validate(params)
     except ValidationError as exc:
         if spec.shorthand and not isinstance(raw, dict):
             ctx.error("RT207", f"invalid shorthand for action '{name}' (rule '{rule.id}'): "
@@ -255,7 +255,7 @@ def _compile_action(item: dict[str, Any], key_path: KeyPath, rule: Rule, doc: So
             found = validation_diagnostics(exc, doc, spec.params, base=(*key_path, name))
             ctx.diagnostics.extend(replace(d, code="RT207", rule_id=rule.id) for d in found)
         return None
-    tree = checker.params(params, (*key_path, name))
+    tree = checker.params(validated.model_dump(), (*key_path, name))
     return CompiledAction(name, spec, tree, span)
 
 
@@ -375,7 +375,7 @@ def _compile_signal(name: str, sig: Signal, f: PolicyFile, ctx: _Context) -> Com
     if sig.expr is not None:
         expr = checker.expression(sig.expr, (*base, "expr"))
         return CompiledSignal(name, "expr", span, expr=expr, transform=transform, fallback=fallback)
-    kind = next(k for k in ("classify", "child", "complete") if getattr(sig, k) is not None)
+    kind = next(k for k in SIGNAL_KINDS[1:] if getattr(sig, k) is not None)
     source: Any = getattr(sig, kind)
     raw = source.model_dump(exclude={"questions"} if kind == "classify" else set())
     request = checker.params(raw, (*base, kind))

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class EnvVar(_Model):
@@ -61,6 +61,25 @@ class CompleteSignal(_Model):
     timeout_ms: int | str = 45000
 
 
+class LoadSignal(_Model):
+    """Read a value saved by the `save` action (a key of a JSON file); null when absent."""
+
+    file: str = Field(description="template: the JSON file")
+    key: str = Field(description="template: the key")
+
+
+class AskSignal(_Model):
+    """Ask the user through Pi's UI (select or input); null when cancelled or without a UI."""
+
+    select: list[str] | str | None = Field(None, description="options to choose from (template)")
+    title: str = ""
+    placeholder: str | None = None
+    timeout_ms: int | str = 300000
+
+
+SIGNAL_KINDS = ("expr", "classify", "child", "complete", "load", "ask")
+
+
 class Signal(_Model):
     """A value computed lazily, at most once per event. Exactly one source."""
 
@@ -69,14 +88,16 @@ class Signal(_Model):
     classify: ClassifySignal | None = None
     child: ChildSignal | None = None
     complete: CompleteSignal | None = None
+    load: LoadSignal | None = None
+    ask: AskSignal | None = None
     transform: str | None = Field(None, description="expression over `result`; a failure falls back")
     fallback: str | None = Field(None, description="expression used when the source fails")
 
     @model_validator(mode="after")
     def _one_source(self) -> Signal:
-        sources = [n for n in ("expr", "classify", "child", "complete") if getattr(self, n) is not None]
+        sources = [n for n in SIGNAL_KINDS if getattr(self, n) is not None]
         if len(sources) != 1:
-            raise ValueError(f"a signal needs exactly one of expr, classify, child, complete; "
+            raise ValueError(f"a signal needs exactly one of {', '.join(SIGNAL_KINDS)}; "
                              f"got {', '.join(sources) or 'none'}")
         return self
 

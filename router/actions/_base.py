@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict
 
 
 class Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 def show(value: object) -> str:

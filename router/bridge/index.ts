@@ -1,0 +1,768 @@
+/**
+ * pi-policy-router bridge: connects Pi to the policy engine (`router serve`).
+ *
+ * It holds no policy logic. It starts the sidecar in `session_start` and stops it in
+ * `session_shutdown`, forwards the events the loaded policy has rules for, applies the actions it
+ * gets back, and answers the engine's requests (classify, complete, ask). Every engine call has a
+ * timeout; on timeout, crash or protocol error Pi continues with its native behaviour, the user is
+ * warned, a status line says so, the failure is logged and the sidecar is restarted with back-off.
+ * Protocol: docs/protocol.md (version 1).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const PROTOCOL = 1;
+const EVENT_TIMEOUT_MS = Number(process.env.ROUTER_BRIDGE_TIMEOUT_MS) || 1500;
+const HELLO_TIMEOUT_MS = Number(process.env.ROUTER_BRIDGE_HELLO_TIMEOUT_MS) || 10000;
+const MAX_BACKOFF_MS = 30000;
+const STATE_ENTRY = "pi-policy-router.state";
+const STATUS_KEY = "pi-policy-router";
+const EXCERPT_ENTRIES = 12;
+
+type Json = any;
+type Ctx = any;
+type Pending = { resolve: (v: Json) => void; reject: (e: Error) => void; timer: NodeJS.Timeout };
+
+function agentDir(): string {
+	const dir = process.env.PI_CODING_AGENT_DIR;
+	return dir ? dir.replace(/^~(?=$|\/)/, os.homedir()) : path.join(os.homedir(), ".pi", "agent");
+}
+
+function logLine(text: string): void {
+	try {
+		const file = path.join(agentDir(), "router", "bridge.log");
+		fs.mkdirSync(path.dirname(file), { recursive: true });
+		fs.appendFileSync(file, `${new Date().toISOString()} ${text}\n`, { mode: 0o600 });
+	} catch {
+		// logging must never break Pi
+	}
+}
+
+function hereDir(): string {
+	if (typeof __dirname !== "undefined") return __dirname;
+	try {
+		return path.dirname(fileURLToPath(import.meta.url));
+	} catch {
+		return process.cwd();
+	}
+}
+
+/** The sidecar command: $ROUTER_SERVE (JSON array), router-bridge.json beside this file, else `router serve`. */
+function serveCommand(): string[] {
+	const fromEnv = process.env.ROUTER_SERVE;
+	if (fromEnv) {
+		try {
+			const parsed = JSON.parse(fromEnv);
+			if (Array.isArray(parsed) && parsed.length > 0) return parsed.map(String);
+		} catch {
+			return fromEnv.split(" ").filter(Boolean);
+		}
+	}
+	try {
+		const config = JSON.parse(fs.readFileSync(path.join(hereDir(), "router-bridge.json"), "utf8"));
+		if (Array.isArray(config.command) && config.command.length > 0) return config.command.map(String);
+	} catch {
+		// not installed with `router install`: fall back to PATH
+	}
+	return ["router", "serve"];
+}
+
+function textOf(content: Json): string {
+	if (typeof content === "string") return content;
+	if (!Array.isArray(content)) return "";
+	return content
+		.filter((block: Json) => block && block.type === "text" && typeof block.text === "string")
+		.map((block: Json) => block.text)
+		.join("\n");
+}
+
+function modelInfo(model: Json): Json {
+	if (!model) return null;
+	return {
+		provider: model.provider, id: model.id, name: model.name, api: model.api,
+		contextWindow: model.contextWindow, maxTokens: model.maxTokens, reasoning: !!model.reasoning,
+		input: model.input, cost: model.cost,
+	};
+}
+
+function attempt<T>(fn: () => T, fallback: T): T {
+	try {
+		return fn();
+	} catch {
+		return fallback;
+	}
+}
+
+/** The JSON-lines connection to one sidecar process. */
+class Sidecar {
+	private proc: ChildProcess | null = null;
+	private buffer = "";
+	private nextId = 1;
+	private pending = new Map<number, Pending>();
+	onRequest: (message: Json) => void = () => {};
+	onExit: (reason: string) => void = () => {};
+
+	start(cwd: string): void {
+		const [command, ...args] = serveCommand();
+		const proc = spawn(command, [...args, "--cwd", cwd, "--agent-dir", agentDir()], {
+			cwd, stdio: ["pipe", "pipe", "pipe"], env: process.env,
+		});
+		this.proc = proc;
+		proc.stdout!.on("data", (chunk: Buffer) => this.read(chunk));
+		proc.stderr!.on("data", (chunk: Buffer) => logLine(`sidecar stderr: ${chunk.toString().trimEnd()}`));
+		proc.on("error", (error) => this.fail(`sidecar failed to start (${command}): ${error.message}`));
+		proc.on("exit", (code, signal) => this.fail(`sidecar exited (code ${code}, signal ${signal})`));
+		proc.stdin!.on("error", () => {});
+	}
+
+	get running(): boolean {
+		return this.proc !== null;
+	}
+
+	call(method: string, params: Json, timeoutMs: number): Promise<Json> {
+		if (!this.proc) return Promise.reject(new Error("sidecar is not running"));
+		const id = this.nextId++;
+		return new Promise((resolve, reject) => {
+			const timer = setTimeout(() => {
+				this.pending.delete(id);
+				reject(new Error(`no answer to ${method} within ${timeoutMs} ms`));
+			}, timeoutMs);
+			this.pending.set(id, { resolve, reject, timer });
+			this.write({ id, method, params });
+		});
+	}
+
+	/** The engine is working on request `id` (a classifier or child call): wait up to `budgetMs`. */
+	extend(id: number, budgetMs: number): void {
+		const entry = this.pending.get(id);
+		if (!entry) return;
+		clearTimeout(entry.timer);
+		entry.timer = setTimeout(() => {
+			this.pending.delete(id);
+			entry.reject(new Error(`no answer within the signal budget of ${budgetMs} ms`));
+		}, budgetMs);
+	}
+
+	write(message: Json): void {
+		try {
+			this.proc?.stdin?.write(`${JSON.stringify(message)}\n`);
+		} catch (error: any) {
+			this.fail(`cannot write to the sidecar: ${error.message}`);
+		}
+	}
+
+	stop(): void {
+		const proc = this.proc;
+		this.proc = null;
+		this.rejectAll("sidecar stopped");
+		if (!proc) return;
+		try {
+			proc.stdin?.end();
+		} catch {}
+		const killer = setTimeout(() => proc.kill("SIGKILL"), 1000);
+		killer.unref();
+		proc.on("exit", () => clearTimeout(killer));
+	}
+
+	private read(chunk: Buffer): void {
+		this.buffer += chunk.toString("utf8");
+		let newline = this.buffer.indexOf("\n");
+		while (newline >= 0) {
+			const line = this.buffer.slice(0, newline);
+			this.buffer = this.buffer.slice(newline + 1);
+			if (line.trim()) this.dispatch(line);
+			newline = this.buffer.indexOf("\n");
+		}
+	}
+
+	private dispatch(line: string): void {
+		let message: Json;
+		try {
+			message = JSON.parse(line);
+		} catch {
+			this.fail(`protocol error: not JSON: ${line.slice(0, 200)}`);
+			return;
+		}
+		if (message && typeof message.method === "string") {
+			this.onRequest(message);
+			return;
+		}
+		const entry = this.pending.get(message?.id);
+		if (!entry) return;
+		this.pending.delete(message.id);
+		clearTimeout(entry.timer);
+		if (message.error) entry.reject(new Error(`engine error: ${message.error.message ?? message.error}`));
+		else entry.resolve(message.result);
+	}
+
+	private fail(reason: string): void {
+		if (!this.proc) return;
+		const proc = this.proc;
+		this.proc = null;
+		this.rejectAll(reason);
+		try {
+			proc.kill("SIGKILL");
+		} catch {}
+		this.onExit(reason);
+	}
+
+	private rejectAll(reason: string): void {
+		for (const [id, entry] of this.pending) {
+			clearTimeout(entry.timer);
+			entry.reject(new Error(reason));
+			this.pending.delete(id);
+		}
+	}
+}
+
+export default function (pi: any) {
+	const sidecar = new Sidecar();
+	let ctxRef: Ctx = null;
+	let subscribed = new Set<string>();
+	let ready = false;
+	let outage = false;
+	let failures = 0;
+	let restartTimer: NodeJS.Timeout | null = null;
+	let stopping = false;
+	let trusted = true;
+	let registered = { commands: new Set<string>(), tools: new Set<string>(), models: new Set<string>() };
+	let nativeUi: Json = null;
+	let toolActivity = false;
+	let routerCompaction = false;
+	let compactionQueued: Json = null;
+	let starting: Promise<boolean> | null = null;
+
+	// --- lifecycle ----------------------------------------------------------------------------
+
+	function warn(text: string): void {
+		logLine(text);
+		const ctx = ctxRef;
+		if (ctx?.hasUI) attempt(() => ctx.ui.notify(text, "warning"), undefined);
+		else process.stderr.write(`[router] ${text}\n`);
+	}
+
+	function setStatus(text: string | undefined): void {
+		const ctx = ctxRef;
+		if (ctx?.hasUI) attempt(() => ctx.ui.setStatus(STATUS_KEY, text), undefined);
+	}
+
+	sidecar.onExit = (reason: string) => {
+		ready = false;
+		if (stopping) return;
+		failures += 1;
+		if (!outage) {
+			outage = true;
+			warn(`router: ${reason}; Pi continues without the policy and the router restarts`);
+			setStatus("router: offline (restarting)");
+		} else {
+			logLine(`router: ${reason}`);
+		}
+		scheduleRestart();
+	};
+	sidecar.onRequest = (message: Json) => void answerEngine(message);
+
+	function scheduleRestart(): void {
+		if (restartTimer || stopping) return;
+		const delay = Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.max(0, failures - 1));
+		restartTimer = setTimeout(() => {
+			restartTimer = null;
+			void ensureStarted(ctxRef);
+		}, delay);
+		restartTimer.unref();
+	}
+
+	async function ensureStarted(ctx: Ctx): Promise<boolean> {
+		if (ready) return true;
+		if (stopping || !ctx) return false;
+		if (!starting) starting = start(ctx).finally(() => (starting = null));
+		return starting;
+	}
+
+	async function start(ctx: Ctx): Promise<boolean> {
+		try {
+			sidecar.start(ctx.cwd ?? process.cwd());
+			const hello = await sidecar.call("hello", helloParams(ctx), HELLO_TIMEOUT_MS);
+			if (hello?.protocol !== PROTOCOL) throw new Error(`engine speaks protocol ${hello?.protocol}, bridge ${PROTOCOL}`);
+			declare(hello);
+			ready = true;
+			failures = 0;
+			for (const text of hello.warnings ?? []) warn(`router: ${text}`);
+			if (outage) {
+				outage = false;
+				logLine("router: sidecar back");
+				if (ctxRef?.hasUI) attempt(() => ctxRef.ui.notify("router: policy engine is back", "info"), undefined);
+				setStatus(undefined);
+			}
+			return true;
+		} catch (error: any) {
+			sidecar.stop();
+			ready = false;
+			failures += 1;
+			if (!outage) {
+				outage = true;
+				warn(`router: the policy engine did not start (${error.message}); Pi continues without it`);
+				setStatus("router: offline (restarting)");
+			}
+			scheduleRestart();
+			return false;
+		}
+	}
+
+	function helloParams(ctx: Ctx): Json {
+		return {
+			protocol: PROTOCOL, cwd: ctx.cwd, trusted, mode: ctx.mode, hasUI: !!ctx.hasUI,
+			state: restoredState(ctx), models: availableModels(ctx),
+		};
+	}
+
+	function restoredState(ctx: Ctx): Json {
+		const branch = attempt(() => ctx.sessionManager.getBranch(), []) as Json[];
+		for (let i = branch.length - 1; i >= 0; i--) {
+			const entry = branch[i];
+			if (entry?.type === "custom" && entry.customType === STATE_ENTRY) return entry.data?.state ?? null;
+		}
+		return null;
+	}
+
+	function availableModels(ctx: Ctx): Json[] {
+		return attempt(() => ctx.modelRegistry.getAvailable(), []).map(modelInfo);
+	}
+
+	function declare(hello: Json): void {
+		subscribed = new Set<string>(hello.events ?? []);
+		for (const command of hello.commands ?? []) registerCommand(command);
+		for (const tool of hello.tools ?? []) registerTool(tool);
+		for (const model of hello.virtual_models ?? []) registerVirtualModel(model);
+		if (subscribed.has("dialog")) patchUi(ctxRef);
+	}
+
+	// --- forwarding ---------------------------------------------------------------------------
+
+	function snapshot(ctx: Ctx): Json {
+		const sm = ctx?.sessionManager;
+		return {
+			cwd: ctx?.cwd, mode: ctx?.mode, hasUI: !!ctx?.hasUI,
+			sessionId: attempt(() => sm?.getSessionId(), null), sessionFile: attempt(() => sm?.getSessionFile(), null),
+			model: modelInfo(attempt(() => ctx?.model, null)), thinkingLevel: attempt(() => pi.getThinkingLevel(), null),
+			activeTools: attempt(() => pi.getActiveTools(), []),
+			allTools: attempt(() => pi.getAllTools().map((t: Json) => t.name), []),
+			usage: attempt(() => ctx?.getContextUsage?.() ?? null, null),
+		};
+	}
+
+	/** Send one event; undefined means "no decision": Pi keeps its native behaviour. */
+	async function forward(type: string, payload: Json, ctx: Ctx): Promise<Json | undefined> {
+		if (ctx) ctxRef = ctx;
+		if (!subscribed.has(type) || !(await ensureStarted(ctxRef))) return undefined;
+		try {
+			const result = await sidecar.call("event", { type, payload, ctx: snapshot(ctxRef) }, EVENT_TIMEOUT_MS);
+			if (result?.state !== undefined && result.state !== null) {
+				attempt(() => pi.appendEntry(STATE_ENTRY, { state: result.state }), undefined);
+			}
+			if (result?.declarations) declare(result.declarations);
+			for (const text of result?.warnings ?? []) warn(`router: ${text}`);
+			await applyCommon(result?.actions ?? [], ctxRef);
+			return result;
+		} catch (error: any) {
+			logLine(`event ${type} failed: ${error.message}`);
+			if (ready) {
+				ready = false;
+				sidecar.stop();
+				sidecar.onExit(error.message);
+			}
+			return undefined;
+		}
+	}
+
+	function actions(result: Json, name: string): Json[] {
+		return (result?.actions ?? []).filter((a: Json) => a.action === name).map((a: Json) => a.params);
+	}
+
+	function findModel(ctx: Ctx, ref: string): Json {
+		const slash = ref.indexOf("/");
+		if (slash < 0) return undefined;
+		return attempt(() => ctx.modelRegistry.find(ref.slice(0, slash), ref.slice(slash + 1)), undefined);
+	}
+
+	async function applyCommon(list: Json[], ctx: Ctx): Promise<void> {
+		for (const { action, params } of list) {
+			try {
+				if (action === "tools") applyTools(params);
+				else if (action === "model") {
+					const model = findModel(ctx, String(params.ref));
+					if (!model || !(await pi.setModel(model))) warn(`router: model ${params.ref} is not available`);
+				} else if (action === "thinking") pi.setThinkingLevel(params.level);
+				else if (action === "notify") {
+					if (ctx?.hasUI) ctx.ui.notify(String(params.text), params.level ?? "info");
+				} else if (action === "status") {
+					if (ctx?.hasUI) ctx.ui.setStatus(String(params.key), params.text ?? undefined);
+				} else if (action === "follow_up") {
+					pi.sendMessage(
+						{ customType: params.custom_type, content: String(params.text), display: !params.hidden, details: params.details },
+						{ deliverAs: params.deliver ?? "followUp", triggerTurn: true },
+					);
+				} else if (action === "compact") compact(params, ctx);
+			} catch (error: any) {
+				warn(`router: action ${action} failed: ${error.message}`);
+			}
+		}
+	}
+
+	function applyTools(params: Json): void {
+		const known = new Set<string>(pi.getAllTools().map((t: Json) => t.name));
+		const active: string[] = pi.getActiveTools();
+		const list = (value: Json) => (Array.isArray(value) ? value : [value]).map(String);
+		let next: string[];
+		if (params.only !== undefined && params.only !== null) next = list(params.only).filter((n) => known.has(n));
+		else if (params.add !== undefined && params.add !== null)
+			next = [...active, ...list(params.add).filter((n) => known.has(n) && !active.includes(n))];
+		else next = active.filter((n) => !list(params.remove).includes(n));
+		if (next.length !== active.length || next.some((n, i) => n !== active[i])) pi.setActiveTools(next);
+	}
+
+	function compact(params: Json, ctx: Ctx): void {
+		const run = () => {
+			routerCompaction = true;
+			ctx.compact({
+				customInstructions: params.instructions ?? undefined,
+				onComplete: () => (routerCompaction = false),
+				onError: () => (routerCompaction = false),
+			});
+		};
+		if (params.abort || attempt(() => ctx.isIdle(), false)) run();
+		else compactionQueued = run;
+	}
+
+	// --- hooks --------------------------------------------------------------------------------
+
+	pi.on("project_trust", async (event: Json, ctx: Ctx) => {
+		trusted = false;
+		const result = await forward("project_trust", { cwd: event.cwd }, ctx);
+		const [trust] = actions(result, "trust");
+		return trust ? { trusted: trust.trusted, remember: !!trust.remember } : undefined;
+	});
+
+	pi.on("session_start", async (event: Json, ctx: Ctx) => {
+		ctxRef = ctx;
+		stopping = false;
+		trusted = attempt(() => ctx.isProjectTrusted(), true) !== false;
+		if (ready) {
+			const hello = await sidecar.call("hello", helloParams(ctx), HELLO_TIMEOUT_MS).catch(() => null);
+			if (hello) declare(hello);
+		} else if (!(await ensureStarted(ctx))) return;
+		await forward("session_start", { reason: event.reason, previousSessionFile: event.previousSessionFile, history: history(ctx) }, ctx);
+	});
+
+	pi.on("session_shutdown", async (event: Json, ctx: Ctx) => {
+		await forward("session_shutdown", { reason: event.reason }, ctx);
+		stopping = true;
+		if (restartTimer) clearTimeout(restartTimer);
+		if (ready) await sidecar.call("shutdown", {}, 500).catch(() => undefined);
+		ready = false;
+		sidecar.stop();
+	});
+
+	pi.on("input", async (event: Json, ctx: Ctx) => {
+		const result = await forward("input", {
+			text: event.text, source: event.source, images: event.images?.length ?? 0, streamingBehavior: event.streamingBehavior,
+		}, ctx);
+		const [reply] = actions(result, "input");
+		if (reply?.action === "transform") return { action: "transform", text: String(reply.text ?? event.text) };
+		if (reply?.action === "handled") return { action: "handled" };
+		return undefined;
+	});
+
+	pi.on("before_agent_start", async (event: Json, ctx: Ctx) => {
+		const options = event.systemPromptOptions ?? {};
+		const result = await forward("before_agent_start", {
+			prompt: event.prompt, messageType: event.messageType, systemPrompt: event.systemPrompt,
+			sections: Object.keys(options.sections ?? {}),
+		}, ctx);
+		for (const section of actions(result, "section")) {
+			options.sections = options.sections ?? {};
+			options.sections[String(section.name)] = String(section.text);
+		}
+		let prompt: string = event.systemPrompt;
+		for (const append of actions(result, "system_append")) {
+			if (!append.marker || !prompt.includes(String(append.marker))) prompt = `${prompt}\n\n${append.text}`;
+		}
+		return prompt !== event.systemPrompt ? { systemPrompt: prompt } : undefined;
+	});
+
+	pi.on("context", async (event: Json, ctx: Ctx) => {
+		if (!subscribed.has("context")) return undefined;
+		const messages: Json[] = event.messages ?? [];
+		const result = await forward("context", {
+			messages: messages.map((m: Json) => ({ role: m.role, text: textOf(m.content), customType: m.customType, toolName: m.toolName })),
+		}, ctx);
+		const additions = actions(result, "context_message");
+		if (additions.length === 0) return undefined;
+		let next = [...messages];
+		for (const add of additions) {
+			const message =
+				add.role === "custom"
+					? { role: "custom", customType: add.custom_type, content: String(add.text), display: false, timestamp: Date.now() }
+					: { role: "user", content: [{ type: "text", text: String(add.text) }], timestamp: Date.now(), routerType: add.custom_type };
+			if (add.custom_type) next = next.filter((m: Json) => m.customType !== add.custom_type && m.routerType !== add.custom_type);
+			let at = next.length;
+			if (add.position !== "end") {
+				for (let i = next.length - 1; i >= 0; i--) if (next[i].role === "user") { at = i + 1; break; }
+			}
+			next.splice(at, 0, message);
+		}
+		return { messages: next };
+	});
+
+	pi.on("turn_start", async (event: Json, ctx: Ctx) => {
+		await forward("turn_start", { turnIndex: event.turnIndex }, ctx);
+	});
+
+	pi.on("agent_start", async () => {
+		toolActivity = false;
+	});
+
+	pi.on("turn_end", async (event: Json, ctx: Ctx) => {
+		const calls = (event.message?.content ?? []).filter((b: Json) => b?.type === "toolCall").length;
+		const results = event.toolResults?.length ?? 0;
+		if (calls || results) toolActivity = true;
+		await forward("turn_end", {
+			turnIndex: event.turnIndex, outcome: event.outcome, toolCalls: calls, toolResults: results,
+			stopReason: event.message?.stopReason,
+		}, ctx);
+	});
+
+	pi.on("agent_settled", async (event: Json, ctx: Ctx) => {
+		await forward("agent_settled", { aborted: !!event.aborted, hadToolActivity: toolActivity }, ctx);
+		if (compactionQueued) {
+			const run = compactionQueued;
+			compactionQueued = null;
+			attempt(run, undefined);
+		}
+	});
+
+	pi.on("tool_call", async (event: Json, ctx: Ctx) => {
+		if (subscribed.has("dialog")) patchUi(ctx);
+		const result = await forward("tool_call", { toolName: event.toolName, toolCallId: event.toolCallId, input: event.input }, ctx);
+		const [block] = actions(result, "block");
+		return block ? { block: true, reason: String(block.reason) } : undefined;
+	});
+
+	pi.on("tool_result", async (event: Json, ctx: Ctx) => {
+		const result = await forward("tool_result", {
+			toolName: event.toolName, toolCallId: event.toolCallId, input: event.input, text: textOf(event.content), isError: !!event.isError,
+		}, ctx);
+		const [rewrite] = actions(result, "rewrite_result");
+		if (!rewrite) return undefined;
+		const patch: Json = { content: [{ type: "text", text: String(rewrite.text) }] };
+		if (typeof rewrite.is_error === "boolean") patch.isError = rewrite.is_error;
+		return patch;
+	});
+
+	pi.on("model_select", async (event: Json, ctx: Ctx) => {
+		await forward("model_select", { source: event.source, previousModel: modelInfo(event.previousModel) }, ctx);
+	});
+
+	pi.on("thinking_level_select", async (event: Json, ctx: Ctx) => {
+		await forward("thinking_level_select", { level: event.level, previousLevel: event.previousLevel }, ctx);
+	});
+
+	pi.on("session_before_compact", async (event: Json, ctx: Ctx) => {
+		const result = await forward("compaction_before", {
+			reason: event.reason, tokensBefore: event.preparation?.tokensBefore, byRouter: routerCompaction,
+		}, ctx);
+		return actions(result, "cancel").length > 0 ? { cancel: true } : undefined;
+	});
+
+	pi.on("session_compact", async (event: Json, ctx: Ctx) => {
+		const byRouter = routerCompaction || (!!event.fromExtension && event.reason === "manual" && routerCompaction);
+		routerCompaction = false;
+		await forward("compaction_done", { reason: event.reason, byRouter, tokensBefore: event.compactionEntry?.tokensBefore }, ctx);
+	});
+
+	pi.on("session_compact_failed", async (event: Json, ctx: Ctx) => {
+		const byRouter = routerCompaction;
+		routerCompaction = false;
+		await forward("compaction_failed", { reason: event.reason, byRouter, error: event.errorMessage, aborted: !!event.aborted }, ctx);
+	});
+
+	// --- registrations declared by the policy ---------------------------------------------------
+
+	function history(ctx: Ctx): Json {
+		const texts = (attempt(() => ctx.sessionManager.getBranch(), []) as Json[])
+			.filter((e: Json) => e?.type === "message" && e.message?.role === "user")
+			.map((e: Json) => textOf(e.message.content));
+		return { userMessages: texts.length, firstUserText: texts[0] ?? null, lastUserText: texts[texts.length - 1] ?? null };
+	}
+
+	function excerpt(ctx: Ctx): Json[] {
+		const entries = (attempt(() => ctx.sessionManager.getBranch(), []) as Json[]).filter((e: Json) => e?.type === "message");
+		return entries.slice(-EXCERPT_ENTRIES).map((e: Json) => ({ role: e.message?.role, text: textOf(e.message?.content) }));
+	}
+
+	function registerCommand(command: Json): void {
+		if (registered.commands.has(command.name)) return;
+		registered.commands.add(command.name);
+		const items = (command.completions ?? []).map((c: Json) =>
+			typeof c === "string" ? { value: c, label: c } : { value: String(c.value), label: String(c.label ?? c.value), description: c.description },
+		);
+		pi.registerCommand(command.name, {
+			description: command.description,
+			getArgumentCompletions: items.length
+				? (prefix: string) => {
+						const found = items.filter((i: Json) => i.value.startsWith(prefix));
+						return found.length ? found : null;
+					}
+				: undefined,
+			handler: async (args: string, ctx: Ctx) => {
+				await forward("command", { name: command.name, args: args ?? "" }, ctx);
+			},
+		});
+	}
+
+	function registerTool(tool: Json): void {
+		if (registered.tools.has(tool.name)) return;
+		registered.tools.add(tool.name);
+		pi.registerTool({
+			name: tool.name, label: tool.label ?? tool.name, description: tool.description,
+			promptSnippet: tool.prompt_snippet ?? undefined, promptGuidelines: tool.guidelines ?? [],
+			parameters: tool.parameters, executionMode: tool.sequential ? "sequential" : "parallel",
+			async execute(_id: string, params: Json, _signal: Json, _update: Json, ctx: Ctx) {
+				const result = await forward("question", { toolName: tool.name, source: "tool", input: params, excerpt: excerpt(ctx) }, ctx);
+				const [answer] = actions(result, "answer");
+				if (!answer) {
+					return { content: [{ type: "text", text: "No automated answer is available; decide yourself or ask the user." }], details: {}, isError: true };
+				}
+				const text = answer.text ?? (typeof answer.value === "string" ? answer.value : JSON.stringify(answer.value));
+				return { content: [{ type: "text", text: String(text) }], details: answer.details ?? {} };
+			},
+		});
+	}
+
+	function registerVirtualModel(model: Json): void {
+		const ref = `${model.provider}/${model.id}`;
+		if (registered.models.has(ref)) return;
+		registered.models.add(ref);
+		pi.registerVirtualModel({
+			provider: model.provider, id: model.id, name: model.name ?? ref, thinkingLevels: model.thinking_levels,
+			contextWindow: model.context_window ?? undefined, maxTokens: model.max_tokens ?? undefined,
+			route: async (request: Json) => {
+				const messages: Json[] = request.messages ?? [];
+				const users = messages.filter((m: Json) => m.role === "user");
+				const result = await forward("route", {
+					reason: request.reason, virtual: { provider: model.provider, id: model.id }, thinkingLevel: request.thinkingLevel,
+					previous: request.previous ? { provider: request.previous.model?.provider, id: request.previous.model?.id, thinkingLevel: request.previous.thinkingLevel } : null,
+					failed: request.failed ? {
+						provider: request.failed.model?.provider, id: request.failed.model?.id, thinkingLevel: request.failed.thinkingLevel,
+						stopReason: request.failed.message?.stopReason, errorMessage: request.failed.message?.errorMessage,
+					} : null,
+					state: request.state ?? null, lastUserText: users.length ? textOf(users[users.length - 1].content) : null,
+					lastIsToolResult: messages.length > 0 && messages[messages.length - 1].role === "toolResult", messageCount: messages.length,
+				}, ctxRef);
+				const [route] = actions(result, "route");
+				const chosen = route ? findModel(ctxRef, String(route.model)) : undefined;
+				if (chosen) return { model: chosen, thinkingLevel: route.thinking ?? request.thinkingLevel, state: route.state ?? undefined };
+				if (route) warn(`router: route to unknown model ${route.model}; using a fallback`);
+				const fallback = request.previous?.model ?? firstPhysical();
+				if (!fallback) throw new Error(`router: no model to route ${ref} to`);
+				return { model: fallback, thinkingLevel: request.previous?.thinkingLevel ?? request.thinkingLevel };
+			},
+		});
+	}
+
+	function firstPhysical(): Json {
+		return attempt(() => ctxRef.modelRegistry.getAvailable(), []).find((m: Json) => m.api !== "pi-virtual");
+	}
+
+	// --- dialogs ------------------------------------------------------------------------------
+
+	function patchUi(ctx: Ctx): void {
+		const ui = ctx?.ui;
+		if (!ui || ui.__routerPatched) return;
+		nativeUi = { select: ui.select.bind(ui), confirm: ui.confirm.bind(ui), input: ui.input.bind(ui), editor: ui.editor.bind(ui), custom: ui.custom?.bind(ui) };
+		const native = nativeUi;
+		const ask = async (kind: string, payload: Json, fallback: () => Promise<Json>) => {
+			const result = await forward("dialog", { kind, ...payload, excerpt: excerpt(ctxRef) }, ctxRef);
+			const [answer] = actions(result, "answer");
+			return answer && answer.value !== undefined && answer.value !== null ? answer.value : fallback();
+		};
+		try {
+			ui.select = (title: string, options: string[], opts?: Json) =>
+				ask("select", { title, options }, () => native.select(title, options, opts));
+			ui.confirm = async (title: string, message: string, opts?: Json) =>
+				Boolean(await ask("confirm", { title, message }, () => native.confirm(title, message, opts)));
+			ui.input = (title: string, placeholder?: string, opts?: Json) =>
+				ask("input", { title, placeholder }, () => native.input(title, placeholder, opts));
+			ui.editor = (title: string, prefill?: string) => ask("editor", { title, prefill }, () => native.editor(title, prefill));
+			ui.__routerPatched = true;
+		} catch (error: any) {
+			logLine(`cannot patch ctx.ui: ${error.message}`);
+		}
+	}
+
+	// --- requests from the engine ---------------------------------------------------------------
+
+	async function answerEngine(message: Json): Promise<void> {
+		const { id, method, params } = message;
+		if (method === "progress") {
+			sidecar.extend(params.id, Number(params.budget_ms) || EVENT_TIMEOUT_MS);
+			return;
+		}
+		if (method === "log") {
+			logLine(String(params?.text ?? ""));
+			return;
+		}
+		let result: Json;
+		try {
+			if (method === "classify") result = await classify(params);
+			else if (method === "complete") result = await complete(params);
+			else if (method === "ask") result = await askUser(params);
+			else throw new Error(`unknown request ${method}`);
+		} catch (error: any) {
+			result = { error: error.message };
+		}
+		if (id !== undefined) sidecar.write({ id, result });
+	}
+
+	async function classify(params: Json): Promise<Json> {
+		const registry = ctxRef?.modelRegistry;
+		const ref = String(params.model ?? "");
+		const slash = ref.indexOf("/");
+		if (!registry || slash < 0) return { stopReason: "error", errorMessage: `invalid classifier model ${ref}` };
+		const [provider, id] = [ref.slice(0, slash), ref.slice(slash + 1)];
+		let model = attempt(() => registry.findOfType("classifier", provider, id), undefined);
+		if (!model) {
+			await registry.refresh({ providers: [provider], allowNetwork: true }).catch(() => undefined);
+			model = attempt(() => registry.findOfType("classifier", provider, id), undefined);
+		}
+		if (!model) return { stopReason: "error", errorMessage: `classifier model not found: ${ref}` };
+		const timeoutMs = Number(params.timeoutMs) || 4000;
+		const reply = await registry.classify(model, { state: params.state ?? {}, questions: params.questions ?? {} }, {
+			signal: AbortSignal.timeout(timeoutMs), timeoutMs, maxRetries: Number(params.maxRetries) || 0,
+		});
+		return { answers: reply.answers ?? {}, stopReason: reply.stopReason, errorMessage: reply.errorMessage };
+	}
+
+	async function complete(params: Json): Promise<Json> {
+		const model = params.model ? findModel(ctxRef, String(params.model)) : ctxRef?.model;
+		if (!model) return { error: `model not found: ${params.model}` };
+		const reply = await ctxRef.modelRegistry.complete(model, {
+			systemPrompt: params.systemPrompt ?? undefined,
+			messages: [{ role: "user", content: [{ type: "text", text: String(params.prompt ?? "") }], timestamp: Date.now() }],
+		}, { signal: AbortSignal.timeout(Number(params.timeoutMs) || 45000) });
+		if (reply.stopReason === "error" || reply.stopReason === "aborted") return { error: reply.errorMessage ?? reply.stopReason };
+		return { text: textOf(reply.content) };
+	}
+
+	async function askUser(params: Json): Promise<Json> {
+		const ui = nativeUi ?? ctxRef?.ui;
+		if (!ctxRef?.hasUI || !ui) return { value: null };
+		if (params.select) {
+			const options = Array.isArray(params.select) ? params.select.map(String) : [String(params.select)];
+			return { value: (await ui.select(String(params.title ?? ""), options)) ?? null };
+		}
+		return { value: (await ui.input(String(params.title ?? ""), params.placeholder ?? undefined)) ?? null };
+	}
+}

@@ -1,0 +1,149 @@
+"""`router doctor`: check that Pi, Node, the bridge, the policy and its models fit together."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from router.commands.install import installed_state, serve_command
+from router.compile import load_policy
+from router.diagnostics import has_errors
+from router.lint import run_checks
+
+PI_VERSION = "1.6.0"
+MIN_NODE = (22, 19)
+REF = re.compile(r"^[A-Za-z0-9._-]+/[^\s{}]+$")
+
+
+@dataclass
+class Check:
+    ok: bool
+    label: str
+    detail: str = ""
+
+    def render(self) -> str:
+        return f"{'ok  ' if self.ok else 'FAIL'} {self.label}" + (f": {self.detail}" if self.detail else "")
+
+
+def _run(argv: list[str], timeout: float = 20.0) -> tuple[int, str]:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return -1, str(exc)
+    return done.returncode, (done.stdout + done.stderr).strip()
+
+
+def check_pi(pi: str | None) -> list[Check]:
+    if pi is None:
+        return [Check(False, "pi", "not found on PATH (npm install -g @earendil-works/pi-coding-agent)")]
+    code, out = _run([pi, "--version"])
+    version = out.splitlines()[-1] if out else ""
+    checks = [Check(code == 0, "pi", f"{pi} {version}".strip())]
+    if code == 0 and version != PI_VERSION:
+        checks.append(Check(True, "pi version", f"{version} (the router is tested with {PI_VERSION})"))
+    node = shutil.which("node")
+    if node:
+        _, out = _run([node, "--version"])
+        match = re.match(r"v(\d+)\.(\d+)", out)
+        new_enough = bool(match) and (int(match.group(1)), int(match.group(2))) >= MIN_NODE
+        note = "" if new_enough else f" on PATH; Pi needs >= {MIN_NODE[0]}.{MIN_NODE[1]}"
+        if not new_enough and code == 0:
+            note += " (your pi runs, so it starts a newer Node itself)"
+        checks.append(Check(new_enough or code == 0, "node", out + note))
+    return checks
+
+
+def check_sidecar(cwd: Path, agent: Path) -> Check:
+    """Start `router serve`, say hello, and time it."""
+    started = time.perf_counter()
+    try:
+        process = subprocess.Popen([*serve_command(), "--cwd", str(cwd), "--agent-dir", str(agent)],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   cwd=cwd, text=True)
+    except OSError as exc:
+        return Check(False, "sidecar", str(exc))
+    try:
+        hello = json.dumps({"id": 1, "method": "hello", "params": {"cwd": str(cwd), "trusted": True}})
+        out, err = process.communicate(hello + "\n" + json.dumps({"id": 2, "method": "shutdown"}) + "\n",
+                                       timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return Check(False, "sidecar", "no answer within 20 s")
+    elapsed = (time.perf_counter() - started) * 1000
+    first = out.splitlines()[0] if out else ""
+    try:
+        reply: Any = json.loads(first)
+    except json.JSONDecodeError:
+        return Check(False, "sidecar", f"unexpected output: {first[:200]} {err[-300:]}")
+    events = reply.get("result", {}).get("events", [])
+    return Check("result" in reply, "sidecar", f"ready in {elapsed:.0f} ms, forwards {len(events)} event types")
+
+
+def policy_models(policy: Any) -> set[str]:
+    """Model refs the policy names literally (actions, vars, signals)."""
+    refs: set[str] = set()
+
+    def visit(value: Any) -> None:
+        if isinstance(value, str) and REF.match(value) and not value.startswith(("./", "../", "~/")):
+            refs.add(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                visit(item)
+        elif isinstance(value, list):
+            for item in value:
+                visit(item)
+
+    for rule in policy.rules:
+        for action in rule.actions:
+            if action.name in ("model", "route"):
+                visit(action.params)
+    for name, value in policy.vars.items():
+        if "model" in name or "catalog" in name:
+            visit(value)
+    return refs
+
+
+def check_models(pi: str | None, refs: set[str], virtual: set[str]) -> list[Check]:
+    if not refs:
+        return []
+    if pi is None:
+        return [Check(False, "models", "cannot list Pi's models without pi")]
+    code, out = _run([pi, "--list-models"], timeout=60)
+    known = set()
+    for line in out.splitlines()[1:]:
+        parts = line.split()
+        if len(parts) >= 2:
+            known.add(f"{parts[0]}/{parts[1]}")
+    return [Check(ref in known or ref in virtual, f"model {ref}",
+                  "" if ref in known or ref in virtual else "not in `pi --list-models` (no credentials?)")
+            for ref in sorted(refs)]
+
+
+def run(cwd: Path, agent: Path) -> tuple[int, str]:
+    pi = shutil.which("pi")
+    checks = check_pi(pi)
+    installs = installed_state(agent=agent, cwd=cwd)
+    if not installs:
+        checks.append(Check(False, "bridge", "not installed (run `router install`)"))
+    for scope, target, current in installs:
+        checks.append(Check(current, f"bridge ({scope})", str(target) + ("" if current else
+                                                                         " is outdated: run `router install`")))
+    policy, diagnostics = load_policy(cwd, agent=agent)
+    lint = diagnostics + (run_checks(policy) if policy else [])
+    errors = [d for d in lint if d.severity == "error"]
+    checks.append(Check(not has_errors(lint), "policy",
+                        f"{len(policy.rules) if policy else 0} rules from "
+                        f"{', '.join(f.path for f in policy.files) if policy else 'nothing'}"
+                        + (f"; {len(errors)} errors (run `router lint`)" if errors else "")))
+    checks.append(check_sidecar(cwd, agent))
+    if policy is not None:
+        virtual = {f"{v.provider}/{v.id}" for v in policy.virtual_models}
+        checks += check_models(pi, policy_models(policy), virtual)
+    ok = all(c.ok for c in checks)
+    return (0 if ok else 1), "\n".join(c.render() for c in checks)

@@ -1,0 +1,196 @@
+"""Raw bridge payloads (Pi's event objects plus context) -> normalized event documents.
+
+The bridge sends `{type, payload, ctx}` with Pi's own field names; this module is the only place
+that knows them. The result follows `router.events` (see docs/events.md) as plain dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from router.questions import dialog_questions, normalize_questions, question_context, render_excerpt
+
+Raw = Mapping[str, Any]
+
+
+def _model(raw: Any) -> dict[str, Any] | None:
+    if not isinstance(raw, Mapping) or not raw.get("id"):
+        return None
+    provider, model_id = str(raw.get("provider") or ""), str(raw.get("id"))
+    cost = raw.get("cost") if isinstance(raw.get("cost"), Mapping) else None
+    return {
+        "provider": provider, "id": model_id, "ref": f"{provider}/{model_id}" if provider else model_id,
+        "name": raw.get("name"), "api": raw.get("api"), "context_window": raw.get("contextWindow"),
+        "max_tokens": raw.get("maxTokens"), "reasoning": bool(raw.get("reasoning")),
+        "input": list(raw.get("input") or []),
+        "cost": None if cost is None else {"input": cost.get("input"), "output": cost.get("output"),
+                                           "cache_read": cost.get("cacheRead"),
+                                           "cache_write": cost.get("cacheWrite")},
+        "virtual": raw.get("api") == "pi-virtual" or bool(raw.get("virtual")),
+    }
+
+
+def _choice(raw: Any) -> dict[str, Any] | None:
+    if not isinstance(raw, Mapping) or not raw.get("id"):
+        return None
+    provider, model_id = str(raw.get("provider") or ""), str(raw.get("id"))
+    return {"ref": f"{provider}/{model_id}", "provider": provider, "id": model_id,
+            "thinking_level": raw.get("thinkingLevel")}
+
+
+def _usage(raw: Any) -> dict[str, Any] | None:
+    if not isinstance(raw, Mapping):
+        return None
+    return {"tokens": raw.get("tokens"), "context_window": raw.get("contextWindow"),
+            "percent": raw.get("percent")}
+
+
+def common(ctx: Raw, *, env: Mapping[str, str], models: Mapping[str, Any]) -> dict[str, Any]:
+    """Fields every event carries."""
+    return {
+        "session": {"id": ctx.get("sessionId"), "cwd": str(ctx.get("cwd") or ""),
+                    "mode": ctx.get("mode") or "cli", "has_ui": bool(ctx.get("hasUI")),
+                    "subagent": env.get("PI_SUBAGENT_CHILD") == "1", "file": ctx.get("sessionFile")},
+        "model": _model(ctx.get("model")),
+        "thinking_level": ctx.get("thinkingLevel"),
+        "tools": {"active": list(ctx.get("activeTools") or []), "all": list(ctx.get("allTools") or [])},
+        "usage": _usage(ctx.get("usage")),
+        "env": dict(env),
+        "models": models,
+    }
+
+
+def _input(p: Raw) -> dict[str, Any]:
+    return {"text": str(p.get("text") or ""), "source": p.get("source") or "interactive",
+            "images": int(p.get("images") or 0), "streaming": p.get("streamingBehavior")}
+
+
+def _before_agent_start(p: Raw) -> dict[str, Any]:
+    return {"prompt": str(p.get("prompt") or ""), "message_type": p.get("messageType") or "user",
+            "system_prompt": str(p.get("systemPrompt") or ""), "sections": list(p.get("sections") or [])}
+
+
+def _messages(raw: Any) -> list[dict[str, Any]]:
+    return [{"role": str(m.get("role") or ""), "text": str(m.get("text") or ""),
+             "custom_type": m.get("customType"), "tool_name": m.get("toolName")}
+            for m in (raw or []) if isinstance(m, Mapping)]
+
+
+def _context(p: Raw) -> dict[str, Any]:
+    messages = _messages(p.get("messages"))
+    last_user = next((m["text"] for m in reversed(messages) if m["role"] == "user"), None)
+    return {"messages": messages, "last_user_text": last_user,
+            "last_role": messages[-1]["role"] if messages else None}
+
+
+def _route(p: Raw) -> dict[str, Any]:
+    virtual = p.get("virtual") or {}
+    failed = _choice(p.get("failed"))
+    if failed is not None:
+        failed.update(stop_reason=(p.get("failed") or {}).get("stopReason"),
+                      error=(p.get("failed") or {}).get("errorMessage"))
+    return {
+        "reason": p.get("reason") or "user",
+        "virtual": {"provider": virtual.get("provider", ""), "id": virtual.get("id", ""),
+                    "ref": f"{virtual.get('provider', '')}/{virtual.get('id', '')}"},
+        "requested_thinking": p.get("thinkingLevel"), "previous": _choice(p.get("previous")),
+        "failed": failed, "route_state": p.get("state"), "last_user_text": p.get("lastUserText"),
+        "last_is_tool_result": bool(p.get("lastIsToolResult")),
+        "message_count": int(p.get("messageCount") or 0),
+    }
+
+
+def _tool(p: Raw, *, result: bool) -> dict[str, Any]:
+    tool = {"name": str(p.get("toolName") or ""), "call_id": p.get("toolCallId"), "input": p.get("input")}
+    if result:
+        tool.update(text=str(p.get("text") or ""), is_error=bool(p.get("isError")))
+    return {"tool": tool}
+
+
+def _question(p: Raw) -> dict[str, Any]:
+    raw = p.get("input")
+    excerpt = render_excerpt(p.get("excerpt") or [])
+    return {"tool_name": p.get("toolName") or "decision_request", "source": p.get("source") or "tool",
+            "questions": normalize_questions(raw), "context": question_context(raw, excerpt)}
+
+
+def _dialog(p: Raw) -> dict[str, Any]:
+    kind = p.get("kind") or "select"
+    options = [str(o) for o in (p.get("options") or [])]
+    fields = {"kind": kind, "title": str(p.get("title") or ""), "message": p.get("message"),
+              "options": options, "placeholder": p.get("placeholder"), "prefill": p.get("prefill")}
+    fields["questions"] = dialog_questions(kind, title=fields["title"], message=fields["message"],
+                                           options=options, placeholder=fields["placeholder"],
+                                           prefill=fields["prefill"])
+    fields["context"] = render_excerpt(p.get("excerpt") or [])
+    return fields
+
+
+def _compaction(p: Raw) -> dict[str, Any]:
+    return {"reason": p.get("reason") or "manual", "by_router": bool(p.get("byRouter")),
+            "tokens_before": p.get("tokensBefore"), "error": str(p.get("error") or ""),
+            "aborted": bool(p.get("aborted"))}
+
+
+def _history(p: Raw) -> dict[str, Any]:
+    h = p.get("history") or {}
+    return {"user_messages": int(h.get("userMessages") or 0), "first_user_text": h.get("firstUserText"),
+            "last_user_text": h.get("lastUserText")}
+
+
+_SPECIFIC: dict[str, Callable[[Raw], dict[str, Any]]] = {
+    "input": _input,
+    "before_agent_start": _before_agent_start,
+    "context": _context,
+    "route": _route,
+    "turn_start": lambda p: {"turn_index": int(p.get("turnIndex") or 0)},
+    "turn_end": lambda p: {"turn_index": int(p.get("turnIndex") or 0),
+                           "outcome": p.get("outcome") or "completed",
+                           "tool_calls": int(p.get("toolCalls") or 0),
+                           "tool_results": int(p.get("toolResults") or 0),
+                           "stop_reason": p.get("stopReason")},
+    "tool_call": lambda p: _tool(p, result=False),
+    "tool_result": lambda p: _tool(p, result=True),
+    "model_select": lambda p: {"source": p.get("source") or "set",
+                               "previous_model": _model(p.get("previousModel"))},
+    "thinking_level_select": lambda p: {"level": str(p.get("level") or "off"),
+                                        "previous_level": p.get("previousLevel")},
+    "agent_settled": lambda p: {"aborted": bool(p.get("aborted")),
+                                "had_tool_activity": bool(p.get("hadToolActivity"))},
+    "session_start": lambda p: {"reason": p.get("reason") or "startup",
+                                "previous_session_file": p.get("previousSessionFile"),
+                                "history": _history(p)},
+    "session_shutdown": lambda p: {"reason": p.get("reason") or "quit"},
+    "compaction_before": lambda p: {k: v for k, v in _compaction(p).items()
+                                    if k in ("reason", "by_router", "tokens_before")},
+    "compaction_done": lambda p: {k: v for k, v in _compaction(p).items()
+                                  if k in ("reason", "by_router", "tokens_before")},
+    "compaction_failed": lambda p: {k: v for k, v in _compaction(p).items()
+                                    if k in ("reason", "by_router", "error", "aborted")},
+    "project_trust": lambda p: {"cwd": str(p.get("cwd") or "")},
+    "question": _question,
+    "dialog": _dialog,
+    "command": lambda p: {"name": str(p.get("name") or ""), "args": str(p.get("args") or ""),
+                          "argv": str(p.get("args") or "").split()},
+}
+
+
+def normalize(event_type: str, payload: Raw, ctx: Raw, *, env: Mapping[str, str],
+              models: Mapping[str, Any]) -> dict[str, Any]:
+    """One normalized event document; unknown types raise KeyError."""
+    specific = _SPECIFIC[event_type](payload or {})
+    event = common(ctx or {}, env=env, models=models)
+    event.update(specific)
+    event["type"] = event_type
+    return event
+
+
+def model_catalog(raw_models: Any) -> dict[str, Any]:
+    """Pi's available models (raw registry objects) keyed by ref."""
+    catalog = {}
+    for raw in raw_models or []:
+        model = _model(raw)
+        if model is not None:
+            catalog[model["ref"]] = model
+    return catalog

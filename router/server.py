@@ -1,0 +1,282 @@
+"""`router serve`: the sidecar. JSON lines over stdio with requests both ways (docs/protocol.md).
+
+The bridge spawns it in `session_start`, sends `hello` (which loads the layered policy), then
+`event` requests; the sidecar may ask the bridge for classifier or completion calls while it
+decides. Policy files are checked on every event and reloaded when they change; a broken edit
+keeps the last good policy and says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from router import protocol
+from router.compile import load_policy
+from router.compiled import CompiledPolicy
+from router.decision import Decision, SignalOutcome
+from router.diagnostics import Diagnostic, has_errors
+from router.executor import Executor
+from router.interpreter import evaluate
+from router.loader import agent_dir as default_agent_dir
+from router.normalize import model_catalog, normalize
+
+MAX_SIGNALS = 16
+SIGNAL_BUDGET_MS = {"classify": 4000, "complete": 45000, "child": 45000, "load": 1000, "ask": 300000}
+
+
+class Engine:
+    """One session's policy, state and executor."""
+
+    def __init__(self, connection: Connection, *, cwd: Path, agent: Path, extra: list[Path]) -> None:
+        self.connection = connection
+        self.cwd, self.agent, self.extra = cwd, agent, extra
+        self.trusted = True
+        self.policy: CompiledPolicy | None = None
+        self.fingerprint: tuple[Any, ...] = ()
+        self.state: dict[str, Any] = {}
+        self.models: dict[str, Any] = {}
+        self.env: dict[str, str] = {}
+        self.log_file = agent / "router" / "router.log"
+        self.executor = Executor(connection.request, cwd=str(cwd), log_file=self.log_file)
+
+    # --- policy -------------------------------------------------------------------------------
+
+    def load(self) -> list[Diagnostic]:
+        policy, diagnostics = load_policy(self.cwd, agent=self.agent, include_project=self.trusted,
+                                          extra=self.extra)
+        self.fingerprint = self._fingerprint(policy)
+        if policy is not None and not has_errors(diagnostics):
+            self.policy = policy
+            self.env = {n: os.environ[n] for n in policy.env_names if n in os.environ}
+        return diagnostics
+
+    def _candidates(self) -> list[Path]:
+        paths = [self.agent / "router.yaml", *self.extra]
+        if self.trusted:
+            paths.append(self.cwd / ".pi" / "router.yaml")
+        return paths
+
+    def _fingerprint(self, policy: CompiledPolicy | None) -> tuple[Any, ...]:
+        files = {Path(f.path).absolute() for f in policy.files} if policy else set()
+        return tuple(_stat(p) for p in sorted(files | {p.absolute() for p in self._candidates()}))
+
+    def reload_if_changed(self) -> list[str]:
+        """Reload when a policy file changed; return warnings for the user."""
+        files = {Path(f.path).absolute() for f in self.policy.files} if self.policy else set()
+        current = tuple(_stat(p) for p in sorted(files | {p.absolute() for p in self._candidates()}))
+        if current == self.fingerprint:
+            return []
+        previous = self.policy
+        diagnostics = self.load()
+        if self.policy is previous or has_errors(diagnostics):
+            first = next((d for d in diagnostics if d.severity == "error"), None)
+            where = f"{first.span}: " if first and first.span else ""
+            text = f"policy reload failed: {where}{first.message if first else 'unknown error'} " \
+                   f"[{first.code if first else 'RT503'}]; keeping the last good policy"
+            self.executor.log(text)
+            return [text]
+        self.executor.log("policy reloaded")
+        return []
+
+    def declarations(self) -> dict[str, Any]:
+        policy = self.policy
+        if policy is None:
+            return {"events": [], "commands": [], "tools": [], "virtual_models": []}
+        return {
+            "events": list(policy.event_types),
+            "commands": [c.model_dump() for c in policy.commands],
+            "tools": [t.model_dump() for t in policy.tools],
+            "virtual_models": [v.model_dump() for v in policy.virtual_models],
+        }
+
+    # --- requests -----------------------------------------------------------------------------
+
+    async def hello(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.trusted = bool(params.get("trusted", True))
+        if params.get("cwd"):
+            self.cwd = Path(str(params["cwd"]))
+            self.executor.cwd = str(self.cwd)
+        self.models = model_catalog(params.get("models"))
+        restored = params.get("state")
+        self.state = dict(restored) if isinstance(restored, dict) else {}
+        diagnostics = self.load()
+        warnings = [_render(d) for d in diagnostics if d.severity == "error"][:5]
+        if self.policy is None:
+            warnings.insert(0, "the router policy has errors; Pi runs without it (run `router lint`)")
+        return {"protocol": protocol.PROTOCOL_VERSION, "engine": _version(), **self.declarations(),
+                "warnings": warnings, "files": [f.path for f in self.policy.files] if self.policy else []}
+
+    async def event(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
+        warnings = self.reload_if_changed()
+        before = self.declarations()["events"]
+        policy = self.policy
+        event_type = str(params.get("type"))
+        if policy is None or event_type not in policy.by_event:
+            return {"actions": [], "warnings": warnings}
+        if isinstance(params.get("models"), list):
+            self.models = model_catalog(params["models"])
+        event = normalize(event_type, params.get("payload") or {}, params.get("ctx") or {},
+                          env=self.env, models=self.models)
+        decision = await self._decide(request_id, policy, event)
+        applied = self.executor.apply(decision)
+        result: dict[str, Any] = {"actions": applied.actions, "fired": list(decision.fired),
+                                  "warnings": warnings + applied.warnings}
+        if decision.state != self.state:
+            self.state = decision.state
+            result["state"] = self.state
+        for error in decision.errors:
+            self.executor.log(f"{error.code} {error.message}")
+        for name, text in decision.signal_errors.items():
+            self.executor.log(f"RT502 signal {name} failed: {text}")
+        if self.declarations()["events"] != before:
+            result["declarations"] = self.declarations()
+        return result
+
+    async def _decide(self, request_id: Any, policy: CompiledPolicy, event: dict[str, Any]) -> Decision:
+        outcomes: dict[str, SignalOutcome] = {}
+        for _ in range(MAX_SIGNALS):
+            decision = evaluate(policy, event, state=self.state, outcomes=outcomes)
+            if decision.pending is None:
+                return decision
+            pending = decision.pending
+            budget = _budget(pending.params, SIGNAL_BUDGET_MS.get(pending.kind, 5000))
+            self.connection.notify(protocol.PROGRESS, {"id": request_id, "budget_ms": budget + 1000,
+                                                       "signal": pending.name})
+            outcomes[pending.name] = await self.executor.compute(pending)
+        return evaluate(policy, event, state=self.state, outcomes={
+            **outcomes, **{n: SignalOutcome(error="too many signals") for n in policy.signals}})
+
+
+class Connection:
+    """The stdio JSON-lines connection: dispatches bridge requests, awaits engine requests."""
+
+    def __init__(self, writer: Any) -> None:
+        self.writer = writer
+        self.engine: Engine | None = None
+        self.pending: dict[str, asyncio.Future[Any]] = {}
+        self.ids = itertools.count(1)
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.closing = asyncio.Event()
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.writer.write(protocol.encode(message))
+        self.writer.flush()
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        self.send({"method": method, "params": params})
+
+    async def request(self, method: str, params: dict[str, Any], timeout: float) -> Any:
+        request_id = f"s{next(self.ids)}"
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.pending[request_id] = future
+        self.send({"id": request_id, "method": method, "params": params})
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except asyncio.TimeoutError:
+            return {"error": f"no answer from Pi within {timeout:.1f}s"}
+        finally:
+            self.pending.pop(request_id, None)
+
+    def dispatch(self, message: dict[str, Any]) -> None:
+        if "method" not in message:
+            future = self.pending.get(str(message.get("id")))
+            if future is not None and not future.done():
+                error = message.get("error")
+                future.set_result({"error": error.get("message") if isinstance(error, dict) else error}
+                                  if error else message.get("result"))
+            return
+        task = asyncio.get_running_loop().create_task(self._answer(message))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _answer(self, message: dict[str, Any]) -> None:
+        request_id, method = message.get("id"), message.get("method")
+        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        assert self.engine is not None
+        try:
+            if method == protocol.HELLO:
+                value: Any = await self.engine.hello(params)
+            elif method == protocol.EVENT:
+                value = await self.engine.event(request_id, params)
+            elif method == protocol.SHUTDOWN:
+                value = {}
+                self.closing.set()
+            else:
+                raise ValueError(f"unknown method {method!r}")
+        except Exception as exc:  # noqa: BLE001 - the bridge fails open on an error answer
+            self.engine.executor.log(f"internal error on {method}: {type(exc).__name__}: {exc}")
+            if request_id is not None:
+                self.send(protocol.error(request_id, "internal", f"{type(exc).__name__}: {exc}"))
+            return
+        if request_id is not None:
+            self.send(protocol.result(request_id, value))
+
+
+async def _run(args: argparse.Namespace) -> int:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=protocol.MAX_LINE_BYTES)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    connection = Connection(sys.stdout.buffer)
+    connection.engine = Engine(connection, cwd=Path(args.cwd), agent=Path(args.agent_dir),
+                               extra=[Path(p) for p in args.policy])
+    while not connection.closing.is_set():
+        line = await reader.readline()
+        if not line:
+            break
+        try:
+            message = protocol.decode(line)
+        except ValueError as exc:
+            connection.engine.executor.log(f"protocol error: {exc}: {line[:200]!r}")
+            continue
+        connection.dispatch(message)
+    if connection.tasks:
+        await asyncio.wait(connection.tasks, timeout=2)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="router serve", description="the router sidecar (stdio)")
+    parser.add_argument("--cwd", default=os.getcwd())
+    parser.add_argument("--agent-dir", default=str(default_agent_dir()))
+    parser.add_argument("--policy", action="append", default=[], help="an extra policy file, last")
+    args = parser.parse_args(argv)
+    try:
+        return asyncio.run(_run(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+def _stat(path: Path) -> tuple[str, int, int]:
+    try:
+        info = path.stat()
+    except OSError:
+        return (str(path), -1, -1)
+    return (str(path), info.st_mtime_ns, info.st_size)
+
+
+def _budget(params: dict[str, Any], default: int) -> int:
+    try:
+        return int(params.get("timeout_ms") or default)
+    except (TypeError, ValueError):
+        return default
+
+
+def _render(diagnostic: Diagnostic) -> str:
+    where = f"{diagnostic.span}: " if diagnostic.span else ""
+    return f"{where}{diagnostic.message} [{diagnostic.code}]"
+
+
+def _version() -> str:
+    from router import __version__
+
+    return __version__
+
+
+_ = time  # reserved for timing hooks

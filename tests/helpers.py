@@ -1,0 +1,74 @@
+"""Shared helpers for the router's tests: write policies, compile them, evaluate events."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from router.compile import compile_files
+from router.compiled import CompiledPolicy
+from router.decision import Decision, SignalOutcome
+from router.diagnostics import Diagnostic, Severity
+from router.event_docs import complete_event
+from router.interpreter import evaluate
+from router.trace import Tracer
+
+
+def write(tmp_path: Path, yaml_text: str, name: str = "policy.yaml") -> Path:
+    """Write dedented YAML text to `tmp_path/name` and return the path."""
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(yaml_text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def compile_text(tmp_path: Path, yaml_text: str, name: str = "policy.yaml"
+                 ) -> tuple[CompiledPolicy | None, list[Diagnostic]]:
+    """Write one policy file and compile it alone."""
+    return compile_files([("file", write(tmp_path, yaml_text, name))])
+
+
+def compile_ok(tmp_path: Path, yaml_text: str, name: str = "policy.yaml") -> CompiledPolicy:
+    """Compile a policy that must have no errors (warnings are allowed)."""
+    policy, diagnostics = compile_text(tmp_path, yaml_text, name)
+    errors = [d for d in diagnostics if d.severity is Severity.ERROR]
+    assert policy is not None and not errors, [f"{d.span}: {d.message} [{d.code}]" for d in errors]
+    return policy
+
+
+def codes(diagnostics: Iterable[Diagnostic]) -> list[str]:
+    """The codes of the diagnostics, sorted."""
+    return sorted(d.code for d in diagnostics)
+
+
+def only(diagnostics: Iterable[Diagnostic], code: str) -> Diagnostic:
+    """The single diagnostic with `code`."""
+    found = [d for d in diagnostics if d.code == code]
+    assert len(found) == 1, [(d.code, d.message) for d in diagnostics]
+    return found[0]
+
+
+def where(diagnostic: Diagnostic) -> tuple[int, int]:
+    """(line, col) of a diagnostic."""
+    assert diagnostic.span is not None, diagnostic
+    return diagnostic.span.line, diagnostic.span.col
+
+
+def event(event_type: str, **fields: Any) -> dict[str, Any]:
+    """A complete normalized event of `event_type` with `fields` set."""
+    return complete_event({"type": event_type, **fields})
+
+
+def decide(policy: CompiledPolicy, event_doc: Mapping[str, Any], *,
+           state: Mapping[str, Any] | None = None, outcomes: Mapping[str, SignalOutcome] | None = None,
+           signals: Mapping[str, Any] | None = None, tracer: Tracer | None = None) -> Decision:
+    """Evaluate a (partial) event document against the policy."""
+    full = complete_event(dict(event_doc))
+    return evaluate(policy, full, state=state, outcomes=outcomes, signal_values=signals, tracer=tracer)
+
+
+def texts(decision: Decision, action: str = "notify") -> list[Any]:
+    """The `text` parameter of every effect of `action`."""
+    return [p.get("text") if isinstance(p, dict) else p for p in decision.actions(action)]
