@@ -155,6 +155,20 @@ def serve() -> None:
 
 
 @app.command()
+def docs(
+    out: Annotated[Path, typer.Option(help="the docs directory")] = Path("docs"),
+    check: Annotated[bool, typer.Option(help="exit 1 when the generated pages are stale")] = False,
+) -> None:
+    """Generate the reference pages (events, actions, functions, codes) from the code."""
+    from router import docgen
+
+    if check:
+        stale = docgen.stale(out)
+        _finish(1 if stale else 0, f"stale: {', '.join(stale)}" if stale else "docs are up to date")
+    _finish(0, "\n".join(f"wrote {p}" for p in docgen.write(out)))
+
+
+@app.command()
 def version() -> None:
     """Print the router's version."""
     _finish(0, f"router {__version__} (Python {sys.version.split()[0]})")

@@ -55,27 +55,27 @@ class ModelInfo(_Model):
 class Tools(_Model):
     """Tool names: the ones declared to the model now, and every registered one."""
 
-    active: list[str] = Field(default_factory=list)
-    all: list[str] = Field(default_factory=list)
+    active: list[str] = Field(default_factory=list, description="tools declared to the model now")
+    all: list[str] = Field(default_factory=list, description="every registered tool")
 
 
 class Usage(_Model):
     """Context usage as Pi reports it (null right after a compaction)."""
 
-    tokens: int | None = None
-    context_window: int | None = None
-    percent: float | None = None
+    tokens: int | None = Field(None, description="estimated tokens in the context")
+    context_window: int | None = Field(None, description="the model's context window")
+    percent: float | None = Field(None, description="tokens / context window × 100; null when unknown")
 
 
 class Common(_Model):
     """Fields present on every event."""
 
-    type: str
-    session: Session = Field(default_factory=Session)
+    type: str = Field(description="the event type, as in `on:`")
+    session: Session = Field(default_factory=Session, description="the Pi session")
     model: ModelInfo | None = Field(None, description="the selected model (may be virtual)")
     thinking_level: str | None = Field(None, description="off|minimal|low|medium|high|xhigh|max")
-    tools: Tools = Field(default_factory=Tools)
-    usage: Usage | None = None
+    tools: Tools = Field(default_factory=Tools, description="active and registered tool names")
+    usage: Usage | None = Field(None, description="context usage; null before the first response")
     env: dict[str, str] = Field(default_factory=dict,
                                 description="values of the environment variables the policy names")
     models: dict[str, ModelInfo] = Field(default_factory=dict,
@@ -148,44 +148,46 @@ class InputEvent(Common):
     """A prompt typed by the user, sent over RPC, or sent by an extension (before any expansion)."""
 
     type: Literal["input"] = "input"
-    text: str = ""
-    source: Literal["interactive", "rpc", "extension"] = "interactive"
-    images: int = 0
-    streaming: Literal["steer", "followUp"] | None = None
+    text: str = Field("", description="the raw text, before skill and template expansion")
+    source: Literal["interactive", "rpc", "extension"] = Field(
+        "interactive", description="interactive (TUI and `pi -p`), rpc, or extension (sendUserMessage)")
+    images: int = Field(0, description="number of attached images")
+    streaming: Literal["steer", "followUp"] | None = Field(None, description="set when queued during a run")
 
 
 class BeforeAgentStartEvent(Common):
     """A run is about to start: the place for system-prompt sections and first-request tools."""
 
     type: Literal["before_agent_start"] = "before_agent_start"
-    prompt: str = ""
+    prompt: str = Field("", description="the expanded prompt of the run")
     message_type: Literal["user", "custom"] = "user"
-    system_prompt: str = ""
-    sections: list[str] = Field(default_factory=list)
+    system_prompt: str = Field("", description="Pi's assembled system prompt")
+    sections: list[str] = Field(default_factory=list, description="names of the sections already set")
 
 
 class ContextEvent(Common):
     """Before every provider request: the place for ephemeral (never persisted) messages."""
 
     type: Literal["context"] = "context"
-    messages: list[Message] = Field(default_factory=list)
-    last_user_text: str | None = None
-    last_role: str | None = None
+    messages: list[Message] = Field(default_factory=list, description="the request's messages (no system)")
+    last_user_text: str | None = Field(None, description="text of the last user message")
+    last_role: str | None = Field(None, description="role of the last message (toolResult after a tool)")
 
 
 class RouteEvent(Common):
     """A virtual model asks which physical model answers this request."""
 
     type: Literal["route"] = "route"
-    reason: Literal["user", "continuation", "retry", "direct"] = "user"
-    virtual: VirtualRef
-    requested_thinking: str | None = None
-    previous: ModelChoice | None = None
-    failed: FailedModel | None = None
-    route_state: Any = None
-    last_user_text: str | None = None
-    last_is_tool_result: bool = False
-    message_count: int = 0
+    reason: Literal["user", "continuation", "retry", "direct"] = Field(
+        "user", description="user: after a prompt; continuation: after a tool result; retry; direct")
+    virtual: VirtualRef = Field(description="the virtual model being routed")
+    requested_thinking: str | None = Field(None, description="the thinking level selected by the user")
+    previous: ModelChoice | None = Field(None, description="physical model of the last successful response")
+    failed: FailedModel | None = Field(None, description="for retries: the model that failed")
+    route_state: Any = Field(None, description="the `state` returned by the last route on this branch")
+    last_user_text: str | None = Field(None, description="text of the last user message")
+    last_is_tool_result: bool = Field(False, description="the request follows a tool result")
+    message_count: int = Field(0, description="messages in the request")
 
 
 class TurnStartEvent(Common):
@@ -195,11 +197,11 @@ class TurnStartEvent(Common):
 
 class TurnEndEvent(Common):
     type: Literal["turn_end"] = "turn_end"
-    turn_index: int = 0
+    turn_index: int = Field(0, description="0 for the first turn of a run")
     outcome: Literal["completed", "aborted", "error"] = "completed"
-    tool_calls: int = 0
-    tool_results: int = 0
-    stop_reason: str | None = None
+    tool_calls: int = Field(0, description="tool calls in the turn's assistant message")
+    tool_results: int = Field(0, description="tool results of the turn")
+    stop_reason: str | None = Field(None, description="stop, toolUse, error, aborted …")
 
 
 class ToolCallEvent(Common):
@@ -232,15 +234,15 @@ class AgentSettledEvent(Common):
     """Pi is idle after a run (the safe moment to compact)."""
 
     type: Literal["agent_settled"] = "agent_settled"
-    aborted: bool = False
-    had_tool_activity: bool = False
+    aborted: bool = Field(False, description="the run was aborted (for example by a compaction)")
+    had_tool_activity: bool = Field(False, description="a turn of the run called tools")
 
 
 class SessionStartEvent(Common):
     type: Literal["session_start"] = "session_start"
     reason: Literal["startup", "reload", "new", "resume", "fork"] = "startup"
     previous_session_file: str | None = None
-    history: History = Field(default_factory=History)
+    history: History = Field(default_factory=History, description="user messages already in the branch")
 
 
 class SessionShutdownEvent(Common):
@@ -283,10 +285,10 @@ class QuestionEvent(Common):
     """A question tool call (decision_request and the shapes of seed 000) or an rpiv questionnaire."""
 
     type: Literal["question"] = "question"
-    tool_name: str = "decision_request"
+    tool_name: str = Field("decision_request", description="the tool (or bus event) that asked")
     source: Literal["tool", "event"] = "tool"
-    questions: list[Question] = Field(default_factory=list)
-    context: str = ""
+    questions: list[Question] = Field(default_factory=list, description="normalized questions, in order")
+    context: str = Field("", description="the call's context, else the conversation excerpt")
 
 
 class DialogEvent(Common):
@@ -295,21 +297,21 @@ class DialogEvent(Common):
     type: Literal["dialog"] = "dialog"
     kind: Literal["select", "confirm", "input", "editor", "custom"] = "select"
     title: str = ""
-    message: str | None = None
-    options: list[str] = Field(default_factory=list)
-    placeholder: str | None = None
-    prefill: str | None = None
-    questions: list[Question] = Field(default_factory=list)
-    context: str = ""
+    message: str | None = Field(None, description="confirm's message")
+    options: list[str] = Field(default_factory=list, description="select's options")
+    placeholder: str | None = Field(None, description="input's placeholder")
+    prefill: str | None = Field(None, description="editor's prefilled text")
+    questions: list[Question] = Field(default_factory=list, description="the dialog as one question")
+    context: str = Field("", description="the conversation excerpt")
 
 
 class CommandEvent(Common):
     """The user ran a command the policy declares (`/cuttle why`)."""
 
     type: Literal["command"] = "command"
-    name: str
-    args: str = ""
-    argv: list[str] = Field(default_factory=list)
+    name: str = Field(description="the command, without the slash")
+    args: str = Field("", description="everything after the command name")
+    argv: list[str] = Field(default_factory=list, description="args split on white space")
 
 
 EVENT_MODELS: dict[str, type[Common]] = {
@@ -324,3 +326,88 @@ EVENT_MODELS: dict[str, type[Common]] = {
 }
 EVENT_TYPES: tuple[str, ...] = tuple(sorted(EVENT_MODELS))
 SCOPE_NAMES = ("vars", "state", "signals", "signal_errors")
+
+# One example rule per event type (docs/reference/events.md; a test compiles each of them).
+EXAMPLES: dict[str, str] = {
+    "input": """- id: first-task-tools
+  on: input
+  match: "source != 'extension' && !state.first_task_seen"
+  do:
+    - tools: {only: [read, edit, write]}
+    - set: {first_task_seen: true}""",
+    "before_agent_start": """- id: persona
+  on: before_agent_start
+  when: "starts_with(lower(model.id), 'deepseek')"
+  do:
+    - system_append: {text: "## Router\\nWork directly.", marker: "## Router"}""",
+    "context": """- id: weak-guidance
+  on: context
+  when: "state.band == 'weak'"
+  do:
+    - context_message: {text: "Decide the task type first.", role: custom, position: end}""",
+    "route": """- id: route-hard-to-cloud
+  on: route
+  match: "reason == 'user' && contains(last_user_text, '#hard')"
+  do:
+    - route: {model: fake/fake-cloud, thinking: medium}""",
+    "turn_start": """- id: count-turns
+  on: turn_start
+  do: [{set: {turns: "{(state.turns or 0) + 1}"}}]""",
+    "turn_end": """- id: compact-when-full
+  on: turn_end
+  when: "usage.percent >= 95"
+  do: [{compact: {}}]""",
+    "tool_call": """- id: no-force-push
+  on: tool_call
+  match: "tool.name == 'bash' && contains(tool.input.command, 'push --force')"
+  do: [{block: "Force pushes are not allowed here."}]""",
+    "tool_result": """- id: restore-tools-after-first-result
+  on: tool_result
+  when: "state.snapshot != null"
+  do: [{tools: {only: "{state.snapshot}"}}, {unset: [snapshot]}]""",
+    "model_select": """- id: note-model
+  on: model_select
+  do: [{notify: "Now on {model.ref} (was {previous_model.ref})"}]""",
+    "thinking_level_select": """- id: remember-level
+  on: thinking_level_select
+  do: [{set: {user_level: "{level}"}}]""",
+    "agent_settled": """- id: compact-after-run
+  on: agent_settled
+  when: "state.compact_pending"
+  do: [{compact: {}}, {unset: [compact_pending]}]""",
+    "session_start": """- id: greet
+  on: session_start
+  match: "reason == 'startup'"
+  do: [{status: {key: router, text: "router: on"}}]""",
+    "session_shutdown": """- id: restore-on-exit
+  on: session_shutdown
+  when: "state.snapshot != null"
+  do: [{tools: {only: "{state.snapshot}"}}]""",
+    "compaction_before": """- id: keep-native-compaction-out
+  on: compaction_before
+  when: "state.compacting and not by_router"
+  do: [{cancel: {}}]""",
+    "compaction_done": """- id: say-done
+  on: compaction_done
+  match: "by_router"
+  do: [{notify: "Context compaction complete."}]""",
+    "compaction_failed": """- id: say-failed
+  on: compaction_failed
+  do: [{notify: {text: "Context compaction failed: {error}", level: error}}]""",
+    "project_trust": """- id: trust-my-projects
+  on: project_trust
+  match: "starts_with(cwd, '/work/')"
+  do: [{trust: {trusted: 'yes', remember: true}}]""",
+    "question": """- id: answer-first-option
+  on: question
+  do:
+    - answer: {text: "Chose {questions[0].options[0].label}", value: "{questions[0].options[0].value}"}""",
+    "dialog": """- id: confirm-yes
+  on: dialog
+  match: "kind == 'confirm'"
+  do: [{answer: {value: true}}]""",
+    "command": """- id: router-status
+  on: command
+  match: "name == 'my-router' && args == 'status'"
+  do: [{notify: "band={state.band}"}]""",
+}

@@ -135,9 +135,9 @@ def _chain(node: dict[str, Any]) -> tuple[str, ...] | None:
     if node["type"] == "field":
         return (node["value"],)
     if node["type"] == "subexpression":
-        left, right = (_chain(c) for c in node["children"])
-        if left is not None and right is not None:
-            return left + right
+        parts = [_chain(c) for c in node["children"]]
+        if all(p is not None for p in parts):
+            return tuple(name for part in parts if part is not None for name in part)
     return None
 
 
