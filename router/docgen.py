@@ -99,7 +99,8 @@ def actions_page() -> str:
         out += [f"## `{name}`\n", doc + "\n", f"Valid on: {where}." +
                 (f" Shorthand: `{name}: VALUE` sets `{spec.shorthand}`." if spec.shorthand else "") + "\n"]
         if "root" not in spec.params.model_fields:
-            out += ["| parameter | type | meaning |", "|---|---|---|", *_field_rows(spec.params, skip=set()), ""]
+            rows = _field_rows(spec.params, skip=set())
+            out += ["| parameter | type | meaning |", "|---|---|---|", *rows, ""]
         out += ["Example:\n", "```yaml", spec.example, "```", ""]
     return "\n".join(out)
 

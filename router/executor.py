@@ -8,6 +8,7 @@ actions the bridge applies inside Pi. Failures never raise: they become warnings
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -63,7 +64,7 @@ class Executor:
                 outcome = await self._ask(request)
             else:
                 outcome = SignalOutcome(error=f"unknown signal kind {request.kind!r}")
-        except Exception as exc:  # noqa: BLE001 - a failed signal falls back, never crashes
+        except Exception as exc:
             outcome = SignalOutcome(error=f"{type(exc).__name__}: {exc}")
         elapsed = (time.perf_counter() - started) * 1000
         return SignalOutcome(outcome.result, outcome.error, round(elapsed, 1))
@@ -115,7 +116,7 @@ class Executor:
             return SignalOutcome(error=f"child failed to start: {exc}")
         try:
             out, err = await asyncio.wait_for(process.communicate(), timeout_ms / 1000)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             _kill_group(process)
             await process.wait()
             return SignalOutcome(error=f"timeout after {timeout_ms}ms")
@@ -183,20 +184,16 @@ class Executor:
     def log(self, text: str) -> None:
         """A line in the router's own log (failures of the router itself)."""
         if self.log_file is not None:
-            try:
+            with contextlib.suppress(OSError):
                 append_line(self.log_file, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {text}")
-            except OSError:
-                pass
 
 
 def _for_bridge(effect: Effect) -> dict[str, Any]:
     params = effect.params
     if effect.action == "thinking" and isinstance(params, dict):
         level = params.get("level")
-        try:
+        with contextlib.suppress(Exception):
             level = cap_level(level, params.get("ceiling"))
-        except Exception:  # noqa: BLE001 - an unknown level is passed on; Pi clamps or ignores it
-            pass
         params = {"level": level}
     return {"action": effect.action, "params": params, "rule": effect.rule_id}
 
@@ -219,7 +216,5 @@ def _kill_group(process: asyncio.subprocess.Process) -> None:
     try:
         os.killpg(process.pid, signals.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        try:
+        with contextlib.suppress(ProcessLookupError):
             process.kill()
-        except ProcessLookupError:
-            pass

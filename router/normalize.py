@@ -116,15 +116,19 @@ def _question(p: Raw) -> dict[str, Any]:
 
 
 def _dialog(p: Raw) -> dict[str, Any]:
-    kind = p.get("kind") or "select"
+    kind = str(p.get("kind") or "select")
     options = [str(o) for o in (p.get("options") or [])]
-    fields = {"kind": kind, "title": str(p.get("title") or ""), "message": p.get("message"),
-              "options": options, "placeholder": p.get("placeholder"), "prefill": p.get("prefill")}
-    fields["questions"] = dialog_questions(kind, title=fields["title"], message=fields["message"],
-                                           options=options, placeholder=fields["placeholder"],
-                                           prefill=fields["prefill"])
-    fields["context"] = render_excerpt(p.get("excerpt") or [])
-    return fields
+    title = str(p.get("title") or "")
+    message, placeholder, prefill = (_text_or_none(p.get(k)) for k in ("message", "placeholder", "prefill"))
+    return {"kind": kind, "title": title, "message": message, "options": options,
+            "placeholder": placeholder, "prefill": prefill,
+            "questions": dialog_questions(kind, title=title, message=message, options=options,
+                                          placeholder=placeholder, prefill=prefill),
+            "context": render_excerpt(p.get("excerpt") or [])}
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _compaction(p: Raw) -> dict[str, Any]:

@@ -179,7 +179,7 @@ class Connection:
         self.send({"id": request_id, "method": method, "params": params})
         try:
             return await asyncio.wait_for(future, timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return {"error": f"no answer from Pi within {timeout:.1f}s"}
         finally:
             self.pending.pop(request_id, None)
@@ -198,7 +198,8 @@ class Connection:
 
     async def _answer(self, message: dict[str, Any]) -> None:
         request_id, method = message.get("id"), message.get("method")
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        raw = message.get("params")
+        params: dict[str, Any] = raw if isinstance(raw, dict) else {}
         assert self.engine is not None
         try:
             if method == protocol.HELLO:
@@ -210,7 +211,7 @@ class Connection:
                 self.closing.set()
             else:
                 raise ValueError(f"unknown method {method!r}")
-        except Exception as exc:  # noqa: BLE001 - the bridge fails open on an error answer
+        except Exception as exc:
             self.engine.executor.log(f"internal error on {method}: {type(exc).__name__}: {exc}")
             if request_id is not None:
                 self.send(protocol.error(request_id, "internal", f"{type(exc).__name__}: {exc}"))

@@ -51,7 +51,7 @@ def check_pi(pi: str | None) -> list[Check]:
     if node:
         _, out = _run([node, "--version"])
         match = re.match(r"v(\d+)\.(\d+)", out)
-        new_enough = bool(match) and (int(match.group(1)), int(match.group(2))) >= MIN_NODE
+        new_enough = match is not None and (int(match.group(1)), int(match.group(2))) >= MIN_NODE
         note = "" if new_enough else f" on PATH; Pi needs >= {MIN_NODE[0]}.{MIN_NODE[1]}"
         if not new_enough and code == 0:
             note += " (your pi runs, so it starts a newer Node itself)"
@@ -82,7 +82,8 @@ def check_sidecar(cwd: Path, agent: Path) -> Check:
     except json.JSONDecodeError:
         return Check(False, "sidecar", f"unexpected output: {first[:200]} {err[-300:]}")
     events = reply.get("result", {}).get("events", [])
-    return Check("result" in reply, "sidecar", f"ready in {elapsed:.0f} ms, forwards {len(events)} event types")
+    detail = f"ready in {elapsed:.0f} ms, forwards {len(events)} event types"
+    return Check("result" in reply, "sidecar", detail)
 
 
 def policy_models(policy: Any) -> set[str]:
@@ -114,7 +115,7 @@ def check_models(pi: str | None, refs: set[str], virtual: set[str]) -> list[Chec
         return []
     if pi is None:
         return [Check(False, "models", "cannot list Pi's models without pi")]
-    code, out = _run([pi, "--list-models"], timeout=60)
+    _code, out = _run([pi, "--list-models"], timeout=60)
     known = set()
     for line in out.splitlines()[1:]:
         parts = line.split()
@@ -132,8 +133,8 @@ def run(cwd: Path, agent: Path) -> tuple[int, str]:
     if not installs:
         checks.append(Check(False, "bridge", "not installed (run `router install`)"))
     for scope, target, current in installs:
-        checks.append(Check(current, f"bridge ({scope})", str(target) + ("" if current else
-                                                                         " is outdated: run `router install`")))
+        note = "" if current else " is outdated: run `router install`"
+        checks.append(Check(current, f"bridge ({scope})", f"{target}{note}"))
     policy, diagnostics = load_policy(cwd, agent=agent)
     lint = diagnostics + (run_checks(policy) if policy else [])
     errors = [d for d in lint if d.severity == "error"]
