@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from router.diagnostics import Diagnostic, Span
 from router.errors import EventError
 from router.events import EVENT_MODELS, EVENT_TYPES
+from router.questions import dialog_questions
 from router.source import KeyPath, SourceDoc, format_key_path
 from router.suggest import did_you_mean
 
@@ -29,7 +30,12 @@ def complete_event(data: Any, *, doc: SourceDoc | None = None, base: KeyPath = (
         event = model.model_validate(data)
     except ValidationError as exc:
         raise EventError([_event_diagnostic(err, doc, base, span) for err in exc.errors()]) from None
-    return event.model_dump(mode="json")
+    document = event.model_dump(mode="json")
+    if event_type == "dialog" and "questions" not in data:
+        document["questions"] = dialog_questions(
+            document["kind"], title=document["title"], message=document["message"],
+            options=document["options"], placeholder=document["placeholder"], prefill=document["prefill"])
+    return document
 
 
 def _event_diagnostic(err: Any, doc: SourceDoc | None, base: KeyPath, span: Span) -> Diagnostic:

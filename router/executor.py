@@ -16,6 +16,7 @@ import signal as signals
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,8 @@ class Executor:
                 outcome = await self._child(request)
             elif request.kind == "load":
                 outcome = self._load(request)
+            elif request.kind == "read":
+                outcome = self._read(request)
             elif request.kind == "ask":
                 outcome = await self._ask(request)
             else:
@@ -137,6 +140,15 @@ class Executor:
         return SignalOutcome(result=data.get(str(request.params.get("key"))) if isinstance(data, dict)
                              else None)
 
+    def _read(self, request: SignalRequest) -> SignalOutcome:
+        target = _path(request.params.get("file"))
+        try:
+            text = target.read_text(encoding="utf-8", errors="replace") if target else ""
+        except FileNotFoundError:
+            text = ""
+        lines = [line for line in text.splitlines() if line.strip()]
+        return SignalOutcome(result=lines[-_int(request.params.get("tail"), 10):])
+
     async def _ask(self, request: SignalRequest) -> SignalOutcome:
         params = request.params
         timeout_ms = _int(params.get("timeout_ms"), 300000)
@@ -171,7 +183,10 @@ class Executor:
                 target = _path(params.get("file"))
                 if target is None:
                     return "no audit file"
-                append_line(target, json.dumps(params.get("record"), ensure_ascii=False, default=str))
+                record = params.get("record")
+                if params.get("stamp", True) and isinstance(record, dict) and "timestamp" not in record:
+                    record = {"timestamp": _now_iso(), **record}
+                append_line(target, json.dumps(record, ensure_ascii=False, default=str))
             elif effect.action == "save":
                 target = _path(params.get("file"))
                 if target is None:
@@ -196,6 +211,10 @@ def _for_bridge(effect: Effect) -> dict[str, Any]:
             level = cap_level(level, params.get("ceiling"))
         params = {"level": level}
     return {"action": effect.action, "params": params, "rule": effect.rule_id}
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _path(value: Any) -> Path | None:

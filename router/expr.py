@@ -28,7 +28,7 @@ MAX_SOURCE_LENGTH = 20_000
 _ALLOWED_NODES: tuple[type[ast.AST], ...] = (
     ast.Expression, ast.Constant, ast.Name, ast.Load, ast.Store, ast.Attribute, ast.Subscript,
     ast.Slice, ast.Call, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.List,
-    ast.Tuple, ast.Dict, ast.JoinedStr, ast.FormattedValue, ast.ListComp, ast.comprehension,
+    ast.Tuple, ast.Dict, ast.JoinedStr, ast.FormattedValue, ast.ListComp, ast.DictComp, ast.comprehension,
     ast.And, ast.Or, ast.Not, ast.USub, ast.UAdd, ast.Add, ast.Sub, ast.Mult, ast.Div,
     ast.FloorDiv, ast.Mod, ast.Pow, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.In,
     ast.NotIn, ast.Is, ast.IsNot,
@@ -99,10 +99,10 @@ def compile_expression(source: str) -> Expression:
         raise ExpressionSyntaxError(f"expression is longer than {MAX_SOURCE_LENGTH} characters")
     text = source.strip()
     lead = len(source) - len(source.lstrip())
-    try:
-        tree = ast.parse(text, mode="eval").body
+    try:  # parenthesized, so an expression may span lines (YAML folded scalars)
+        tree = ast.parse(f"({text}\n)", mode="eval").body
     except SyntaxError as exc:
-        offset = max(0, (exc.offset or 1) - 1) + lead
+        offset = max(0, (exc.offset or 2) - 2) + lead if exc.lineno in (None, 1) else lead
         raise ExpressionSyntaxError(f"invalid expression: {exc.msg}", offset) from None
     except (RecursionError, MemoryError, ValueError):
         raise ExpressionSyntaxError("expression is nested too deeply") from None
@@ -120,7 +120,7 @@ def compile_template(source: str) -> Template:
     if inner.startswith("{") and inner.endswith("}") and _single_placeholder(inner):
         return Template(source, expression=compile_expression(inner[1:-1]))
     try:
-        tree = ast.parse("f" + repr(source), mode="eval").body
+        tree = ast.parse("f" + repr(_join_placeholder_lines(source)), mode="eval").body
     except SyntaxError as exc:
         raise ExpressionSyntaxError(f"invalid template: {exc.msg}", max(0, (exc.offset or 2) - 3),
                                     code="RT204") from None
@@ -169,7 +169,23 @@ def _single_placeholder(text: str) -> bool:
         depth += {"{": 1, "}": -1}.get(ch, 0)
         if depth == 0 and i < len(text) - 1:
             return False
-    return ":" not in _outside_brackets(text[1:-1]) and "!" not in _outside_brackets(text[1:-1])
+    outside = _outside_brackets(text[1:-1])
+    return ":" not in outside and re.search(r"![rsa]\s*$", outside) is None
+
+
+def _join_placeholder_lines(source: str) -> str:
+    """Line breaks inside `{…}` become spaces (f-string placeholders cannot hold them)."""
+    out, depth, i = [], 0, 0
+    while i < len(source):
+        ch = source[i]
+        if depth == 0 and source.startswith(("{{", "}}"), i):
+            out.append(source[i : i + 2])
+            i += 2
+            continue
+        depth += 1 if ch == "{" else -1 if ch == "}" and depth > 0 else 0
+        out.append(" " if ch == "\n" and depth > 0 else ch)
+        i += 1
+    return "".join(out)
 
 
 def _outside_brackets(text: str) -> str:
@@ -222,7 +238,7 @@ def _check_tree(tree: ast.AST, lead: int) -> None:
 
 def _describe(node: ast.AST) -> str:
     names = {ast.Lambda: "lambda", ast.NamedExpr: "':=' assignment", ast.Await: "await",
-             ast.Yield: "yield", ast.DictComp: "a dict comprehension", ast.SetComp: "a set comprehension",
+             ast.Yield: "yield", ast.SetComp: "a set comprehension",
              ast.GeneratorExp: "a generator expression", ast.Starred: "'*' unpacking",
              ast.Set: "a set literal", ast.BitAnd: "'&' (use 'and')", ast.BitOr: "'|' (use 'or')",
              ast.Invert: "'~'", ast.BitXor: "'^'", ast.LShift: "'<<'", ast.RShift: "'>>'"}

@@ -68,6 +68,13 @@ class LoadSignal(_Model):
     key: str = Field(description="template: the key")
 
 
+class ReadSignal(_Model):
+    """Read the last non-empty lines of a text file (a list of strings; empty when missing)."""
+
+    file: str = Field(description="template: the file")
+    tail: int = Field(10, ge=1, le=10000, description="how many lines")
+
+
 class AskSignal(_Model):
     """Ask the user through Pi's UI (select or input); null when cancelled or without a UI."""
 
@@ -77,7 +84,7 @@ class AskSignal(_Model):
     timeout_ms: int | str = 300000
 
 
-SIGNAL_KINDS = ("expr", "classify", "child", "complete", "load", "ask")
+SIGNAL_KINDS = ("expr", "classify", "child", "complete", "load", "read", "ask")
 
 
 class Signal(_Model):
@@ -89,6 +96,7 @@ class Signal(_Model):
     child: ChildSignal | None = None
     complete: CompleteSignal | None = None
     load: LoadSignal | None = None
+    read: ReadSignal | None = None
     ask: AskSignal | None = None
     transform: str | None = Field(None, description="expression over `result`; a failure falls back")
     fallback: str | None = Field(None, description="expression used when the source fails")

@@ -155,8 +155,11 @@ _MISSING = object()
 
 
 def _subset(expected: Any, actual: Any) -> bool:
+    """Objects match when every expected key matches (recursively, also inside arrays)."""
     if isinstance(expected, dict) and isinstance(actual, dict):
         return all(k in actual and _subset(v, actual[k]) for k, v in expected.items())
+    if isinstance(expected, list) and isinstance(actual, list):
+        return len(expected) == len(actual) and all(_subset(e, a) for e, a in zip(expected, actual))
     return bool(expected == actual)
 
 

@@ -83,10 +83,26 @@ def describe_log(params: dict[str, Any]) -> str:
 
 
 class AuditParams(Params):
-    """Append one JSON record to a JSONL audit file (created private to the user, locked)."""
+    """Append one JSON record to a JSONL audit file (created private to the user, locked).
+
+    With `stamp` (the default) the record starts with an ISO `timestamp` added by the executor.
+    """
 
     file: str
     record: Any
+    stamp: bool = True
+
+
+class EntryParams(Params):
+    """Store a custom entry in the Pi session (`pi.appendEntry`): kept, never sent to the model."""
+
+    type: str
+    data: Any = None
+
+
+@action("entry", example="- entry: {type: my-router, data: {decided: '{state.band}'}}")
+def describe_entry(params: dict[str, Any]) -> str:
+    return f"append a session entry of type {params.get('type')}"
 
 
 @action("audit", example="- audit: {file: '{vars.audit_log}', record: {tool: '{tool_name}'}}")

@@ -17,6 +17,7 @@ import { fileURLToPath } from "node:url";
 const PROTOCOL = 1;
 const EVENT_TIMEOUT_MS = Number(process.env.ROUTER_BRIDGE_TIMEOUT_MS) || 1500;
 const HELLO_TIMEOUT_MS = Number(process.env.ROUTER_BRIDGE_HELLO_TIMEOUT_MS) || 10000;
+const PRELOAD_TIMEOUT_MS = Math.min(HELLO_TIMEOUT_MS, 5000);
 const MAX_BACKOFF_MS = 30000;
 const STATE_ENTRY = "pi-policy-router.state";
 const STATUS_KEY = "pi-policy-router";
@@ -218,7 +219,7 @@ class Sidecar {
 	}
 }
 
-export default function (pi: any) {
+export default async function (pi: any) {
 	const sidecar = new Sidecar();
 	let ctxRef: Ctx = null;
 	let subscribed = new Set<string>();
@@ -234,6 +235,8 @@ export default function (pi: any) {
 	let routerCompaction = false;
 	let compactionQueued: Json = null;
 	let starting: Promise<boolean> | null = null;
+	let preloading = false;
+	const shownWarnings = new Set<string>();
 
 	// --- lifecycle ----------------------------------------------------------------------------
 
@@ -251,6 +254,10 @@ export default function (pi: any) {
 
 	sidecar.onExit = (reason: string) => {
 		ready = false;
+		if (preloading) {
+			logLine(`router: ${reason} (while loading the policy declarations)`);
+			return;
+		}
 		if (stopping) return;
 		failures += 1;
 		if (!outage) {
@@ -289,7 +296,7 @@ export default function (pi: any) {
 			declare(hello);
 			ready = true;
 			failures = 0;
-			for (const text of hello.warnings ?? []) warn(`router: ${text}`);
+			showHelloWarnings(hello);
 			if (outage) {
 				outage = false;
 				logLine("router: sidecar back");
@@ -308,6 +315,41 @@ export default function (pi: any) {
 			}
 			scheduleRestart();
 			return false;
+		}
+	}
+
+	/** Warnings of a `hello` answer, each shown once (a second hello repeats them). */
+	function showHelloWarnings(hello: Json): void {
+		for (const text of hello?.warnings ?? []) {
+			if (shownWarnings.has(text)) continue;
+			shownWarnings.add(text);
+			warn(`router: ${text}`);
+		}
+	}
+
+	/**
+	 * Pi resolves `--model`, `defaultModel` and a resumed session's model before `session_start`,
+	 * and it only knows the virtual models registered while the factories run. So the factory starts
+	 * the sidecar and says hello (untrusted: the user's policy only; no UI yet) to register the
+	 * policy's declarations in time. `session_start` says hello again with the real context.
+	 */
+	async function preload(): Promise<void> {
+		const cwd = process.cwd();
+		preloading = true;
+		try {
+			sidecar.start(cwd);
+			const hello = await sidecar.call("hello", {
+				protocol: PROTOCOL, cwd, trusted: false, mode: null, hasUI: false, state: null, models: [],
+			}, PRELOAD_TIMEOUT_MS);
+			if (hello?.protocol !== PROTOCOL) throw new Error(`engine speaks protocol ${hello?.protocol}, bridge ${PROTOCOL}`);
+			declare(hello);
+			ready = true;
+		} catch (error: any) {
+			logLine(`router: could not load the policy declarations at startup: ${error.message}`);
+			ready = false;
+			sidecar.stop();
+		} finally {
+			preloading = false;
 		}
 	}
 
@@ -451,7 +493,10 @@ export default function (pi: any) {
 		trusted = attempt(() => ctx.isProjectTrusted(), true) !== false;
 		if (ready) {
 			const hello = await sidecar.call("hello", helloParams(ctx), HELLO_TIMEOUT_MS).catch(() => null);
-			if (hello) declare(hello);
+			if (hello) {
+				declare(hello);
+				showHelloWarnings(hello);
+			}
 		} else if (!(await ensureStarted(ctx))) return;
 		await forward("session_start", { reason: event.reason, previousSessionFile: event.previousSessionFile, history: history(ctx) }, ctx);
 	});
@@ -765,4 +810,6 @@ export default function (pi: any) {
 		}
 		return { value: (await ui.input(String(params.title ?? ""), params.placeholder ?? undefined)) ?? null };
 	}
+
+	await preload();
 }

@@ -1,0 +1,381 @@
+"""router.interpreter: ordered first-match rules, shadows, state, errors, purity and tracing."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from router.compiled import CompiledPolicy
+from router.functions import FUNCTIONS, Function
+from router.interpreter import evaluate
+from router.trace import BufferTracer
+from tests.helpers import compile_ok, decide, texts
+
+
+@pytest.fixture
+def counting_function(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Register `count_calls(x) -> x`, which records every call, for the duration of a test."""
+    calls: list[Any] = []
+
+    def count_calls(value: Any) -> Any:
+        calls.append(value)
+        return value
+
+    monkeypatch.setitem(FUNCTIONS, "count_calls",
+                        Function("count_calls", count_calls, 1, 1, "Record a call.", "count_calls(1) == 1"))
+    return calls
+
+ORDER = """
+rules:
+  - id: first
+    on: input
+    when: "text == 'go'"
+    do: [{notify: first}]
+  - id: second
+    on: input
+    do: [{notify: second}]
+  - id: other-group
+    on: input
+    group: side
+    do: [{notify: side}]
+  - id: after-decided
+    on: input
+    group: side
+    do: [{notify: never}]
+"""
+
+
+def test_first_match_decides_its_group(tmp_path: Path) -> None:
+    policy = compile_ok(tmp_path, ORDER)
+    decision = decide(policy, {"type": "input", "text": "go"})
+    assert decision.fired == ("first", "other-group")
+    assert texts(decision) == ["first", "side"]
+
+
+def test_non_matching_rule_does_not_stop_group(tmp_path: Path) -> None:
+    policy = compile_ok(tmp_path, ORDER)
+    assert decide(policy, {"type": "input", "text": "stay"}).fired == ("second", "other-group")
+
+
+def test_rules_for_other_events_not_evaluated(tmp_path: Path) -> None:
+    policy = compile_ok(tmp_path, ORDER)
+    decision = decide(policy, {"type": "turn_end"})
+    assert decision.fired == () and decision.effects == () and decision.event_type == "turn_end"
+
+
+def test_continue_lets_later_rules_of_the_group_run(tmp_path: Path) -> None:
+    policy = compile_ok(tmp_path, ORDER.replace("do: [{notify: first}]", "do: [{notify: first}]\n    continue: true"))
+    assert texts(decide(policy, {"type": "input", "text": "go"})) == ["first", "second", "side"]
+
+
+SHADOW = """
+rules:
+  - id: try-it
+    on: input
+    shadow: true
+    do: [{notify: shadowed}, {set: {tried: true}}]
+  - id: reads-state
+    on: input
+    when: "state.tried"
+    do: [{notify: saw-shadow-write}]
+  - id: real
+    on: input
+    do: [{notify: applied}]
+"""
+
+
+def test_shadow_rule_recorded_never_applied_and_does_not_stop_group(tmp_path: Path) -> None:
+    policy = compile_ok(tmp_path, SHADOW)
+    decision = decide(policy, {"type": "input"})
+    assert [e.action for e in decision.shadowed] == ["notify", "set"]
+    assert decision.shadowed[0].params["text"] == "shadowed" and decision.shadowed[1].params == {"tried": True}
+    assert all(e.shadow and e.rule_id == "try-it" for e in decision.shadowed)
+    assert texts(decision) == ["applied"]
+    assert decision.state == {} and not decision.state_changed
+
+
+STATE = """
+rules:
+  - id: write
+    on: input
+    continue: true
+    do:
+      - set: {band: react, turns: "{state.turns + 1}", ds.mode: spec, ds.depth: 2}
+  - id: read
+    on: input
+    when: "state.band == 'react' and state.ds.mode == 'spec'"
+    continue: true
+    do: [{notify: "turns={state.turns}"}]
+  - id: drop
+    on: input
+    do: [{unset: [old, ds.depth, not.there]}]
+"""
+
+
+def test_state_writes_visible_to_later_rules_of_same_event(tmp_path: Path) -> None:
+    policy = compile_ok(tmp_path, STATE)
+    decision = decide(policy, {"type": "input"}, state={"turns": 4, "old": 1})
+    assert texts(decision) == ["turns=5"]
+    assert decision.state == {"band": "react", "turns": 5, "ds": {"mode": "spec"}}
+    assert decision.state_changed
+
+
+def test_state_input_not_mutated(tmp_path: Path) -> None:
+    policy = compile_ok(tmp_path, STATE)
+    state = {"turns": 1, "old": 1, "ds": {"depth": 9, "keep": True}}
+    snapshot = copy.deepcopy(state)
+    decision = decide(policy, {"type": "input"}, state=state)
+    assert state == snapshot
+    assert decision.state["ds"] == {"mode": "spec", "keep": True}
+
+
+def test_same_inputs_same_decision(tmp_path: Path) -> None:
+    policy = compile_ok(tmp_path, STATE)
+    runs = [decide(policy, {"type": "input"}, state={"turns": 1}) for _ in range(3)]
+    assert all(r.effects == runs[0].effects and r.state == runs[0].state for r in runs)
+
+
+ERRORS = """
+rules:
+  - id: broken-when
+    on: input
+    when: "text + 1 > 2"
+    do: [{notify: never}]
+  - id: broken-match
+    on: input
+    match: "length(images) > `0`"
+    do: [{notify: never}]
+  - id: broken-template
+    on: input
+    do:
+      - notify: "{text / 2}"
+      - notify: ok
+"""
+
+
+def test_runtime_errors_rt401_rule_does_not_match(tmp_path: Path) -> None:
+    policy = compile_ok(tmp_path, ERRORS)
+    decision = decide(policy, {"type": "input", "text": "x", "images": 2})
+    assert decision.fired == ("broken-template",)
+    assert texts(decision) == ["ok"]
+    assert [(e.code, e.rule_id) for e in decision.errors] == [
+        ("RT401", "broken-when"), ("RT401", "broken-match"), ("RT401", "broken-template")]
+    assert decision.errors[0].span.line == 4 and decision.errors[1].span.line == 8
+    assert "skipped" in decision.errors[2].message
+
+
+def test_evaluation_errors_with_tracer_are_the_same(tmp_path: Path) -> None:
+    policy = compile_ok(tmp_path, ERRORS)
+    tracer = BufferTracer()
+    traced = decide(policy, {"type": "input", "text": "x"}, tracer=tracer)
+    plain = decide(policy, {"type": "input", "text": "x"})
+    assert [e.message for e in traced.errors] == [e.message for e in plain.errors]
+    assert sum(1 for e in tracer.events if e.kind == "error") == 3
+
+
+def test_helper_crash_inside_condition_recorded_not_raised(tmp_path: Path) -> None:
+    policy = compile_ok(tmp_path, "rules:\n  - id: a\n    on: input\n    when: \"map_score(0.5, state.t, 'x')\"\n"
+                                  "  - id: b\n    on: input\n    do: [{notify: b}]\n")
+    decision = decide(policy, {"type": "input"}, state={"t": "not a table"})
+    assert decision.fired == ("b",) and decision.errors[0].code == "RT401"
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: a helper that raises AttributeError (map_score over a table "
+                   "whose entries are not objects) escapes evaluate() instead of becoming RT401")
+def test_helper_attribute_error_recorded_not_raised(tmp_path: Path) -> None:
+    policy = compile_ok(tmp_path, "rules:\n  - id: a\n    on: input\n    when: \"map_score(0.5, state.t, 'x')\"\n"
+                                  "  - id: b\n    on: input\n    do: [{notify: b}]\n")
+    decision = decide(policy, {"type": "input"}, state={"t": [1, 2]})
+    assert decision.fired == ("b",) and decision.errors[0].code == "RT401"
+
+
+SIGNALS = """
+signals:
+  long: {expr: "count_calls(utf16_len(text)) > 5"}
+  unused: {expr: "count_calls(1)"}
+  p:
+    classify:
+      model: "llama.cpp/{model.id}"
+      questions:
+        complexity: {type: score, instructions: "How complex?"}
+        tools: {type: bool, instructions: "Needs tools?", when: "text != 'hi'"}
+    transform: "result.complexity"
+    fallback: "0.25"
+rules:
+  - id: a
+    on: input
+    when: "signals.long"
+    continue: true
+    do: [{notify: long}]
+  - id: b
+    on: input
+    when: "signals.long and signals.long"
+    continue: true
+    do: [{notify: "long again"}]
+  - id: c
+    on: input
+    when: "signals.p >= 0.5"
+    do: [{notify: "p={signals.p}"}]
+"""
+
+
+def test_expr_signal_lazy_and_computed_at_most_once(tmp_path: Path, counting_function: list[Any]) -> None:
+    policy = compile_ok(tmp_path, SIGNALS)
+    decision = decide(policy, {"type": "input", "text": "a long text"}, signals={"p": 0.1})
+    assert counting_function == [11]
+    assert decision.signals["long"] is True and "unused" not in decision.signals
+
+
+def test_external_signal_pending_with_rendered_request(tmp_path: Path, counting_function: list[Any]) -> None:
+    policy = compile_ok(tmp_path, SIGNALS)
+    decision = decide(policy, {"type": "input", "text": "hi", "model": {"id": "m1"}})
+    assert decision.pending is not None and decision.pending.name == "p" and decision.pending.kind == "classify"
+    assert decision.pending.params["model"] == "llama.cpp/m1"
+    assert list(decision.pending.questions) == ["complexity"]
+    assert decision.effects == () and decision.state == {}
+
+
+def test_external_signal_questions_kept_when_condition_true(tmp_path: Path,
+                                                            counting_function: list[Any]) -> None:
+    policy = compile_ok(tmp_path, SIGNALS)
+    decision = decide(policy, {"type": "input", "text": "please build"})
+    assert list(decision.pending.questions) == ["complexity", "tools"]
+
+
+def test_external_signal_outcome_transformed(tmp_path: Path, counting_function: list[Any]) -> None:
+    from router.decision import SignalOutcome
+
+    policy = compile_ok(tmp_path, SIGNALS)
+    decision = decide(policy, {"type": "input", "text": "hi"},
+                      outcomes={"p": SignalOutcome(result={"complexity": 0.75})})
+    assert texts(decision) == ["p=0.75"] and decision.signal_errors == {}
+
+
+def test_external_signal_error_uses_fallback_and_reports(tmp_path: Path, counting_function: list[Any]) -> None:
+    from router.decision import SignalOutcome
+
+    policy = compile_ok(tmp_path, SIGNALS)
+    decision = decide(policy, {"type": "input", "text": "hi"},
+                      outcomes={"p": SignalOutcome(error="timeout after 10ms")})
+    assert decision.signals["p"] == 0.25 and decision.signal_errors == {"p": "timeout after 10ms"}
+    assert decision.fired == () and decision.pending is None
+
+
+def test_transform_failure_uses_fallback(tmp_path: Path, counting_function: list[Any]) -> None:
+    from router.decision import SignalOutcome
+
+    policy = compile_ok(tmp_path, SIGNALS)
+    decision = decide(policy, {"type": "input", "text": "hi"}, outcomes={"p": SignalOutcome(result="garbage")})
+    assert decision.signals["p"] == 0.25 and decision.signal_errors["p"].startswith("invalid result")
+
+
+def test_signal_errors_readable_by_rules(tmp_path: Path) -> None:
+    from router.decision import SignalOutcome
+
+    policy = compile_ok(tmp_path, """
+        signals:
+          s: {complete: {prompt: hi}, fallback: "'none'"}
+        rules:
+          - id: report
+            on: input
+            when: "signals.s == 'none' and signal_errors.s != null"
+            do: [{notify: "failed: {signal_errors.s}"}]
+        """)
+    decision = decide(policy, {"type": "input"}, outcomes={"s": SignalOutcome(error="boom")})
+    assert texts(decision) == ["failed: boom"]
+
+
+def test_tracer_kinds_and_first_miss(tmp_path: Path) -> None:
+    policy = compile_ok(tmp_path, """
+        rules:
+          - id: miss
+            on: input
+            when: "text != null and length(text) > 3 and text != 'zzz'"
+            do: [{notify: x}]
+          - id: hit
+            on: input
+            do: [{notify: hit}]
+          - id: skipped
+            on: input
+            do: [{notify: never}]
+        """)
+    tracer = BufferTracer()
+    decide(policy, {"type": "input", "text": "ab"}, tracer=tracer)
+    kinds = [(e.kind, e.rule_id) for e in tracer.events]
+    assert kinds == [("rule", "miss"), ("cond", "miss"), ("miss", "miss"), ("rule", "hit"), ("fire", "hit"),
+                     ("action", "hit"), ("skip", "skipped")]
+    miss = tracer.events[2]
+    assert "length(text) > 3" in miss.message and miss.span.line == 4
+
+
+def test_tracer_off_and_on_same_decision(tmp_path: Path) -> None:
+    policy = compile_ok(tmp_path, STATE)
+    plain = decide(policy, {"type": "input"}, state={"turns": 2})
+    traced = decide(policy, {"type": "input"}, state={"turns": 2}, tracer=BufferTracer())
+    assert plain == traced
+
+
+ROBUST = """
+vars:
+  table: [{score: 0.3, level: low}, {score: 0.7, level: high}]
+  react: [build, create, 写一个]
+signals:
+  size: {expr: "utf16_len(text) if text != null else 0", fallback: "0"}
+rules:
+  - id: keywords
+    on: [input, before_agent_start]
+    when: "count_keywords(lower(text), vars.react) > 0 and signals.size < 500"
+    continue: true
+    do: [{set: {band: react, size: "{signals.size}"}}, {notify: "band {state.band}"}]
+  - id: usage
+    on: turn_end
+    match: "usage.percent >= `90` && !state.warned"
+    do: [{notify: "at {usage.percent:.0f}%"}, {set: {warned: true}}]
+  - id: tool
+    on: tool_call
+    when: "tool.name in ['bash', 'write'] and regex(to_json(tool.input), 'rm -rf')"
+    do: [{block: "no"}]
+  - id: level
+    on: [input, turn_end, tool_call]
+    when: "map_score(clamp(to_number(state.p) or 0, 0, 1), vars.table, 'max') != 'low'"
+    do: [{log: "level {thinking_level} {model.id} {tools.active[0]}"}]
+"""
+
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-100, 100), st.floats(allow_nan=True),
+              st.text(max_size=20)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+    max_leaves=10,
+)
+events = st.fixed_dictionaries(
+    {"type": st.sampled_from(["input", "before_agent_start", "turn_end", "tool_call", "context"])},
+    optional={key: json_values for key in ("text", "usage", "tool", "model", "tools", "thinking_level",
+                                             "env", "images")},
+)
+
+
+@functools.cache
+def _robust_policy() -> CompiledPolicy:
+    return compile_ok(Path(tempfile.mkdtemp(prefix="router-test-")), ROBUST)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(raw=events, state=st.dictionaries(st.sampled_from(["band", "warned", "p"]), json_values, max_size=3))
+def test_evaluate_never_raises_and_is_deterministic(raw: dict[str, Any], state: dict[str, Any]) -> None:
+    policy = _robust_policy()
+    if not isinstance(raw.get("env"), dict) or not all(isinstance(v, str) for v in raw["env"].values()):
+        raw.pop("env", None)
+    before = copy.deepcopy(state)
+    first = evaluate(policy, raw, state=state)
+    second = evaluate(policy, raw, state=state, tracer=BufferTracer())
+    assert state == before
+    assert first.fired == second.fired and first.state == second.state
+    assert [e.message for e in first.errors] == [e.message for e in second.errors]
+    assert all(e.code == "RT401" for e in first.errors)
