@@ -293,6 +293,12 @@ def round_(value: Any, digits: Any = 0) -> float | int:
     return int(result) if places == 0 else result
 
 
+@function("fixed", min_args=2, max_args=2, example="fixed(1, 2) == '1.00'")
+def fixed(value: Any, digits: Any) -> str:
+    """A number as text with exactly `digits` decimals (JavaScript's toFixed)."""
+    return f"{_number('fixed', value):.{int(_number('fixed', digits))}f}"
+
+
 @function("to_number", min_args=1, max_args=1, example="to_number('90.5') == 90.5",
           native_jmespath=True)
 def to_number(value: Any) -> float | int | None:

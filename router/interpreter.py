@@ -166,9 +166,11 @@ class _Run:
         if action.name == "set":
             for key, value in params.items():
                 _write(self.state, key.split("."), copy.deepcopy(value))
+            self.signals.state_changed()
         elif action.name == "unset":
             for key in params:
                 _remove(self.state, key.split("."))
+            self.signals.state_changed()
 
     # --- pending signals and errors -----------------------------------------------------------
 

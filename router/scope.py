@@ -21,21 +21,32 @@ class SignalNeeded(Exception):
 
 
 class Signals(Mapping[str, Any]):
-    """`signals.<name>`: computed on first read, at most once per evaluation, then cached.
+    """`signals.<name>`: computed on first read, then cached.
 
     Expression signals are computed here; external ones come from `outcomes` (what the executor
     produced) and raise SignalNeeded when missing. A failure uses the signal's `fallback` and
-    records the reason in `errors` (`signal_errors.<name>` in expressions).
+    records the reason in `errors` (`signal_errors.<name>` in expressions). External signals are
+    computed at most once per event; expression signals are computed again after a rule writes
+    state, so they always reflect the state they read.
     """
 
     def __init__(self, policy: CompiledPolicy, outcomes: Mapping[str, SignalOutcome],
                  values: Mapping[str, Any]) -> None:
         self.policy = policy
         self.outcomes = outcomes
+        self.provided = dict(values)
         self.values: dict[str, Any] = dict(values)  # type: ignore[assignment]
         self.errors: dict[str, str] = {}
         self.evaluator: Evaluator | None = None
         self._busy: set[str] = set()
+
+    def state_changed(self) -> None:
+        """Forget expression signals (they may read state); keep external and provided values."""
+        for name in [n for n in self.values if n not in self.provided]:
+            spec = self.policy.signals.get(name)
+            if spec is not None and not spec.external:
+                del self.values[name]
+                self.errors.pop(name, None)
 
     def __getitem__(self, name: str) -> Any:
         if name not in self.policy.signals and name not in self.values:

@@ -112,10 +112,20 @@ class Sidecar {
 			cwd, stdio: ["pipe", "pipe", "pipe"], env: process.env,
 		});
 		this.proc = proc;
-		proc.stdout!.on("data", (chunk: Buffer) => this.read(chunk));
+		this.buffer = "";
+		// A replaced process (stopped after a timeout, killed a second later) must not touch its
+		// successor: its late output and its exit are ignored.
+		const current = () => this.proc === proc;
+		proc.stdout!.on("data", (chunk: Buffer) => {
+			if (current()) this.read(chunk);
+		});
 		proc.stderr!.on("data", (chunk: Buffer) => logLine(`sidecar stderr: ${chunk.toString().trimEnd()}`));
-		proc.on("error", (error) => this.fail(`sidecar failed to start (${command}): ${error.message}`));
-		proc.on("exit", (code, signal) => this.fail(`sidecar exited (code ${code}, signal ${signal})`));
+		proc.on("error", (error) => {
+			if (current()) this.fail(`sidecar failed to start (${command}): ${error.message}`);
+		});
+		proc.on("exit", (code, signal) => {
+			if (current()) this.fail(`sidecar exited (code ${code}, signal ${signal})`);
+		});
 		proc.stdin!.on("error", () => {});
 	}
 
