@@ -282,7 +282,7 @@ class _Checker:
             self._syntax(exc, key_path)
             return None
         self._check_calls(query.calls, key_path, jmespath=True)
-        self._check_paths(query.paths, key_path)
+        self._check_paths(query.paths, key_path, jmespath=True)
         return query
 
     def expression(self, source: str, key_path: KeyPath) -> Expression | None:
@@ -345,7 +345,8 @@ class _Checker:
                                f"{self._where(key_path)}", self.doc.span(key_path), rule_id=self.rule_id,
                                help=f"example: {spec.example}")
 
-    def _check_paths(self, paths: Iterable[tuple[str, ...]], key_path: KeyPath) -> None:
+    def _check_paths(self, paths: Iterable[tuple[str, ...]], key_path: KeyPath, *,
+                     jmespath: bool = False) -> None:
         for path in paths:
             if path[0] in self.extra_names:
                 continue
@@ -355,10 +356,12 @@ class _Checker:
             bad = ".".join(path[: problem.index + 1])
             root = path[0]
             code, what = _PATH_PROBLEMS.get(root, ("RT301", "unknown field"))
+            hint = did_you_mean(path[problem.index], problem.known) or \
+                (f"known here: {', '.join(problem.known)}" if problem.known else None)
+            if jmespath and len(path) == 1 and path[0] in ("null", "true", "false"):
+                hint = f"JMESPath literals go in backticks: `{path[0]}`"
             self.ctx.error(code, f"{what} '{bad}' in {self._where(key_path)}", self.doc.span(key_path),
-                           rule_id=self.rule_id,
-                           help=did_you_mean(path[problem.index], problem.known) or
-                           (f"known here: {', '.join(problem.known)}" if problem.known else None))
+                           rule_id=self.rule_id, help=hint)
 
 
 # --- signals ----------------------------------------------------------------------------------

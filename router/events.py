@@ -106,6 +106,16 @@ class Message(_Model):
     tool_name: str | None = None
 
 
+class MessageUsage(_Model):
+    """Tokens and cost (USD, from Pi's registry prices) of one assistant message."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cost: float | None = None
+
+
 class ModelChoice(_Model):
     ref: str
     provider: str = ""
@@ -202,6 +212,8 @@ class TurnEndEvent(Common):
     tool_calls: int = Field(0, description="tool calls in the turn's assistant message")
     tool_results: int = Field(0, description="tool results of the turn")
     stop_reason: str | None = Field(None, description="stop, toolUse, error, aborted …")
+    answered_by: str | None = Field(None, description="ref of the physical model that answered")
+    message_usage: MessageUsage | None = Field(None, description="tokens and cost of the turn's answer")
 
 
 class ToolCallEvent(Common):

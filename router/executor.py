@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -16,7 +17,7 @@ import signal as signals
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from router.functions import cap_level
 BridgeCall = Callable[[str, dict[str, Any], float], Awaitable[Any]]
 CHILD_FLAGS = ("--print", "--no-session", "--no-tools", "--no-extensions", "--no-skills",
                "--no-prompt-templates", "--no-themes", "--no-context-files", "--thinking", "off")
-LOCAL_ACTIONS = frozenset({"log", "audit", "save", "set", "unset"})
+LOCAL_ACTIONS = frozenset({"log", "audit", "save", "set", "unset", "release"})
 ORDER = {"model": 0, "thinking": 1}
 
 
@@ -46,6 +47,7 @@ class Executor:
         self.bridge = bridge
         self.cwd = cwd
         self.log_file = log_file
+        self.slots: dict[str, tuple[int, int]] = {}
 
     # --- signals ------------------------------------------------------------------------------
 
@@ -63,6 +65,12 @@ class Executor:
                 outcome = self._load(request)
             elif request.kind == "read":
                 outcome = self._read(request)
+            elif request.kind == "records":
+                outcome = self._records(request)
+            elif request.kind == "slot":
+                outcome = await self._slot(request)
+            elif request.kind == "probe":
+                outcome = await self._probe(request)
             elif request.kind == "ask":
                 outcome = await self._ask(request)
             else:
@@ -137,8 +145,81 @@ class Executor:
         if target is None:
             return SignalOutcome(result=None)
         data = read_json(target)
-        return SignalOutcome(result=data.get(str(request.params.get("key"))) if isinstance(data, dict)
-                             else None)
+        key = request.params.get("key")
+        if key is None:
+            return SignalOutcome(result=data)
+        return SignalOutcome(result=data.get(str(key)) if isinstance(data, dict) else None)
+
+    def _records(self, request: SignalRequest) -> SignalOutcome:
+        target = _path(request.params.get("file"))
+        records = []
+        try:
+            lines = target.read_text(encoding="utf-8", errors="replace").splitlines() if target else []
+        except FileNotFoundError:
+            lines = []
+        days = request.params.get("days")
+        since = None
+        if days not in (None, ""):
+            try:
+                since = datetime.now(UTC).timestamp() - float(days) * 86400
+            except (TypeError, ValueError):
+                return SignalOutcome(error=f"days must be a number, got {days!r}")
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if since is not None and _timestamp(record) < since:
+                continue
+            records.append(record)
+        return SignalOutcome(result=records[-_int(request.params.get("limit"), 100000):])
+
+    async def _slot(self, request: SignalRequest) -> SignalOutcome:
+        params = request.params
+        name = str(params.get("name") or "turn")
+        if name in self.slots:
+            return SignalOutcome(result=self.slots[name][0])
+        directory = _path(params.get("dir"))
+        count = _int(params.get("max"), 1)
+        if directory is None:
+            return SignalOutcome(error="slot: no directory")
+        directory.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + _int(params.get("wait_ms"), 30000) / 1000
+        while True:
+            taken = _try_slots(directory, count)
+            if taken is not None:
+                self.slots[name] = taken
+                return SignalOutcome(result=taken[0])
+            if time.monotonic() >= deadline:
+                return SignalOutcome(result=None)
+            await asyncio.sleep(0.05)
+
+    def release(self, name: str) -> None:
+        """Give a slot back (closing its lock file releases the lock)."""
+        held = self.slots.pop(name, None)
+        if held is not None:
+            os.close(held[1])
+
+    async def _probe(self, request: SignalRequest) -> SignalOutcome:
+        params = request.params
+        timeout_ms = _int(params.get("timeout_ms"), 10000)
+        results = []
+        if params.get("classifier"):
+            started = time.perf_counter()
+            reply = await self._classify(SignalRequest("probe", "classify", {
+                "model": params["classifier"], "timeout_ms": timeout_ms},
+                {"probe": {"type": "choice", "instructions": "Is this a probe?",
+                           "criteria": {"yes": "it is a probe", "no": "it is not"}}}))
+            results.append({"ref": params["classifier"], "kind": "classifier", "ok": reply.error is None,
+                            "error": reply.error, "ms": round((time.perf_counter() - started) * 1000)})
+        models = params.get("models") or []
+        for ref in [models] if isinstance(models, str) else models:
+            started = time.perf_counter()
+            reply = await self._complete(SignalRequest("probe", "complete", {
+                "model": ref, "prompt": "Reply with the single word OK.", "timeout_ms": timeout_ms}))
+            results.append({"ref": ref, "kind": "model", "ok": reply.error is None, "error": reply.error,
+                            "ms": round((time.perf_counter() - started) * 1000)})
+        return SignalOutcome(result=results)
 
     def _read(self, request: SignalRequest) -> SignalOutcome:
         target = _path(request.params.get("file"))
@@ -191,7 +272,12 @@ class Executor:
                 target = _path(params.get("file"))
                 if target is None:
                     return "no file"
-                update_json(target, str(params.get("key")), params.get("value"))
+                path = params.get("path")
+                keys = [str(k) for k in path] if isinstance(path, list) else \
+                    (str(path).split(".") if path else str(params.get("key")))
+                update_json(target, keys, params.get("value"))
+            elif effect.action == "release":
+                self.release(str(params.get("name") or "turn"))
         except OSError as exc:
             return f"{exc.strerror or exc} ({getattr(exc, 'filename', '') or ''})"
         return None
@@ -213,8 +299,30 @@ def _for_bridge(effect: Effect) -> dict[str, Any]:
     return {"action": effect.action, "params": params, "rule": effect.rule_id}
 
 
+def _try_slots(directory: Path, count: int) -> tuple[int, int] | None:
+    for number in range(count):
+        fd = os.open(directory / f"slot-{number}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        return number, fd
+    return None
+
+
+def _timestamp(record: Any) -> float:
+    stamp = record.get("timestamp") if isinstance(record, dict) else None
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
 def _now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _path(value: Any) -> Path | None:

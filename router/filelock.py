@@ -36,15 +36,21 @@ def read_json(path: Path) -> Any:
         return None
 
 
-def update_json(path: Path, key: str, value: Any) -> None:
-    """Set `key` in a JSON object file (created if needed), under an exclusive lock."""
+def update_json(path: Path, key: str | list[str], value: Any) -> None:
+    """Set `key` (or a nested key path) in a JSON object file, under an exclusive lock."""
     path.parent.mkdir(parents=True, exist_ok=True)
     lock_fd = os.open(f"{path}.lock", os.O_WRONLY | os.O_CREAT, 0o600)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
         current = read_json(path)
         data = current if isinstance(current, dict) else {}
-        data[key] = value
+        keys = [key] if isinstance(key, str) else list(key)
+        target = data
+        for part in keys[:-1]:
+            child = target.get(part)
+            target[part] = child if isinstance(child, dict) else {}
+            target = target[part]
+        target[keys[-1]] = value
         fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:

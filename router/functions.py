@@ -169,6 +169,16 @@ def parse_json(value: Any) -> Any:
         raise _fail("parse_json", f"not valid JSON: {exc.msg} at char {exc.pos}") from None
 
 
+@function("parse_value", min_args=1, max_args=1, example="parse_value('0.6') == 0.6 and parse_value('on') == 'on'")
+def parse_value(value: Any) -> Any:
+    """A text as the JSON value it spells (number, true, [..]), else the text itself."""
+    text = _text("parse_value", value)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
 @function("extract_json", min_args=1, max_args=1,
           example="extract_json('Sure: {\"x\": 2} done').x == 2")
 def extract_json(value: Any) -> Any:
@@ -419,6 +429,29 @@ def merge(*objects: Any) -> dict[str, Any]:
     return result
 
 
+def _deep_merge(base: Any, patch: Any) -> Any:
+    if isinstance(base, Mapping) and isinstance(patch, Mapping):
+        merged = dict(base)
+        for key, value in patch.items():
+            merged[key] = _deep_merge(base.get(key), value) if key in base else value
+        return merged
+    return patch
+
+
+@function("deep_merge", min_args=1, max_args=None,
+          example="deep_merge({'a': {'b': 1, 'c': 2}}, {'a': {'c': 3}}) == {'a': {'b': 1, 'c': 3}}")
+def deep_merge(*objects: Any) -> Any:
+    """Merge objects recursively, later ones win; null arguments are skipped."""
+    result: Any = {}
+    for obj in objects:
+        if obj is None:
+            continue
+        if not isinstance(obj, Mapping):
+            raise _fail("deep_merge", f"expected objects, got {_type_name(obj)}")
+        result = _deep_merge(result, obj)
+    return result
+
+
 @function("not_null", min_args=1, max_args=None, example="not_null(null, 'x') == 'x'",
           native_jmespath=True)
 def not_null(*items: Any) -> Any:
@@ -619,22 +652,25 @@ def _accept(answer: Any, question: Mapping[str, Any]) -> dict[str, Any] | None:
     else:
         return None
     confidence = answer.get("confidence")
-    finite = isinstance(confidence, (int, float)) and not isinstance(confidence, bool) and math.isfinite(confidence)
+    finite = isinstance(confidence, (int, float)) and not isinstance(confidence, bool) \
+        and math.isfinite(confidence)
     label = answer.get("label")
     reason = answer.get("reason")
     return {
         "id": answer["id"] if isinstance(answer.get("id"), str) else question.get("id"),
         "value": chosen if multi else chosen[0],
         "label": label.strip() if isinstance(label, str) and label.strip() else ", ".join(labels),
-        "reason": reason.strip() if isinstance(reason, str) and reason.strip() else "Child agent selected this answer.",
-        "confidence": max(0.0, min(1.0, float(confidence))) if finite else 0.6,
+        "reason": reason.strip() if isinstance(reason, str) and reason.strip()
+        else "Child agent selected this answer.",
+        "confidence": max(0.0, min(1.0, float(confidence))) if finite and confidence is not None else 0.6,
         "source": "child-agent",
     }
 
 
 @function("validate_answers", min_args=2, max_args=2,
           example="validate_answers({'answers': [{'value': 'MVP'}]}, "
-                  "[{'id': 'q1', 'options': [{'value': 'mvp', 'label': 'MVP'}], 'allow_other': false}]).q1.value == 'mvp'")
+                  "[{'id': 'q1', 'options': [{'value': 'mvp', 'label': 'MVP'}], 'allow_other': false}])"
+                  ".q1.value == 'mvp'")
 def validate_answers(parsed: Any, questions: Any) -> dict[str, Any]:
     """Check a model's JSON answers against normalized questions; all or nothing.
 

@@ -62,10 +62,37 @@ class CompleteSignal(_Model):
 
 
 class LoadSignal(_Model):
-    """Read a value saved by the `save` action (a key of a JSON file); null when absent."""
+    """Read a JSON file: the value under `key` (as `save` stores it), or the whole document."""
 
     file: str = Field(description="template: the JSON file")
-    key: str = Field(description="template: the key")
+    key: str | None = Field(None, description="template: the key; none reads the whole document")
+
+
+class RecordsSignal(_Model):
+    """Read the records of a JSONL file written by `audit` (newest last), within `days`."""
+
+    file: str = Field(description="template: the JSONL file")
+    days: float | str | None = Field(None, description="only records whose timestamp is this recent")
+    limit: int = Field(100000, ge=1, description="at most this many (the newest)")
+
+
+class SlotSignal(_Model):
+    """Take one of `max` machine-wide slots (a lock file per slot under `dir`); released by the
+    `release` action or when the process ends. Waits up to `wait_ms`; the value is the slot
+    number, or null when none freed up in time."""
+
+    dir: str = Field(description="template: the directory of the slot locks")
+    max: int | str = Field(description="template: how many slots exist")
+    name: str = Field("turn", description="the handle `release` names")
+    wait_ms: int | str = 30000
+
+
+class ProbeSignal(_Model):
+    """Check models live: a classifier call or a tiny completion each; a list of results."""
+
+    classifier: str | None = Field(None, description="template: a classifier model ref")
+    models: list[str] | str = Field(default_factory=list, description="template: chat model refs")
+    timeout_ms: int | str = 10000
 
 
 class ReadSignal(_Model):
@@ -84,7 +111,8 @@ class AskSignal(_Model):
     timeout_ms: int | str = 300000
 
 
-SIGNAL_KINDS = ("expr", "classify", "child", "complete", "load", "read", "ask")
+SIGNAL_KINDS = ("expr", "classify", "child", "complete", "load", "read", "records", "slot", "probe",
+                "ask")
 
 
 class Signal(_Model):
@@ -97,6 +125,9 @@ class Signal(_Model):
     complete: CompleteSignal | None = None
     load: LoadSignal | None = None
     read: ReadSignal | None = None
+    records: RecordsSignal | None = None
+    slot: SlotSignal | None = None
+    probe: ProbeSignal | None = None
     ask: AskSignal | None = None
     transform: str | None = Field(None, description="expression over `result`; a failure falls back")
     fallback: str | None = Field(None, description="expression used when the source fails")

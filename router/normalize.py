@@ -61,6 +61,16 @@ def common(ctx: Raw, *, env: Mapping[str, str], models: Mapping[str, Any]) -> di
     }
 
 
+def _message_usage(raw: Any) -> dict[str, Any] | None:
+    if not isinstance(raw, Mapping):
+        return None
+    cost = raw.get("cost")
+    total = cost.get("total") if isinstance(cost, Mapping) else cost
+    return {"input": int(raw.get("input") or 0), "output": int(raw.get("output") or 0),
+            "cache_read": int(raw.get("cacheRead") or 0), "cache_write": int(raw.get("cacheWrite") or 0),
+            "cost": float(total) if isinstance(total, (int, float)) else None}
+
+
 def _input(p: Raw) -> dict[str, Any]:
     return {"text": str(p.get("text") or ""), "source": p.get("source") or "interactive",
             "images": int(p.get("images") or 0), "streaming": p.get("streamingBehavior")}
@@ -153,7 +163,9 @@ _SPECIFIC: dict[str, Callable[[Raw], dict[str, Any]]] = {
                            "outcome": p.get("outcome") or "completed",
                            "tool_calls": int(p.get("toolCalls") or 0),
                            "tool_results": int(p.get("toolResults") or 0),
-                           "stop_reason": p.get("stopReason")},
+                           "stop_reason": p.get("stopReason"),
+                           "answered_by": p.get("answeredBy"),
+                           "message_usage": _message_usage(p.get("usage"))},
     "tool_call": lambda p: _tool(p, result=False),
     "tool_result": lambda p: _tool(p, result=True),
     "model_select": lambda p: {"source": p.get("source") or "set",

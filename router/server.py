@@ -28,7 +28,8 @@ from router.loader import agent_dir as default_agent_dir
 from router.normalize import model_catalog, normalize
 
 MAX_SIGNALS = 16
-SIGNAL_BUDGET_MS = {"classify": 4000, "complete": 45000, "child": 45000, "load": 1000, "ask": 300000}
+SIGNAL_BUDGET_MS = {"classify": 4000, "complete": 45000, "child": 45000, "load": 1000, "read": 1000,
+                    "records": 5000, "slot": 30000, "probe": 60000, "ask": 300000}
 
 
 class Engine:

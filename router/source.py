@@ -139,9 +139,15 @@ class _Builder:
 
     def _mapping(self, node: MappingNode, key_path: KeyPath) -> dict[str, Any]:
         result: dict[str, Any] = {}
+        merges: list[MappingNode] = []
         for key_node, value_node in node.value:
             if key_node.tag == _MERGE_TAG:
-                self._error("RT101", "YAML merge keys (<<) are not supported", key_node)
+                sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
+                for source in sources:
+                    if isinstance(source, MappingNode):
+                        merges.append(source)
+                    else:
+                        self._error("RT101", "a merge key (<<) needs a mapping or a list of mappings", source)
                 continue
             if not isinstance(key_node, ScalarNode):
                 self._error("RT101", "mapping keys must be plain scalars", key_node)
@@ -154,6 +160,14 @@ class _Builder:
             child = (*key_path, key)
             self.key_pos[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
             result[key] = self.build(value_node, child)
+        if merges:  # explicit keys win, then earlier merged mappings; explicit positions are kept
+            explicit = {k: v for k, v in self.value_pos.items() if k[: len(key_path)] == key_path}
+            explicit_keys = {k: v for k, v in self.key_pos.items() if k[: len(key_path)] == key_path}
+            for source in merges:
+                for merged_key, merged_value in self._mapping(source, key_path).items():
+                    result.setdefault(merged_key, merged_value)
+            self.value_pos.update(explicit)
+            self.key_pos.update(explicit_keys)
         return result
 
     def _scalar(self, node: ScalarNode) -> Any:

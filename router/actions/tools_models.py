@@ -74,6 +74,7 @@ class RouteParams(Params):
     model: str = Field(description="template: physical model ref 'provider/id'")
     thinking: str | None = None
     state: Any = None
+    error: str | None = Field(None, description="fail this request with this message instead")
 
 
 @action("route", events={"route"}, shorthand="model",

@@ -22,6 +22,8 @@ const MAX_BACKOFF_MS = 30000;
 const STATE_ENTRY = "pi-policy-router.state";
 const STATUS_KEY = "pi-policy-router";
 const EXCERPT_ENTRIES = 12;
+/** What Pi 1.6 itself gates behind project trust in `<cwd>/.pi/` (trust-manager.js). */
+const PI_GATED = ["settings.json", "mcp.json", "extensions", "skills", "prompts", "themes", "SYSTEM.md", "APPEND_SYSTEM.md"];
 
 type Json = any;
 type Ctx = any;
@@ -238,7 +240,8 @@ export default async function (pi: any) {
 	let failures = 0;
 	let restartTimer: NodeJS.Timeout | null = null;
 	let stopping = false;
-	let trusted = true;
+	let trusted = false;
+	let piAskedTrust = false;
 	let registered = { commands: new Set<string>(), tools: new Set<string>(), models: new Set<string>() };
 	let nativeUi: Json = null;
 	let toolActivity = false;
@@ -492,15 +495,65 @@ export default async function (pi: any) {
 
 	pi.on("project_trust", async (event: Json, ctx: Ctx) => {
 		trusted = false;
+		piAskedTrust = true;
 		const result = await forward("project_trust", { cwd: event.cwd }, ctx);
 		const [trust] = actions(result, "trust");
 		return trust ? { trusted: trust.trusted, remember: !!trust.remember } : undefined;
 	});
 
+	/**
+	 * Whether the project layer `.pi/router.yaml` may load. `ctx.isProjectTrusted()` alone is not
+	 * enough: Pi reports a folder as trusted when `.pi/` holds nothing Pi itself gates (PI_GATED), and
+	 * `router.yaml` is not on its list, so a cloned repository's policy would load unasked. Then the
+	 * decision is taken as Pi would take it for a gated folder: `--approve`, a saved decision in
+	 * `<agent dir>/trust.json` (nearest folder), `defaultProjectTrust: "always"`, or a user-policy rule
+	 * on `project_trust`; otherwise the project policy is skipped and the user is told once.
+	 */
+	async function projectTrusted(ctx: Ctx): Promise<boolean> {
+		if (attempt(() => ctx.isProjectTrusted(), true) === false) return false;
+		const cwd: string = ctx.cwd ?? process.cwd();
+		const projectPolicy = path.join(cwd, ".pi", "router.yaml");
+		if (!fs.existsSync(projectPolicy)) return true;
+		if (piAskedTrust || PI_GATED.some((name) => fs.existsSync(path.join(cwd, ".pi", name)))) return true;
+		const argv = process.argv.slice(2);
+		if (argv.includes("--approve") || argv.includes("-a")) return true;
+		const saved = savedTrust(cwd);
+		if (saved !== null) return saved;
+		if (attempt(() => pi.getSettings()?.defaultProjectTrust, undefined) === "always") return true;
+		if (subscribed.has("project_trust") && (await ensureStarted(ctx))) {
+			const [trust] = actions(await forward("project_trust", { cwd }, ctx), "trust");
+			if (trust && trust.trusted !== "undecided") return trust.trusted === "yes";
+		}
+		const text = `router: ${projectPolicy} is not loaded because the project is not trusted (start pi with --approve, or /trust)`;
+		if (!shownWarnings.has(text)) {
+			shownWarnings.add(text);
+			warn(text);
+		}
+		return false;
+	}
+
+	/** The saved decision for `cwd` or its nearest parent in Pi's trust store, null when none. */
+	function savedTrust(cwd: string): boolean | null {
+		let data: Json;
+		try {
+			data = JSON.parse(fs.readFileSync(path.join(agentDir(), "trust.json"), "utf8"));
+		} catch {
+			return null;
+		}
+		let dir = attempt(() => fs.realpathSync(cwd), path.resolve(cwd));
+		while (true) {
+			if (data && typeof data[dir] === "boolean") return data[dir];
+			const parent = path.dirname(dir);
+			if (parent === dir) return null;
+			dir = parent;
+		}
+	}
+
 	pi.on("session_start", async (event: Json, ctx: Ctx) => {
 		ctxRef = ctx;
 		stopping = false;
-		trusted = attempt(() => ctx.isProjectTrusted(), true) !== false;
+		trusted = false; // a hello sent while the decision is taken must not load the project layer
+		trusted = await projectTrusted(ctx);
 		if (ready) {
 			const hello = await sidecar.call("hello", helloParams(ctx), HELLO_TIMEOUT_MS).catch(() => null);
 			if (hello) {
