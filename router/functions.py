@@ -169,7 +169,8 @@ def parse_json(value: Any) -> Any:
         raise _fail("parse_json", f"not valid JSON: {exc.msg} at char {exc.pos}") from None
 
 
-@function("parse_value", min_args=1, max_args=1, example="parse_value('0.6') == 0.6 and parse_value('on') == 'on'")
+@function("parse_value", min_args=1, max_args=1,
+          example="parse_value('0.6') == 0.6 and parse_value('on') == 'on'")
 def parse_value(value: Any) -> Any:
     """A text as the JSON value it spells (number, true, [..]), else the text itself."""
     text = _text("parse_value", value)

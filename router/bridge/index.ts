@@ -451,7 +451,9 @@ export default async function (pi: any) {
 					if (!model || !(await pi.setModel(model))) warn(`router: model ${params.ref} is not available`);
 				} else if (action === "thinking") pi.setThinkingLevel(params.level);
 				else if (action === "notify") {
+					// without a UI (print and json modes) the action says: stderr
 					if (ctx?.hasUI) ctx.ui.notify(String(params.text), params.level ?? "info");
+					else process.stderr.write(`[router] ${params.level && params.level !== "info" ? `${params.level}: ` : ""}${params.text}\n`);
 				} else if (action === "status") {
 					if (ctx?.hasUI) ctx.ui.setStatus(String(params.key), params.text ?? undefined);
 				} else if (action === "follow_up") {

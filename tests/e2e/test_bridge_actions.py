@@ -82,10 +82,8 @@ def test_follow_up_triggers_another_turn(rig: RouterRig) -> None:
     rpc = rig.rpc()
 
     rpc.prompt_and_wait("start")
-    rig.fake.wait_for_requests(2, timeout=20, path_prefix="/v1/chat")
-    rpc.wait_record(
-        lambda r: r.get("type") == "agent_settled" and r is not rpc.events(type_="agent_settled")[0]
-    )
+    first_settled = rpc.records.index(rpc.events(type_="agent_settled")[0])
+    rpc.wait_event("agent_settled", since=first_settled + 1)  # the follow-up's own run
 
     first, second = rig.fake.chat_requests()
     assert "FOLLOW_UP_NUDGE_12" not in json.dumps(first.messages)
