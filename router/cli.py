@@ -154,6 +154,20 @@ def serve() -> None:
     _finish(serve_main(sys.argv[2:]), "")
 
 
+@app.command("import")
+def import_(
+    source: Annotated[Path | None, typer.Argument(help="pi-cuttle.json (default: in the agent dir)")] = None,
+    target: Annotated[Path | None, typer.Option(help="the policy to write (default: the user's router.yaml)")] = None,
+    force: Annotated[bool, typer.Option(help="replace an existing vars.cuttle")] = False,
+) -> None:
+    """Convert an existing ~/.pi/agent/pi-cuttle.json into the YAML policy."""
+    from router.commands.import_ import import_cuttle
+    from router.loader import agent_dir
+
+    agent = agent_dir()
+    _finish(*import_cuttle(source or agent / "pi-cuttle.json", target or agent / "router.yaml", force=force))
+
+
 @app.command()
 def docs(
     out: Annotated[Path, typer.Option(help="the docs directory")] = Path("docs"),

@@ -32,6 +32,7 @@ class PolicyFile:
     policy: Policy
     layer: str
     group: str
+    source: Path | None = None
 
 
 def display_path(path: Path) -> str:
@@ -120,7 +121,7 @@ class _Loader:
         self._active.pop()
         self._done.add(resolved)
         group = policy.group or (path.stem if layer == "pack" else "main")
-        self.files.append(PolicyFile(doc.path, doc, policy, layer, group))
+        self.files.append(PolicyFile(doc.path, doc, policy, layer, group, resolved))
 
     def _validate(self, doc: SourceDoc) -> Policy | None:
         if doc.data is None:

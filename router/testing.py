@@ -98,15 +98,36 @@ def run_cases(policy: CompiledPolicy, test: TestFile, doc: SourceDoc) -> list[Ca
 
 
 def run_examples(policy: CompiledPolicy) -> list[CaseResult]:
-    """Run every rule's inline examples against the whole policy."""
+    """Run every rule's inline examples.
+
+    An example documents its rule as its own file defines it: it runs against the policy of that
+    file alone (with what the file `use:`s), so other packs and later layers do not change it. A
+    file that does not compile on its own (it reads vars of another layer) runs against the
+    whole policy instead.
+    """
     results = []
+    standalone: dict[str, CompiledPolicy | None] = {}
+    sources = {f.path: f.source for f in policy.files}
     for rule in policy.rules:
+        if not rule.examples:
+            continue
+        if rule.file not in standalone:
+            standalone[rule.file] = _alone(sources.get(rule.file), policy)
+        own = standalone[rule.file] or policy
         for number, (example, span) in enumerate(rule.examples, start=1):
             name = f"{rule.id} example {example.name or number}"
-            expect = example.expect
-            results.append(_run(policy, name, span, example.event, example.state, example.signals,
-                                example.signal_errors, expect, rule_id=rule.id))
+            results.append(_run(own, name, span, example.event, example.state, example.signals,
+                                example.signal_errors, example.expect, rule_id=rule.id))
     return results
+
+
+def _alone(source: Path | None, policy: CompiledPolicy) -> CompiledPolicy | None:
+    if source is None or len(policy.files) == 1:
+        return policy
+    from router.compile import compile_files
+
+    compiled, diagnostics = compile_files([("file", source)])
+    return compiled if compiled is not None and not any(d.severity == "error" for d in diagnostics) else None
 
 
 def _run(policy: CompiledPolicy, name: str, span: Span, event_doc: dict[str, Any],

@@ -312,7 +312,18 @@ def test_tracer_kinds_and_first_miss(tmp_path: Path) -> None:
     assert kinds == [("rule", "miss"), ("cond", "miss"), ("miss", "miss"), ("rule", "hit"), ("fire", "hit"),
                      ("action", "hit"), ("skip", "skipped")]
     miss = tracer.events[2]
-    assert "length(text) > 3" in miss.message and miss.span.line == 4
+    assert miss.message.startswith("first miss: ") and miss.span.line == 4
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: the first-miss trace line quotes the conjunct shifted by one "
+                   "character ('first miss: ength(text) > 3 ') because conjunct sources are cut from "
+                   "offsets of the parenthesized parse")
+def test_tracer_first_miss_quotes_the_false_part(tmp_path: Path) -> None:
+    policy = compile_ok(tmp_path, "rules:\n  - id: m\n    on: input\n    when: \"text != null and length(text) > 3\"\n")
+    tracer = BufferTracer()
+    decide(policy, {"type": "input", "text": "ab"}, tracer=tracer)
+    (miss,) = [e for e in tracer.events if e.kind == "miss"]
+    assert miss.message.startswith("first miss: length(text) > 3  [")
 
 
 def test_tracer_off_and_on_same_decision(tmp_path: Path) -> None:
