@@ -106,9 +106,10 @@ def compile_expression(source: str) -> Expression:
         raise ExpressionSyntaxError(f"invalid expression: {exc.msg}", offset) from None
     except (RecursionError, MemoryError, ValueError):
         raise ExpressionSyntaxError("expression is nested too deeply") from None
-    _check_tree(tree, lead)
-    expression = _from_tree(text, tree)
-    _prepare_calls(tree, lead)
+    nodes = list(ast.walk(tree))
+    _check_tree(nodes, lead)
+    expression = _from_tree(text, tree, nodes)
+    _prepare_calls(nodes, lead)
     return replace(expression, run=_closures(tree))
 
 
@@ -124,9 +125,10 @@ def compile_template(source: str) -> Template:
     except SyntaxError as exc:
         raise ExpressionSyntaxError(f"invalid template: {exc.msg}", max(0, (exc.offset or 2) - 3),
                                     code="RT204") from None
-    _check_tree(tree, 0)
-    expression = _from_tree(source, tree)
-    _prepare_calls(tree, 0)
+    nodes = list(ast.walk(tree))
+    _check_tree(nodes, 0)
+    expression = _from_tree(source, tree, nodes)
+    _prepare_calls(nodes, 0)
     return Template(source, expression=replace(expression, run=_closures(tree)))
 
 
@@ -147,9 +149,9 @@ def _literal(node: ast.expr) -> Any:
         return NOT_LITERAL
 
 
-def _prepare_calls(tree: ast.AST, lead: int) -> None:
+def _prepare_calls(nodes: list[ast.AST], lead: int) -> None:
     """Replace literal arguments by their load-time form (compiled regexes, keyword sets)."""
-    for node in ast.walk(tree):
+    for node in nodes:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
             continue
         spec = FUNCTIONS.get(node.func.id)
@@ -205,8 +207,8 @@ def _outside_brackets(text: str) -> str:
     return "".join(out)
 
 
-def _check_tree(tree: ast.AST, lead: int) -> None:
-    for node in ast.walk(tree):
+def _check_tree(nodes: list[ast.AST], lead: int) -> None:
+    for node in nodes:
         offset = lead + getattr(node, "col_offset", 0)
         if not isinstance(node, _ALLOWED_NODES):
             raise ExpressionSyntaxError(f"{_describe(node)} is not allowed in expressions", offset,
@@ -245,30 +247,31 @@ def _describe(node: ast.AST) -> str:
     return names.get(type(node), type(node).__name__)
 
 
-def _from_tree(source: str, tree: ast.expr) -> Expression:
-    bound = {t.id for c in ast.walk(tree) if isinstance(c, ast.comprehension)
+def _from_tree(source: str, tree: ast.expr, nodes: list[ast.AST] | None = None) -> Expression:
+    nodes = list(ast.walk(tree)) if nodes is None else nodes
+    bound = {t.id for c in nodes if isinstance(c, ast.comprehension)
              for t in ast.walk(c.target) if isinstance(t, ast.Name)}
     names = set()
     calls = []
     literal_args = []
-    for node in ast.walk(tree):
+    callee = set()
+    for node in nodes:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in bound:
             names.add(node.id)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            callee.add(node.func.id)
             calls.append((node.func.id, len(node.args)))
             literal_args.append((node.func.id, tuple(a.value if isinstance(a, ast.Constant) else None
                                                      for a in node.args)))
-    callee = {node.func.id for node in ast.walk(tree)
-              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
     return Expression(source, tree, frozenset(names - callee - set(CONSTANTS)), tuple(calls),
-                      tuple(_paths(tree, bound)), tuple(literal_args))
+                      tuple(_paths(nodes, bound)), tuple(literal_args))
 
 
-def _paths(tree: ast.AST, bound: set[str]) -> list[tuple[str, ...]]:
+def _paths(nodes: list[ast.AST], bound: set[str]) -> list[tuple[str, ...]]:
     """Root-anchored field paths such as ('signals', 'p_complex')."""
     found: list[tuple[str, ...]] = []
     inner: set[int] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if id(node) in inner or not isinstance(node, (ast.Attribute, ast.Subscript, ast.Name)):
             continue
         parts: list[str] = []

@@ -9,6 +9,7 @@ semantics stay one: `tests/test_expr_compiler.py` checks with hypothesis that bo
 from __future__ import annotations
 
 import ast
+import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -16,6 +17,8 @@ from router.errors import ExpressionError
 from router.functions import FUNCTIONS
 
 Run = Callable[[Mapping[str, Any]], Any]
+_RAW_ORDERING: dict[type[ast.AST], Callable[[Any, Any], Any]] = {
+    ast.Gt: operator.gt, ast.Lt: operator.lt, ast.GtE: operator.ge, ast.LtE: operator.le}
 Fallback = Callable[[Mapping[str, Any], ast.AST], Any]
 
 
@@ -51,7 +54,20 @@ class _Compiler:
         return lambda scope: scope.get(name)
 
     def _Attribute(self, node: ast.Attribute) -> Run:
-        base, attr = self.build(node.value), node.attr
+        attr = node.attr
+        if isinstance(node.value, ast.Name) and node.value.id not in self.constants:
+            name = node.value.id
+
+            def field_of_name(scope: Mapping[str, Any]) -> Any:
+                value = scope.get(name)
+                if type(value) is dict or isinstance(value, Mapping):
+                    return value.get(attr)
+                if value is None:
+                    return None
+                raise ExpressionError(f"cannot read field '{attr}' of a {_kind(value)}")
+
+            return field_of_name
+        base = self.build(node.value)
 
         def attribute(scope: Mapping[str, Any]) -> Any:
             value = base(scope)
@@ -141,6 +157,13 @@ class _Compiler:
                                                                            strict=True)]
         if len(steps) == 1:
             ((op, other),) = steps
+            raw = _RAW_ORDERING.get(type(node.ops[0]))
+            if raw is not None:  # inline the null check of ordering comparisons
+                def ordered(scope: Mapping[str, Any]) -> Any:
+                    a, b = first(scope), other(scope)
+                    return False if a is None or b is None else raw(a, b)
+
+                return ordered
             return lambda scope: op(first(scope), other(scope))
 
         def chain(scope: Mapping[str, Any]) -> Any:

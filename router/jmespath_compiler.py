@@ -100,9 +100,15 @@ def _comparator(node: dict[str, Any], functions: jfunctions.Functions,
     if literal is not None and op in ("eq", "ne"):
         if node["children"][0]["type"] == "field":
             name = node["children"][0]["value"]
-            if op == "eq":
-                return lambda value: _get(value, name) == literal
-            return lambda value: _get(value, name) != literal
+            equal = op == "eq"
+
+            def compare_field(value: Any) -> bool:
+                try:
+                    return (value.get(name) == literal) is equal
+                except AttributeError:
+                    return not equal
+
+            return compare_field
         if op == "eq":
             return lambda value: left(value) == literal
         return lambda value: left(value) != literal

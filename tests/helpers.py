@@ -24,8 +24,9 @@ def write(tmp_path: Path, yaml_text: str, name: str = "policy.yaml") -> Path:
     return path
 
 
-def compile_text(tmp_path: Path, yaml_text: str, name: str = "policy.yaml"
-                 ) -> tuple[CompiledPolicy | None, list[Diagnostic]]:
+def compile_text(
+    tmp_path: Path, yaml_text: str, name: str = "policy.yaml"
+) -> tuple[CompiledPolicy | None, list[Diagnostic]]:
     """Write one policy file and compile it alone."""
     return compile_files([("file", write(tmp_path, yaml_text, name))])
 
@@ -61,9 +62,15 @@ def event(event_type: str, **fields: Any) -> dict[str, Any]:
     return complete_event({"type": event_type, **fields})
 
 
-def decide(policy: CompiledPolicy, event_doc: Mapping[str, Any], *,
-           state: Mapping[str, Any] | None = None, outcomes: Mapping[str, SignalOutcome] | None = None,
-           signals: Mapping[str, Any] | None = None, tracer: Tracer | None = None) -> Decision:
+def decide(
+    policy: CompiledPolicy,
+    event_doc: Mapping[str, Any],
+    *,
+    state: Mapping[str, Any] | None = None,
+    outcomes: Mapping[str, SignalOutcome] | None = None,
+    signals: Mapping[str, Any] | None = None,
+    tracer: Tracer | None = None,
+) -> Decision:
     """Evaluate a (partial) event document against the policy."""
     full = complete_event(dict(event_doc))
     return evaluate(policy, full, state=state, outcomes=outcomes, signal_values=signals, tracer=tracer)

@@ -20,7 +20,7 @@ def _rule_with(example: str, event_type: str, tmp_path: Path) -> tuple[CompiledP
     signal_names = sorted(set(re.findall(r"signals\.(\w+)", example)))
     lines = ["vars:"] + [f"  {n}: x" for n in var_names] if var_names else []
     if signal_names:
-        lines += ["signals:"] + [f"  {n}: {{expr: \"null\"}}" for n in signal_names]
+        lines += ["signals:"] + [f'  {n}: {{expr: "null"}}' for n in signal_names]
     env_names = sorted(set(re.findall(r"env\.(\w+)", example)))
     if env_names:
         lines.append(f"env: [{', '.join(env_names)}]")
@@ -62,12 +62,15 @@ def test_action_example_compiles_inside_a_rule(name: str, tmp_path: Path) -> Non
     assert [a.name for a in policy.rules[0].actions] == [name]
 
 
-@pytest.mark.parametrize(("item", "action", "params"), [
-    ("- notify: hi", "notify", {"text": "hi"}),
-    ("- tools: [read, edit]", "tools", {"only": ["read", "edit"]}),
-    ("- model: fake/fake-cloud", "model", {"ref": "fake/fake-cloud"}),
-    ("- unset: [a, b.c]", "unset", ["a", "b.c"]),
-])
+@pytest.mark.parametrize(
+    ("item", "action", "params"),
+    [
+        ("- notify: hi", "notify", {"text": "hi"}),
+        ("- tools: [read, edit]", "tools", {"only": ["read", "edit"]}),
+        ("- model: fake/fake-cloud", "model", {"ref": "fake/fake-cloud"}),
+        ("- unset: [a, b.c]", "unset", ["a", "b.c"]),
+    ],
+)
 def test_action_shorthand_expands_to_params(tmp_path: Path, item: str, action: str, params: object) -> None:
     policy = compile_ok(tmp_path, f"rules:\n  - id: r\n    on: input\n    do:\n      {item}\n")
     (effect,) = decide(policy, {"type": "input"}).effects

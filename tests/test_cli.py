@@ -36,8 +36,9 @@ def invoke(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def run_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
-             ) -> tuple[int, str, str]:
+def run_main(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str
+) -> tuple[int, str, str]:
     """Run the real entry point (cli.main) in-process: exit code, stdout, stderr."""
     monkeypatch.setattr(sys, "argv", ["router", *args])
     with pytest.raises(SystemExit) as info:
@@ -56,8 +57,9 @@ def test_lint_clean_exit_0() -> None:
     assert invoke("lint", DEFAULT) == (0, "Found 0 errors, 0 warnings.\n")
 
 
-def test_lint_errors_exit_1_through_real_entry_point(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_lint_errors_exit_1_through_real_entry_point(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = write(tmp_path, "rules:\n  - id: a\n    on: inptu\n")
     code, out, err = run_main(monkeypatch, capsys, "lint", str(path))
     assert code == 1 and "[RT205]" in out and "Found 1 error, 0 warnings." in out and not err
@@ -71,8 +73,14 @@ def test_lint_unknown_format_usage_exit_2() -> None:
 def test_lint_subprocess_exit_codes(tmp_path: Path) -> None:
     bad = write(tmp_path, "rules:\n  - id: a\n    on: inptu\n")
     for path, expected in ((DEFAULT, 0), (str(bad), 1)):
-        done = subprocess.run([sys.executable, "-m", "router", "lint", path], capture_output=True, text=True,
-                              timeout=60, cwd=ROOT, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "router", "lint", path],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+            check=False,
+        )
         assert done.returncode == expected, done.stdout + done.stderr
         assert "Traceback" not in done.stderr
 
@@ -80,8 +88,11 @@ def test_lint_subprocess_exit_codes(tmp_path: Path) -> None:
 def test_test_command_failing_case_shows_diff_exit_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     write(tmp_path, "rules:\n  - id: a\n    on: input\n    do: [{notify: hi}]\n", "p.yaml")
-    write(tmp_path, "cases:\n  - name: c\n    event: {type: input}\n    expect: {actions: [{notify: {text: no}}]}\n",
-          "p.test.yaml")
+    write(
+        tmp_path,
+        "cases:\n  - name: c\n    event: {type: input}\n    expect: {actions: [{notify: {text: no}}]}\n",
+        "p.test.yaml",
+    )
     code, out = invoke("test", "p.test.yaml")
     assert code == 1 and "p.test.yaml:2: c: FAIL" in out and "actions differ:" in out and "FAIL: 1/1" in out
 
@@ -105,9 +116,13 @@ def test_explain_text_trace_and_decision() -> None:
     code, out = invoke("explain", "--event", TURN_END, "--policy", DEFAULT)
     lines = out.splitlines()
     assert code == 0 and lines[0] == "event: turn_end (model=fake/fake-cloud)"
-    assert any(line.endswith("rule default-warn-context-full: enter") and "default.yaml:" in line for line in lines)
-    assert any("| when usage.percent >= vars.context_warn_percent" in line and "usage.percent=92.0" in line
-               for line in lines)
+    assert any(
+        line.endswith("rule default-warn-context-full: enter") and "default.yaml:" in line for line in lines
+    )
+    assert any(
+        "| when usage.percent >= vars.context_warn_percent" in line and "usage.percent=92.0" in line
+        for line in lines
+    )
     assert "decision: 2 actions from rule default-warn-context-full" in lines
     assert any(line.startswith("  1. notify (warning): Context is 92% full") for line in lines)
     assert 'state after: {"default_context_warned": true}' in lines
@@ -122,10 +137,13 @@ def test_explain_json_has_trace_and_effects() -> None:
     assert body["state"] == {"default_context_warned": True} and body["dry_run_signals"] == []
 
 
-@pytest.mark.parametrize(("mode", "present", "absent"), [
-    ("matched", "default-warn-context-full: enter", "skipped"),
-    ("fails", "skipped", "default-warn-context-full: enter"),
-])
+@pytest.mark.parametrize(
+    ("mode", "present", "absent"),
+    [
+        ("matched", "default-warn-context-full: enter", "skipped"),
+        ("fails", "skipped", "default-warn-context-full: enter"),
+    ],
+)
 def test_explain_modes_filter_trace(mode: str, present: str, absent: str) -> None:
     code, out = invoke("explain", "--event", TURN_END, "--policy", DEFAULT, "--mode", mode)
     assert code == 0 and present in out and absent not in out
@@ -166,24 +184,32 @@ def test_explain_without_event_usage_exit_2() -> None:
     assert code == 2
 
 
-@pytest.mark.parametrize(("document", "expected"), [
-    ('{"type": "input", "txt": 1}', ":1:19: error: unknown event field 'txt' [RT131]"),
-    ('{"type": "inptu"}', "error: unknown event type 'inptu' [RT130]"),
-    ("[1, 2]", ":1:1: error: an event must be a mapping with a `type` [RT130]"),
-    ('{"type": "input", "text": [1]}', "error: event field 'text'"),
-    ('{"type": "input"', "error: invalid YAML"),
-])
-def test_explain_bad_event_file_located_error_exit_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                      capsys: pytest.CaptureFixture[str], document: str,
-                                                      expected: str) -> None:
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        ('{"type": "input", "txt": 1}', ":1:19: error: unknown event field 'txt' [RT131]"),
+        ('{"type": "inptu"}', "error: unknown event type 'inptu' [RT130]"),
+        ("[1, 2]", ":1:1: error: an event must be a mapping with a `type` [RT130]"),
+        ('{"type": "input", "text": [1]}', "error: event field 'text'"),
+        ('{"type": "input"', "error: invalid YAML"),
+    ],
+)
+def test_explain_bad_event_file_located_error_exit_1(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    document: str,
+    expected: str,
+) -> None:
     event = write(tmp_path, document, "event.json")
     code, out, err = run_main(monkeypatch, capsys, "explain", "--event", str(event), "--policy", DEFAULT)
     assert code == 1 and expected in err and "Traceback" not in err + out
     assert err.splitlines()[0].startswith(str(event))
 
 
-def test_explain_missing_event_file_rt100(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_explain_missing_event_file_rt100(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, _, err = run_main(monkeypatch, capsys, "explain", "-e", str(tmp_path / "nope.json"), "-p", DEFAULT)
     assert code == 1 and "[RT100]" in err
 
@@ -196,8 +222,11 @@ def test_explain_broken_policy_exit_1(tmp_path: Path) -> None:
 
 def test_schema_out_and_check(tmp_path: Path) -> None:
     out_dir = tmp_path / "schema"
-    code, out = invoke("schema", "--out", str(out_dir))
-    assert code == 0 and sorted(p.name for p in out_dir.iterdir()) == ["event.schema.json", "policy.schema.json"]
+    code, _ = invoke("schema", "--out", str(out_dir))
+    assert code == 0 and sorted(p.name for p in out_dir.iterdir()) == [
+        "event.schema.json",
+        "policy.schema.json",
+    ]
     assert invoke("schema", "--out", str(out_dir), "--check") == (0, "schemas are up to date\n")
     (out_dir / "policy.schema.json").write_text("{}", encoding="utf-8")
     assert invoke("schema", "--out", str(out_dir), "--check") == (1, "stale: policy.schema.json\n")
@@ -219,7 +248,9 @@ def test_committed_schema_files_up_to_date() -> None:
     assert schema_command.stale(directory) == [], "run `router schema --out schema`"
 
 
-def test_init_writes_policy_that_lints_clean_and_passes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_init_writes_policy_that_lints_clean_and_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     code, out = invoke("init")
     assert code == 0 and (tmp_path / ".pi" / "router.yaml").is_file()
@@ -237,8 +268,9 @@ def test_init_refuses_to_overwrite_without_force(tmp_path: Path, monkeypatch: py
     assert invoke("init", "--force")[0] == 0
 
 
-def test_internal_error_exit_3_with_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_internal_error_exit_3_with_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from router.commands import lint as lint_command
 
     def explode(*args: object, **kwargs: object) -> None:
@@ -253,7 +285,9 @@ def test_internal_error_exit_3_with_log(tmp_path: Path, monkeypatch: pytest.Monk
     assert log.parent == tmp_path and "RuntimeError: kaboom" in log.read_text() and "router 0.1.0" in err
 
 
-def test_keyboard_interrupt_exit_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_keyboard_interrupt_exit_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from router.commands import lint as lint_command
 
     def interrupt(*args: object, **kwargs: object) -> None:

@@ -19,14 +19,19 @@ def _emitted_codes() -> list[str]:
     return sorted(found)
 
 
-MISSING = {"RT309": "BUG: RT309 (action without effect on the rule's events) is emitted by compile.py but "
-                    "has no entry in router.codes.CODES, so `router explain RT309` says 'unknown code'"}
+MISSING = {
+    "RT309": "BUG: RT309 (action without effect on the rule's events) is emitted by compile.py but "
+    "has no entry in router.codes.CODES, so `router explain RT309` says 'unknown code'"
+}
 
 
-@pytest.mark.parametrize("code", [
-    pytest.param(c, marks=[pytest.mark.xfail(strict=True, reason=MISSING[c])] if c in MISSING else [])
-    for c in _emitted_codes()
-])
+@pytest.mark.parametrize(
+    "code",
+    [
+        pytest.param(c, marks=[pytest.mark.xfail(strict=True, reason=MISSING[c])] if c in MISSING else [])
+        for c in _emitted_codes()
+    ],
+)
 def test_emitted_code_has_catalogue_entry(code: str) -> None:
     assert code in CODES
 
@@ -35,7 +40,7 @@ def test_emitted_code_has_catalogue_entry(code: str) -> None:
 def test_catalogue_entry_has_what_why_example(code: str) -> None:
     info = CODES[code]
     assert re.fullmatch(r"RT[1-5]\d\d", info.code) and info.code == code
-    assert info.title and info.title[0].islower() or info.title[0] == "`"
+    assert (info.title and info.title[0].islower()) or info.title[0] == "`"
     assert info.what.strip() and info.why.strip() and info.example.strip()
 
 

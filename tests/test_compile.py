@@ -18,29 +18,48 @@ def diagnose(tmp_path: Path, text: str) -> list:
 
 
 def test_compile_unknown_key_rt110_with_did_you_mean(tmp_path: Path) -> None:
-    diag = only(diagnose(tmp_path, """
+    diag = only(
+        diagnose(
+            tmp_path,
+            """
         rules:
           - id: a
             on: input
             matchh: "text == 'x'"
-        """), "RT110")
+        """,
+        ),
+        "RT110",
+    )
     assert where(diag) == (4, 5) and diag.span.path.endswith("policy.yaml")
     assert "did you mean 'match'?" in (diag.help or "")
     assert diag.key_path == "rules[0].matchh" and "'a'" in diag.message
 
 
-@pytest.mark.parametrize(("text", "line", "col", "key"), [
-    ("versoin: 1\n", 1, 1, "versoin"),
-    ("signals:\n  s:\n    expr: '1'\n    fallbak: '0'\nrules: []\n", 4, 5, "signals.s.fallbak"),
-    ("vars:\n  x: {env: X, typ: number}\n", 2, 15, "vars.x.typ"),
-    ("rules:\n  - id: a\n    on: input\n    examples:\n      - event: {type: input}\n        expct: {}\n",
-     6, 9, "rules[0].examples[0].expct"),
-    ("commands:\n  - name: c\n    descr: x\n", 3, 5, "commands[0].descr"),
-    ("rules:\n  - id: a\n    on: input\n    do:\n      - tools: {only: [read], extra: 1}\n", 5, 31,
-     "rules[0].do[0].tools.extra"),
-])
-def test_compile_unknown_key_at_every_level_rt110(tmp_path: Path, text: str, line: int, col: int,
-                                                   key: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "line", "col", "key"),
+    [
+        ("versoin: 1\n", 1, 1, "versoin"),
+        ("signals:\n  s:\n    expr: '1'\n    fallbak: '0'\nrules: []\n", 4, 5, "signals.s.fallbak"),
+        ("vars:\n  x: {env: X, typ: number}\n", 2, 15, "vars.x.typ"),
+        (
+            "rules:\n  - id: a\n    on: input\n    examples:\n"
+            "      - event: {type: input}\n        expct: {}\n",
+            6,
+            9,
+            "rules[0].examples[0].expct",
+        ),
+        ("commands:\n  - name: c\n    descr: x\n", 3, 5, "commands[0].descr"),
+        (
+            "rules:\n  - id: a\n    on: input\n    do:\n      - tools: {only: [read], extra: 1}\n",
+            5,
+            31,
+            "rules[0].do[0].tools.extra",
+        ),
+    ],
+)
+def test_compile_unknown_key_at_every_level_rt110(
+    tmp_path: Path, text: str, line: int, col: int, key: str
+) -> None:
     found = diagnose(tmp_path, text)
     diag = next(d for d in found if d.code in ("RT110", "RT207"))
     assert where(diag) == (line, col), diag
@@ -52,15 +71,18 @@ def test_compile_wrong_type_rt111_at_value(tmp_path: Path) -> None:
     assert where(diag) == (4, 15) and "'maybe'" in diag.message and "rules[0].continue" in diag.message
 
 
-@pytest.mark.parametrize(("text", "line", "col"), [
-    ("rules: {a: 1}\n", 1, 8),
-    ("rules:\n  - id: 'bad id!'\n    on: input\n", 2, 9),
-    ("rules:\n  - id: a\n    on: input\n    do:\n      - notify\n", 5, 9),
-    ("use: [1]\n", 1, 7),
-    ("rules:\n  - id: a\n    on: input\n    when: 5\n", 4, 11),
-    ("- a\n- b\n", 1, 1),
-    ("just a string\n", 1, 1),
-])
+@pytest.mark.parametrize(
+    ("text", "line", "col"),
+    [
+        ("rules: {a: 1}\n", 1, 8),
+        ("rules:\n  - id: 'bad id!'\n    on: input\n", 2, 9),
+        ("rules:\n  - id: a\n    on: input\n    do:\n      - notify\n", 5, 9),
+        ("use: [1]\n", 1, 7),
+        ("rules:\n  - id: a\n    on: input\n    when: 5\n", 4, 11),
+        ("- a\n- b\n", 1, 1),
+        ("just a string\n", 1, 1),
+    ],
+)
 def test_compile_invalid_value_rt111(tmp_path: Path, text: str, line: int, col: int) -> None:
     diag = only(diagnose(tmp_path, text), "RT111")
     assert where(diag) == (line, col)
@@ -119,13 +141,17 @@ def test_compile_unknown_anchor_in_after_rt122(tmp_path: Path) -> None:
     assert where(diag) == (4, 12)
 
 
-@pytest.mark.parametrize(("kind", "text", "code", "line", "col"), [
-    ("match", "match: \"text ==\"", "RT201", 4, 20),
-    ("when", "when: \"text >\"", "RT202", 4, 12),
-    ("template", "do: [{notify: 'p={text:.2f'}]", "RT204", 4, 30),
-])
-def test_compile_expression_syntax_located_in_the_string(tmp_path: Path, kind: str, text: str, code: str,
-                                                        line: int, col: int) -> None:
+@pytest.mark.parametrize(
+    ("kind", "text", "code", "line", "col"),
+    [
+        ("match", 'match: "text =="', "RT201", 4, 20),
+        ("when", 'when: "text >"', "RT202", 4, 12),
+        ("template", "do: [{notify: 'p={text:.2f'}]", "RT204", 4, 30),
+    ],
+)
+def test_compile_expression_syntax_located_in_the_string(
+    tmp_path: Path, kind: str, text: str, code: str, line: int, col: int
+) -> None:
     diag = only(diagnose(tmp_path, f"rules:\n  - id: a\n    on: input\n    {text}\n"), code)
     assert where(diag) == (line, col), diag.message
     assert diag.rule_id == "a"
@@ -140,8 +166,11 @@ def test_compile_forbidden_construct_rt203_on_its_line(tmp_path: Path, text: str
     assert where(diag)[0] == 4 and diag.rule_id == "a"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: RT203 columns are one character right of the construct "
-                   "(compile_expression parses f'({text}\\n)', shifting every col_offset by one)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: RT203 columns are one character right of the construct "
+    "(compile_expression parses f'({text}\\n)', shifting every col_offset by one)",
+)
 @pytest.mark.parametrize(("text", "col"), FORBIDDEN)
 def test_compile_forbidden_construct_rt203_column(tmp_path: Path, text: str, col: int) -> None:
     diag = only(diagnose(tmp_path, f"rules:\n  - id: a\n    on: input\n    {text}\n"), "RT203")
@@ -163,13 +192,16 @@ def test_compile_unknown_action_rt206_at_key(tmp_path: Path) -> None:
     assert where(diag) == (5, 9) and "did you mean 'notify'?" in (diag.help or "")
 
 
-@pytest.mark.parametrize(("item", "line", "col"), [
-    ("- tools: {only: [read], add: [bash]}", 5, 16),
-    ("- notify: {level: loud, text: x}", 5, 25),
-    ("- {notify: a, log: b}", 5, 9),
-    ("- model: 5", 5, 16),
-    ("- set: [a]", 5, 14),
-])
+@pytest.mark.parametrize(
+    ("item", "line", "col"),
+    [
+        ("- tools: {only: [read], add: [bash]}", 5, 16),
+        ("- notify: {level: loud, text: x}", 5, 25),
+        ("- {notify: a, log: b}", 5, 9),
+        ("- model: 5", 5, 16),
+        ("- set: [a]", 5, 14),
+    ],
+)
 def test_compile_invalid_action_params_rt207(tmp_path: Path, item: str, line: int, col: int) -> None:
     found = diagnose(tmp_path, f"rules:\n  - id: a\n    on: input\n    do:\n      {item}\n")
     assert "RT207" in codes(found)
@@ -177,70 +209,98 @@ def test_compile_invalid_action_params_rt207(tmp_path: Path, item: str, line: in
     assert where(diag) == (line, col), diag.message
 
 
-@pytest.mark.parametrize(("cond", "code"), [
-    ("when: \"lowercase(text) == 'x'\"", "RT208"),
-    ("match: \"lowercase(text) == 'x'\"", "RT208"),
-    ("when: \"clamp(1, 2) > 0\"", "RT209"),
-    ("match: \"clamp(`1`) > `0`\"", "RT209"),
-    ("when: \"regex(text, '(unclosed')\"", "RT210"),
-    ("match: \"regex(text, '[z-a]')\"", "RT210"),
-])
+@pytest.mark.parametrize(
+    ("cond", "code"),
+    [
+        ("when: \"lowercase(text) == 'x'\"", "RT208"),
+        ("match: \"lowercase(text) == 'x'\"", "RT208"),
+        ('when: "clamp(1, 2) > 0"', "RT209"),
+        ('match: "clamp(`1`) > `0`"', "RT209"),
+        ("when: \"regex(text, '(unclosed')\"", "RT210"),
+        ("match: \"regex(text, '[z-a]')\"", "RT210"),
+    ],
+)
 def test_compile_function_checks(tmp_path: Path, cond: str, code: str) -> None:
     diag = only(diagnose(tmp_path, f"rules:\n  - id: a\n    on: input\n    {cond}\n"), code)
     assert where(diag)[0] == 4 and diag.rule_id == "a"
 
 
 def test_compile_unknown_function_did_you_mean(tmp_path: Path) -> None:
-    diag = only(diagnose(tmp_path, "rules:\n  - id: a\n    on: input\n    when: \"lowr(text)\"\n"), "RT208")
+    diag = only(diagnose(tmp_path, 'rules:\n  - id: a\n    on: input\n    when: "lowr(text)"\n'), "RT208")
     assert "did you mean 'lower'?" in (diag.help or "")
 
 
 def test_compile_wrong_arity_help_shows_example(tmp_path: Path) -> None:
-    diag = only(diagnose(tmp_path, "rules:\n  - id: a\n    on: input\n    when: \"tail(text)\"\n"), "RT209")
+    diag = only(diagnose(tmp_path, 'rules:\n  - id: a\n    on: input\n    when: "tail(text)"\n'), "RT209")
     assert "tail() takes 2 arguments, got 1" in diag.message and "tail(" in (diag.help or "")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: arity of JMESPath built-ins (length, sort_by, …) is not checked "
-                   "at load; `match: \"length(text, text)\"` compiles clean and fails on every event")
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: arity of JMESPath built-ins (length, sort_by, …) is not checked "
+    'at load; `match: "length(text, text)"` compiles clean and fails on every event',
+)
 def test_compile_jmespath_builtin_wrong_arity_rt209(tmp_path: Path) -> None:
-    assert "RT209" in codes(diagnose(tmp_path, "rules:\n  - id: a\n    on: input\n    "
-                                               "match: \"length(text, text) > `1`\"\n"))
+    assert "RT209" in codes(
+        diagnose(tmp_path, 'rules:\n  - id: a\n    on: input\n    match: "length(text, text) > `1`"\n')
+    )
 
 
-@pytest.mark.parametrize(("cond", "code", "bad"), [
-    ("when: \"tool.nmae == 'bash'\"", "RT301", "tool.nmae"),
-    ("match: \"tool.nmae == 'bash'\"", "RT301", "tool.nmae"),
-    ("match: \"usage.percnt > `1`\"", "RT301", "usage.percnt"),
-    ("match: \"model.cost.inptu > `1`\"", "RT301", "model.cost.inptu"),
-    ("when: \"vars.treshold > 1\"", "RT303", "vars.treshold"),
-    ("when: \"signals.pcomplex > 1\"", "RT304", "signals.pcomplex"),
-    ("when: \"signal_errors.nope\"", "RT304", "signal_errors.nope"),
-])
+@pytest.mark.parametrize(
+    ("cond", "code", "bad"),
+    [
+        ("when: \"tool.nmae == 'bash'\"", "RT301", "tool.nmae"),
+        ("match: \"tool.nmae == 'bash'\"", "RT301", "tool.nmae"),
+        ('match: "usage.percnt > `1`"', "RT301", "usage.percnt"),
+        ('match: "model.cost.inptu > `1`"', "RT301", "model.cost.inptu"),
+        ('when: "vars.treshold > 1"', "RT303", "vars.treshold"),
+        ('when: "signals.pcomplex > 1"', "RT304", "signals.pcomplex"),
+        ('when: "signal_errors.nope"', "RT304", "signal_errors.nope"),
+    ],
+)
 def test_compile_unknown_paths(tmp_path: Path, cond: str, code: str, bad: str) -> None:
-    diag = only(diagnose(tmp_path, "vars: {threshold: 1}\nsignals: {p_complex: {expr: '1'}}\n"
-                                   f"rules:\n  - id: a\n    on: tool_call\n    {cond}\n"), code)
+    diag = only(
+        diagnose(
+            tmp_path,
+            "vars: {threshold: 1}\nsignals: {p_complex: {expr: '1'}}\n"
+            f"rules:\n  - id: a\n    on: tool_call\n    {cond}\n",
+        ),
+        code,
+    )
     assert where(diag)[0] == 6 and f"'{bad}'" in diag.message
 
 
 def test_compile_unknown_field_did_you_mean(tmp_path: Path) -> None:
-    diag = only(diagnose(tmp_path, "rules:\n  - id: a\n    on: tool_call\n    when: \"tool.nmae\"\n"), "RT301")
+    diag = only(diagnose(tmp_path, 'rules:\n  - id: a\n    on: tool_call\n    when: "tool.nmae"\n'), "RT301")
     assert "did you mean 'name'?" in (diag.help or "")
 
 
 def test_compile_field_of_other_event_type_rt301(tmp_path: Path) -> None:
-    assert codes(diagnose(tmp_path, "rules:\n  - id: a\n    on: input\n    when: \"tool.name == 'x'\"\n")) \
-        == ["RT302"]
-    assert codes(diagnose(tmp_path, "rules:\n  - id: a\n    on: [input, tool_call]\n"
-                                    "    when: \"tool.name == 'x'\"\n")) == []
+    assert codes(
+        diagnose(tmp_path, "rules:\n  - id: a\n    on: input\n    when: \"tool.name == 'x'\"\n")
+    ) == ["RT302"]
+    assert (
+        codes(
+            diagnose(
+                tmp_path, "rules:\n  - id: a\n    on: [input, tool_call]\n    when: \"tool.name == 'x'\"\n"
+            )
+        )
+        == []
+    )
 
 
 def test_compile_free_parts_of_the_tree_unchecked(tmp_path: Path) -> None:
-    compile_ok(tmp_path, "rules:\n  - id: a\n    on: tool_call\n    when: \"tool.input.anything.deep and "
-                         "state.whatever.x and env.X and models['a/b'].cost.input\"\n")
+    compile_ok(
+        tmp_path,
+        'rules:\n  - id: a\n    on: tool_call\n    when: "tool.input.anything.deep and '
+        "state.whatever.x and env.X and models['a/b'].cost.input\"\n",
+    )
 
 
 def test_compile_unknown_name_rt302_suggests_quotes(tmp_path: Path) -> None:
-    diag = only(diagnose(tmp_path, "rules:\n  - id: a\n    on: input\n    when: \"state.band == react\"\n"), "RT302")
+    diag = only(
+        diagnose(tmp_path, 'rules:\n  - id: a\n    on: input\n    when: "state.band == react"\n'), "RT302"
+    )
     assert where(diag) == (4, 11) and "write 'react' in quotes" in (diag.help or "")
 
 
@@ -250,13 +310,19 @@ def test_compile_duplicate_rule_id_rt305(tmp_path: Path) -> None:
 
 
 def test_compile_action_without_effect_on_event_rt309(tmp_path: Path) -> None:
-    diag = only(diagnose(tmp_path, "rules:\n  - id: a\n    on: input\n    do:\n"
-                                   "      - section: {name: x, text: y}\n"), "RT309")
+    diag = only(
+        diagnose(
+            tmp_path, "rules:\n  - id: a\n    on: input\n    do:\n      - section: {name: x, text: y}\n"
+        ),
+        "RT309",
+    )
     assert where(diag) == (5, 9) and "before_agent_start" in (diag.help or "")
 
 
 def test_compile_signal_cycle_rt310(tmp_path: Path) -> None:
-    diag = only(diagnose(tmp_path, "signals:\n  a: {expr: 'signals.b'}\n  b: {expr: 'signals.a + 1'}\n"), "RT310")
+    diag = only(
+        diagnose(tmp_path, "signals:\n  a: {expr: 'signals.b'}\n  b: {expr: 'signals.a + 1'}\n"), "RT310"
+    )
     assert where(diag) == (2, 6) and "a -> b -> a" in diag.message
 
 
@@ -270,19 +336,29 @@ def test_compile_signal_two_sources_rt111(tmp_path: Path) -> None:
 
 
 def test_compile_signal_expressions_checked(tmp_path: Path) -> None:
-    found = diagnose(tmp_path, "signals:\n  s:\n    expr: 'lowr(x)'\n    fallback: 'nope'\n"
-                               "    transform: 'result +'\n")
+    found = diagnose(
+        tmp_path, "signals:\n  s:\n    expr: 'lowr(x)'\n    fallback: 'nope'\n    transform: 'result +'\n"
+    )
     assert sorted((d.code, *where(d)) for d in found) == [
-        ("RT202", 5, 17), ("RT208", 3, 11), ("RT302", 3, 11), ("RT302", 4, 15)]
+        ("RT202", 5, 17),
+        ("RT208", 3, 11),
+        ("RT302", 3, 11),
+        ("RT302", 4, 15),
+    ]
 
 
 def test_compile_transform_may_read_result(tmp_path: Path) -> None:
-    compile_ok(tmp_path, "signals:\n  s:\n    complete: {prompt: hi}\n    transform: 'extract_json(result).p'\n"
-                         "    fallback: '0'\nrules:\n  - id: a\n    on: input\n    when: 'signals.s > 1'\n")
+    compile_ok(
+        tmp_path,
+        "signals:\n  s:\n    complete: {prompt: hi}\n    transform: 'extract_json(result).p'\n"
+        "    fallback: '0'\nrules:\n  - id: a\n    on: input\n    when: 'signals.s > 1'\n",
+    )
 
 
 def test_compile_all_errors_reported_together(tmp_path: Path) -> None:
-    found = diagnose(tmp_path, "rules:\n  - id: a\n    on: inptu\n    when: 'lowr(x)'\n    do: [{notfy: 1}]\n")
+    found = diagnose(
+        tmp_path, "rules:\n  - id: a\n    on: inptu\n    when: 'lowr(x)'\n    do: [{notfy: 1}]\n"
+    )
     assert {"RT205", "RT206", "RT208"} <= set(codes(found))
 
 

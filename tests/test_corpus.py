@@ -30,9 +30,9 @@ CORPUS = Path(__file__).parent / "corpus" / "broken"
 FILES = sorted(CORPUS.glob("*.yaml"))
 KNOWN_BUGS = {
     "empty_on.yaml": "BUG: a rule with `on: []` compiles without a diagnostic, and `router lint` crashes "
-                     "(IndexError in the RT306 check) with exit 3",
+    "(IndexError in the RT306 check) with exit 3",
     "deep_conditional.yaml": "BUG: 500 nested conditional expressions raise RecursionError in "
-                             "compile_expression; `router lint` exits 3",
+    "compile_expression; `router lint` exits 3",
     "empty.yaml": "BUG (arguable): an empty policy file compiles silently; expected at least a warning",
 }
 
@@ -70,7 +70,9 @@ def test_corpus_file_lint_cli_exit_1_without_traceback(path: Path) -> None:
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output
     lines = result.output.splitlines()
-    assert any(line.split(":")[0].endswith(path.name) and ": error: " in line for line in lines), result.output
+    assert any(line.split(":")[0].endswith(path.name) and ": error: " in line for line in lines), (
+        result.output
+    )
     assert "[RT" in result.output
     assert lines[-1].startswith("Found ") and " error" in lines[-1]
 
@@ -78,8 +80,15 @@ def test_corpus_file_lint_cli_exit_1_without_traceback(path: Path) -> None:
 def test_corpus_lint_through_real_entry_point() -> None:
     paths = [str(p) for p in FILES if p.name not in KNOWN_BUGS]
     env = {**os.environ, "NO_COLOR": "1"}
-    done = subprocess.run([sys.executable, "-m", "router", "lint", *paths], capture_output=True, text=True,
-                          timeout=120, env=env, cwd=Path(__file__).parent.parent, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "router", "lint", *paths],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=Path(__file__).parent.parent,
+        check=False,
+    )
     output = done.stdout + done.stderr
     assert done.returncode == 1, output[-2000:]
     assert "Traceback" not in output and "internal error" not in output
@@ -116,44 +125,140 @@ def test_compile_files_arbitrary_text_never_raises(text: str) -> None:
 
 EVENTS = ["input", "turn_end", "tool_call", "before_agent_start", "context", "route", "question", "nope"]
 EXPRESSIONS = [
-    "text == 'x'", "lower(text) == 'y'", "usage.percent > 90", "state.band == 'react'", "signals.s > 0.5",
-    "vars.v + 1", "count_keywords(text, ['a', 'b']) > 1", "regex(text, '(a+)+')", "tool.name in ['bash']",
-    "text.lower()", "x +", "{p:.2f}", "not state.done", "utf16_len(text) > 120", "clamp(1, 2)", "nope(1)",
-    "text == `1`", "length(text) > `3`", "tools.active[0] == 'read'", "model.cost.input > `1`",
-    "'{text}'", "p={signals.s:.1f}", "", "  ", "__class__", "1 if a else 2",
+    "text == 'x'",
+    "lower(text) == 'y'",
+    "usage.percent > 90",
+    "state.band == 'react'",
+    "signals.s > 0.5",
+    "vars.v + 1",
+    "count_keywords(text, ['a', 'b']) > 1",
+    "regex(text, '(a+)+')",
+    "tool.name in ['bash']",
+    "text.lower()",
+    "x +",
+    "{p:.2f}",
+    "not state.done",
+    "utf16_len(text) > 120",
+    "clamp(1, 2)",
+    "nope(1)",
+    "text == `1`",
+    "length(text) > `3`",
+    "tools.active[0] == 'read'",
+    "model.cost.input > `1`",
+    "'{text}'",
+    "p={signals.s:.1f}",
+    "",
+    "  ",
+    "__class__",
+    "1 if a else 2",
 ]
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=True),
-                    st.sampled_from(EXPRESSIONS), st.text(max_size=8))
-KEYS = ["id", "on", "when", "match", "do", "continue", "shadow", "group", "enabled", "before", "after",
-        "examples", "event", "expect", "fires", "state", "signals", "notify", "set", "unset", "tools", "only",
-        "model", "text", "expr", "fallback", "transform", "classify", "questions", "env", "type", "vars",
-        "rules", "use", "disable", "bogus"]
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**20), 10**20),
+    st.floats(allow_nan=True),
+    st.sampled_from(EXPRESSIONS),
+    st.text(max_size=8),
+)
+KEYS = [
+    "id",
+    "on",
+    "when",
+    "match",
+    "do",
+    "continue",
+    "shadow",
+    "group",
+    "enabled",
+    "before",
+    "after",
+    "examples",
+    "event",
+    "expect",
+    "fires",
+    "state",
+    "signals",
+    "notify",
+    "set",
+    "unset",
+    "tools",
+    "only",
+    "model",
+    "text",
+    "expr",
+    "fallback",
+    "transform",
+    "classify",
+    "questions",
+    "env",
+    "type",
+    "vars",
+    "rules",
+    "use",
+    "disable",
+    "bogus",
+]
 values = st.recursive(
     scalars,
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(KEYS), inner, max_size=4)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(KEYS), inner, max_size=4)
+    ),
     max_leaves=12,
 )
-actions = st.dictionaries(st.sampled_from(["notify", "set", "unset", "log", "tools", "model", "section",
-                                           "block", "compact", "bogus"]), values, min_size=1, max_size=1)
+actions = st.dictionaries(
+    st.sampled_from(
+        ["notify", "set", "unset", "log", "tools", "model", "section", "block", "compact", "bogus"]
+    ),
+    values,
+    min_size=1,
+    max_size=1,
+)
 rules = st.fixed_dictionaries(
-    {"id": st.sampled_from(["a", "b", "c", "bad id"]),
-     "on": st.one_of(st.sampled_from(EVENTS), st.lists(st.sampled_from(EVENTS), min_size=1, max_size=2))},
-    optional={"when": st.sampled_from(EXPRESSIONS), "match": st.sampled_from(EXPRESSIONS),
-              "do": st.lists(actions, max_size=3), "continue": st.booleans(), "shadow": st.booleans(),
-              "group": st.sampled_from(["g", "h"]), "after": st.sampled_from(["a", "b", "zz"]),
-              "examples": st.lists(st.fixed_dictionaries({"event": st.fixed_dictionaries(
-                  {"type": st.sampled_from(EVENTS)}, optional={"text": scalars}),
-                  "expect": st.fixed_dictionaries({}, optional={"fires": st.booleans()})}), max_size=2),
-              "bogus": values},
+    {
+        "id": st.sampled_from(["a", "b", "c", "bad id"]),
+        "on": st.one_of(st.sampled_from(EVENTS), st.lists(st.sampled_from(EVENTS), min_size=1, max_size=2)),
+    },
+    optional={
+        "when": st.sampled_from(EXPRESSIONS),
+        "match": st.sampled_from(EXPRESSIONS),
+        "do": st.lists(actions, max_size=3),
+        "continue": st.booleans(),
+        "shadow": st.booleans(),
+        "group": st.sampled_from(["g", "h"]),
+        "after": st.sampled_from(["a", "b", "zz"]),
+        "examples": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "event": st.fixed_dictionaries(
+                        {"type": st.sampled_from(EVENTS)}, optional={"text": scalars}
+                    ),
+                    "expect": st.fixed_dictionaries({}, optional={"fires": st.booleans()}),
+                }
+            ),
+            max_size=2,
+        ),
+        "bogus": values,
+    },
 )
 policies = st.fixed_dictionaries(
     {},
-    optional={"version": st.sampled_from([1, 2, "1"]), "rules": st.lists(rules, max_size=4),
-              "vars": st.dictionaries(st.sampled_from(["v", "w"]), values, max_size=2),
-              "signals": st.dictionaries(st.sampled_from(["s", "t"]), st.dictionaries(
-                  st.sampled_from(["expr", "fallback", "transform", "complete", "bogus"]),
-                  st.sampled_from(EXPRESSIONS), max_size=2), max_size=2),
-              "disable": st.lists(st.sampled_from(["a", "zz"]), max_size=2), "env": values, "bogus": values},
+    optional={
+        "version": st.sampled_from([1, 2, "1"]),
+        "rules": st.lists(rules, max_size=4),
+        "vars": st.dictionaries(st.sampled_from(["v", "w"]), values, max_size=2),
+        "signals": st.dictionaries(
+            st.sampled_from(["s", "t"]),
+            st.dictionaries(
+                st.sampled_from(["expr", "fallback", "transform", "complete", "bogus"]),
+                st.sampled_from(EXPRESSIONS),
+                max_size=2,
+            ),
+            max_size=2,
+        ),
+        "disable": st.lists(st.sampled_from(["a", "zz"]), max_size=2),
+        "env": values,
+        "bogus": values,
+    },
 )
 
 

@@ -11,12 +11,20 @@ W = Severity.WARNING
 
 
 def test_sort_diagnostics_by_path_line_col_code_and_dedupe() -> None:
-    items = [Diagnostic("RT302", "b", Span("b.yaml", 1, 1)), Diagnostic("RT301", "x", Span("a.yaml", 2, 5)),
-             Diagnostic("RT205", "y", Span("a.yaml", 2, 5)), Diagnostic("RT110", "z", Span("a.yaml", 1, 9)),
-             Diagnostic("RT205", "y", Span("a.yaml", 2, 5))]
+    items = [
+        Diagnostic("RT302", "b", Span("b.yaml", 1, 1)),
+        Diagnostic("RT301", "x", Span("a.yaml", 2, 5)),
+        Diagnostic("RT205", "y", Span("a.yaml", 2, 5)),
+        Diagnostic("RT110", "z", Span("a.yaml", 1, 9)),
+        Diagnostic("RT205", "y", Span("a.yaml", 2, 5)),
+    ]
     ordered = sort_diagnostics(items)
     assert [(d.span.path, d.span.line, d.span.col, d.code) for d in ordered] == [
-        ("a.yaml", 1, 9, "RT110"), ("a.yaml", 2, 5, "RT205"), ("a.yaml", 2, 5, "RT301"), ("b.yaml", 1, 1, "RT302")]
+        ("a.yaml", 1, 9, "RT110"),
+        ("a.yaml", 2, 5, "RT205"),
+        ("a.yaml", 2, 5, "RT301"),
+        ("b.yaml", 1, 1, "RT302"),
+    ]
 
 
 def test_count_errors_and_warnings() -> None:
@@ -24,8 +32,12 @@ def test_count_errors_and_warnings() -> None:
 
 
 def test_render_text_line_format_help_and_trailer() -> None:
-    text = render_text([Diagnostic("RT205", "unknown event type 'x'", Span("p.yaml", 3, 9), help="did you mean 'y'?"),
-                        Diagnostic("RT311", "var 'v' is never used", Span("p.yaml", 1, 3), W)])
+    text = render_text(
+        [
+            Diagnostic("RT205", "unknown event type 'x'", Span("p.yaml", 3, 9), help="did you mean 'y'?"),
+            Diagnostic("RT311", "var 'v' is never used", Span("p.yaml", 1, 3), W),
+        ]
+    )
     assert text.splitlines() == [
         "p.yaml:1:3: warning: var 'v' is never used [RT311]",
         "p.yaml:3:9: error: unknown event type 'x' [RT205]",
@@ -35,8 +47,9 @@ def test_render_text_line_format_help_and_trailer() -> None:
 
 
 def test_render_text_source_excerpt_with_caret() -> None:
-    text = render_text([Diagnostic("RT205", "m", Span("p.yaml", 2, 5))],
-                       source_lines={"p.yaml": ["a: 1", "b:  xyz"]})
+    text = render_text(
+        [Diagnostic("RT205", "m", Span("p.yaml", 2, 5))], source_lines={"p.yaml": ["a: 1", "b:  xyz"]}
+    )
     assert text.splitlines()[1:3] == ["  | b:  xyz", "  |     ^"]
 
 
@@ -46,11 +59,26 @@ def test_render_text_without_span_and_empty() -> None:
 
 
 def test_render_json_fields() -> None:
-    body = json.loads(render_json([Diagnostic("RT205", "m", Span("p.yaml", 2, 5), key_path="rules[0].on",
-                                              rule_id="a")]))
-    assert body == {"diagnostics": [{"code": "RT205", "severity": "error", "message": "m", "path": "p.yaml",
-                                     "line": 2, "col": 5, "key_path": "rules[0].on", "rule_id": "a",
-                                     "help": None}], "errors": 1, "warnings": 0}
+    body = json.loads(
+        render_json([Diagnostic("RT205", "m", Span("p.yaml", 2, 5), key_path="rules[0].on", rule_id="a")])
+    )
+    assert body == {
+        "diagnostics": [
+            {
+                "code": "RT205",
+                "severity": "error",
+                "message": "m",
+                "path": "p.yaml",
+                "line": 2,
+                "col": 5,
+                "key_path": "rules[0].on",
+                "rule_id": "a",
+                "help": None,
+            }
+        ],
+        "errors": 1,
+        "warnings": 0,
+    }
 
 
 EVENTS = [
@@ -65,12 +93,18 @@ EVENTS = [
 
 def test_filter_matched_keeps_fired_rules_with_their_rule_line() -> None:
     assert [(e.kind, e.rule_id) for e in filter_events(EVENTS, "matched")] == [
-        ("rule", "b"), ("fire", "b"), ("action", "b")]
+        ("rule", "b"),
+        ("fire", "b"),
+        ("action", "b"),
+    ]
 
 
 def test_filter_fails_keeps_the_rest() -> None:
     assert [(e.kind, e.rule_id) for e in filter_events(EVENTS, "fails")] == [
-        ("rule", "a"), ("cond", "a"), ("skip", "c")]
+        ("rule", "a"),
+        ("cond", "a"),
+        ("skip", "c"),
+    ]
     assert filter_events(EVENTS, "full") == EVENTS
 
 

@@ -30,9 +30,17 @@ def fails(source: str, **scope: Any) -> ExpressionError:
     return info.value
 
 
-@pytest.mark.parametrize(("source", "offset"), [
-    ("a +", 0), ("  a +", 2), ("1 if 2", 0), ("(a", 0), ("a b", 0), ("x = 1", 0),
-])
+@pytest.mark.parametrize(
+    ("source", "offset"),
+    [
+        ("a +", 0),
+        ("  a +", 2),
+        ("1 if 2", 0),
+        ("(a", 0),
+        ("a b", 0),
+        ("x = 1", 0),
+    ],
+)
 def test_compile_expression_syntax_error_rt202_with_offset(source: str, offset: int) -> None:
     error = refused(source)
     assert error.code == "RT202" and error.offset >= offset
@@ -48,26 +56,58 @@ def test_compile_expression_too_long_rt202() -> None:
     assert refused("x" * 20_001).code == "RT202"
 
 
-@pytest.mark.parametrize("source", [
-    "text.lower()", "lower(text).strip()", "lambda: 1", "__class__", "x.__class__", "x._private",
-    "lower(text=1)", "lower(*args)", "max(**kw)", "[*a]", "{1, 2}", "a & b", "a | b", "a ^ b", "~a",
-    "a << 1", "a >> 1", "a @ b", "(y := 1)", "{x for x in a}", "(x for x in a)", "await x", "yield",
-    "1 + x.lower()",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "text.lower()",
+        "lower(text).strip()",
+        "lambda: 1",
+        "__class__",
+        "x.__class__",
+        "x._private",
+        "lower(text=1)",
+        "lower(*args)",
+        "max(**kw)",
+        "[*a]",
+        "{1, 2}",
+        "a & b",
+        "a | b",
+        "a ^ b",
+        "~a",
+        "a << 1",
+        "a >> 1",
+        "a @ b",
+        "(y := 1)",
+        "{x for x in a}",
+        "(x for x in a)",
+        "await x",
+        "yield",
+        "1 + x.lower()",
+    ],
+)
 def test_compile_expression_forbidden_construct_rt203(source: str) -> None:
     assert refused(source).code == "RT203"
 
 
-OFFSET_BUG = ("BUG: compile_expression parses f'({text}\\n)' (to allow line breaks), so every AST "
-              "col_offset is one too far right: RT203/RT210 columns point one character past the "
-              "construct, and Expression.conjuncts() cuts the first character of each part "
-              "(`router explain` prints 'first miss: ength(text) > 3')")
+OFFSET_BUG = (
+    "BUG: compile_expression parses f'({text}\\n)' (to allow line breaks), so every AST "
+    "col_offset is one too far right: RT203/RT210 columns point one character past the "
+    "construct, and Expression.conjuncts() cuts the first character of each part "
+    "(`router explain` prints 'first miss: ength(text) > 3')"
+)
 
 
 @pytest.mark.xfail(strict=True, reason=OFFSET_BUG)
-@pytest.mark.parametrize(("source", "offset"), [
-    ("text.lower()", 0), ("[*a]", 1), ("(y := 1)", 1), ("1 + x.lower()", 4), ("   x.y()", 3),
-])
+@pytest.mark.parametrize(
+    ("source", "offset"),
+    [
+        ("text.lower()", 0),
+        ("[*a]", 1),
+        ("(y := 1)", 1),
+        ("1 + x.lower()", 4),
+        ("   x.y()", 3),
+    ],
+)
 def test_compile_expression_forbidden_construct_offset(source: str, offset: int) -> None:
     assert refused(source).offset == offset
 
@@ -94,29 +134,37 @@ def test_template_without_braces_constant() -> None:
     assert render("plain text") == "plain text"
 
 
-@pytest.mark.parametrize(("source", "scope", "expected"), [
-    ("{n}", {"n": 3}, 3),
-    ("{flag}", {"flag": False}, False),
-    ("{items}", {"items": [1, 2]}, [1, 2]),
-    ("{missing}", {}, None),
-    ("  {n}  ", {"n": 3}, 3),
-    ("{ {'a': n}['a'] }", {"n": 4}, 4),
-])
-def test_template_single_placeholder_yields_typed_value(source: str, scope: dict[str, Any], expected: Any) -> None:
+@pytest.mark.parametrize(
+    ("source", "scope", "expected"),
+    [
+        ("{n}", {"n": 3}, 3),
+        ("{flag}", {"flag": False}, False),
+        ("{items}", {"items": [1, 2]}, [1, 2]),
+        ("{missing}", {}, None),
+        ("  {n}  ", {"n": 3}, 3),
+        ("{ {'a': n}['a'] }", {"n": 4}, 4),
+    ],
+)
+def test_template_single_placeholder_yields_typed_value(
+    source: str, scope: dict[str, Any], expected: Any
+) -> None:
     assert render(source, **scope) == expected
 
 
-@pytest.mark.parametrize(("source", "scope", "expected"), [
-    ("p={p:.2f}", {"p": 0.856}, "p=0.86"),
-    ("{p:.0f}%", {"p": 92.4}, "92%"),
-    ("{n:>4}|", {"n": 7}, "   7|"),
-    ("{n:03d}", {"n": 7}, "007"),
-    ("a={a} b={b}", {"a": 1, "b": "x"}, "a=1 b=x"),
-    ("{{literal}} {n}", {"n": 1}, "{literal} 1"),
-    ("{{a}} {{b}}", {}, "{a} {b}"),
-    ("{p:.1%}", {"p": 0.5}, "50.0%"),
-    ("x{n}y", {"n": None}, "xNoney"),
-])
+@pytest.mark.parametrize(
+    ("source", "scope", "expected"),
+    [
+        ("p={p:.2f}", {"p": 0.856}, "p=0.86"),
+        ("{p:.0f}%", {"p": 92.4}, "92%"),
+        ("{n:>4}|", {"n": 7}, "   7|"),
+        ("{n:03d}", {"n": 7}, "007"),
+        ("a={a} b={b}", {"a": 1, "b": "x"}, "a=1 b=x"),
+        ("{{literal}} {n}", {"n": 1}, "{literal} 1"),
+        ("{{a}} {{b}}", {}, "{a} {b}"),
+        ("{p:.1%}", {"p": 0.5}, "50.0%"),
+        ("x{n}y", {"n": None}, "xNoney"),
+    ],
+)
 def test_template_fstring_formats(source: str, scope: dict[str, Any], expected: Any) -> None:
     assert render(source, **scope) == expected
 
@@ -135,9 +183,12 @@ def test_template_unclosed_or_bad_spec_is_rt204(source: str) -> None:
     assert info.value.code == "RT204"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a template that is only an escaped placeholder ('{{n}}') is "
-                   "taken for a single placeholder and refused as a set literal (RT203) instead of "
-                   "rendering the text '{n}'")
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: a template that is only an escaped placeholder ('{{n}}') is "
+    "taken for a single placeholder and refused as a set literal (RT203) instead of "
+    "rendering the text '{n}'",
+)
 def test_template_only_escaped_braces_renders_literal_text() -> None:
     assert render("{{n}}", n=1) == "{n}"
 
@@ -153,19 +204,41 @@ def test_template_format_of_wrong_type_raises_expression_error() -> None:
         render("{s:.2f}", s="text")
 
 
-@pytest.mark.parametrize(("source", "expected"), [
-    ("n < 1", False), ("n > 1", False), ("n <= n", False), ("n >= 0", False), ("1 < n", False),
-    ("n == null", True), ("n != null", False), ("not n", True), ("n is null", True),
-])
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("n < 1", False),
+        ("n > 1", False),
+        ("n <= n", False),
+        ("n >= 0", False),
+        ("1 < n", False),
+        ("n == null", True),
+        ("n != null", False),
+        ("not n", True),
+        ("n is null", True),
+    ],
+)
 def test_null_ordering_false_and_equality_exact(source: str, expected: bool) -> None:
     assert run(source, n=None) is expected
 
 
-@pytest.mark.parametrize(("source", "expected"), [
-    ("n.b", None), ("n.b.c", None), ("a.missing", None), ("a.b.c", None), ("missing", None),
-    ("missing.x.y", None), ("a['missing']", None), ("n[0]", None), ("items[10]", None), ("items[-1]", 3),
-    ("a.b is null and a.c == 1", True), ("usage.percent > 95", False),
-])
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("n.b", None),
+        ("n.b.c", None),
+        ("a.missing", None),
+        ("a.b.c", None),
+        ("missing", None),
+        ("missing.x.y", None),
+        ("a['missing']", None),
+        ("n[0]", None),
+        ("items[10]", None),
+        ("items[-1]", 3),
+        ("a.b is null and a.c == 1", True),
+        ("usage.percent > 95", False),
+    ],
+)
 def test_null_propagation_paths_and_missing_keys(source: str, expected: Any) -> None:
     scope = {"n": None, "a": {"b": None, "c": 1}, "items": [1, 2, 3], "usage": None}
     assert run(source, **scope) == expected
@@ -177,20 +250,43 @@ def test_type_errors_raise_expression_error_rt401(source: str) -> None:
     assert error.code == "RT401" and error.source == source
 
 
-@pytest.mark.parametrize(("source", "expected"), [
-    ("true and false", False), ("True or False", True), ("null", None), ("None", None),
-    ("1 < 2 < 3", True), ("3 > 2 > 2", False), ("'a' in 'cat'", True), ("2 not in [1]", True),
-    ("a and b", 0), ("b or 'x'", "x"), ("1 if a else 2", 1), ("[x * 2 for x in [1, 2] if x > 1]", [4]),
-    ("items[1:]", [2, 3]), ("{'k': 1}.k", 1), ("-(2 ** 3)", -8), ("7 // 2 + 7 % 2", 4),
-])
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("true and false", False),
+        ("True or False", True),
+        ("null", None),
+        ("None", None),
+        ("1 < 2 < 3", True),
+        ("3 > 2 > 2", False),
+        ("'a' in 'cat'", True),
+        ("2 not in [1]", True),
+        ("a and b", 0),
+        ("b or 'x'", "x"),
+        ("1 if a else 2", 1),
+        ("[x * 2 for x in [1, 2] if x > 1]", [4]),
+        ("items[1:]", [2, 3]),
+        ("{'k': 1}.k", 1),
+        ("-(2 ** 3)", -8),
+        ("7 // 2 + 7 % 2", 4),
+    ],
+)
 def test_expression_semantics_python_like(source: str, expected: Any) -> None:
     assert run(source, a=1, b=0, items=[1, 2, 3]) == expected
 
 
-@pytest.mark.parametrize("source", [
-    "'x' * 100001", "s * 50001", "items * 100001", "2 ** 4001", "4001 ** 2", "(-5000) ** 2",
-    "'a' * 60000 + 'b' * 60000",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "'x' * 100001",
+        "s * 50001",
+        "items * 100001",
+        "2 ** 4001",
+        "4001 ** 2",
+        "(-5000) ** 2",
+        "'a' * 60000 + 'b' * 60000",
+    ],
+)
 def test_limits_raise_rt403(source: str) -> None:
     assert fails(source, s="ab", items=[0]).code == "RT403"
 
@@ -212,7 +308,9 @@ def test_comprehension_size_bounded_rt403() -> None:
 
 
 def test_expression_names_exclude_constants_functions_and_bound() -> None:
-    expr = compile_expression("lower(text) == 'x' and [i for i in items if i.ok] and null != true and signals.p")
+    expr = compile_expression(
+        "lower(text) == 'x' and [i for i in items if i.ok] and null != true and signals.p"
+    )
     assert expr.names == {"text", "items", "signals"}
 
 
@@ -226,8 +324,11 @@ def test_expression_paths_root_anchored_dotted_and_string_subscripts() -> None:
     assert set(expr.paths) >= {("a", "b", "c"), ("d", "e", "f"), ("g",), ("state", "x")}
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: Expression.paths lists called function names as paths "
-                   "(('lower',) for lower(x)), so explain shows bindings like lower=null")
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: Expression.paths lists called function names as paths "
+    "(('lower',) for lower(x)), so explain shows bindings like lower=null",
+)
 def test_expression_paths_exclude_function_names() -> None:
     assert compile_expression("lower(text) == 'x'").paths == (("text",),)
 

@@ -21,8 +21,9 @@ ARITH = ["+", "-", "*", "/", "//", "%"]
 
 literals = st.one_of(
     st.integers(-5, 5).map(str),
-    st.sampled_from(["0.5", "2.5", "-1.0", "true", "false", "null", "''", "'x'", "'ab'", "[]", "{}",
-                     "[1, 2]", "{'x': 1}"]),
+    st.sampled_from(
+        ["0.5", "2.5", "-1.0", "true", "false", "null", "''", "'x'", "'ab'", "[]", "{}", "[1, 2]", "{'x': 1}"]
+    ),
 )
 leaves = st.one_of(st.sampled_from(NAMES), literals)
 
@@ -54,10 +55,16 @@ def _extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 expressions = st.recursive(leaves, _extend, max_leaves=12)
 
 json_values = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-10, 10),
-              st.floats(-10, 10, allow_nan=False, allow_infinity=False), st.text("abxy ", max_size=4)),
-    lambda inner: st.one_of(st.lists(inner, max_size=3),
-                            st.dictionaries(st.sampled_from(FIELDS), inner, max_size=3)),
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-10, 10),
+        st.floats(-10, 10, allow_nan=False, allow_infinity=False),
+        st.text("abxy ", max_size=4),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(FIELDS), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 scopes = st.fixed_dictionaries({name: json_values for name in NAMES if name != "missing"})
@@ -98,12 +105,35 @@ def test_closures_agree_with_simpleeval_reference(source: str, scope: dict[str, 
         assert _same(compiled[1], reference[1]), (source, compiled, reference)
 
 
-@pytest.mark.parametrize("source", [
-    "a.x.y", "items[0]", "items[-1]", "items[1:]", "d['x']", "missing.x", "n < 1", "n == null",
-    "a and b or n", "1 < 2 < 3 > 2", "not items", "lower(s) if s else 'none'", "[v for v in items if v]",
-    "{'x': a, 'y': [b, n]}", "f'{a}-{b:>3}'", "clamp(a, 0, 1)", "contains(items, 1)", "not_null(n, b)",
-    "items * 2", "-a + b * 2 ** 2", "a / 0", "s.x", "items['x']", "lower(items)",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "a.x.y",
+        "items[0]",
+        "items[-1]",
+        "items[1:]",
+        "d['x']",
+        "missing.x",
+        "n < 1",
+        "n == null",
+        "a and b or n",
+        "1 < 2 < 3 > 2",
+        "not items",
+        "lower(s) if s else 'none'",
+        "[v for v in items if v]",
+        "{'x': a, 'y': [b, n]}",
+        "f'{a}-{b:>3}'",
+        "clamp(a, 0, 1)",
+        "contains(items, 1)",
+        "not_null(n, b)",
+        "items * 2",
+        "-a + b * 2 ** 2",
+        "a / 0",
+        "s.x",
+        "items['x']",
+        "lower(items)",
+    ],
+)
 def test_closures_agree_on_fixed_cases(source: str) -> None:
     scope = {"a": 1, "b": 2.5, "n": None, "s": "Hi", "items": [1, 0, 3], "d": {"x": {"y": 1}}}
     compiled, reference = _both(source, scope)

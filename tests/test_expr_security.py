@@ -31,16 +31,29 @@ def fails(source: str, **scope: Any) -> ExpressionError:
     return info.value
 
 
-@pytest.mark.parametrize("source", [
-    "x.__class__", "x.__class__.__mro__[1].__subclasses__()", "''.__class__", "(1).__class__",
-    "x.__dict__", "x.__globals__", "lower.__globals__", "x.__init__.__globals__", "x._anything",
-    "[c for c in x.__class__.__bases__]", "f'{x.__class__}'",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "x.__class__",
+        "x.__class__.__mro__[1].__subclasses__()",
+        "''.__class__",
+        "(1).__class__",
+        "x.__dict__",
+        "x.__globals__",
+        "lower.__globals__",
+        "x.__init__.__globals__",
+        "x._anything",
+        "[c for c in x.__class__.__bases__]",
+        "f'{x.__class__}'",
+    ],
+)
 def test_dunder_and_private_attributes_refused_at_load(source: str) -> None:
     assert refused(source).code == "RT203"
 
 
-@pytest.mark.parametrize("source", ["__builtins__", "__import__('os')", "__class__", "__name__", "__loader__"])
+@pytest.mark.parametrize(
+    "source", ["__builtins__", "__import__('os')", "__class__", "__name__", "__loader__"]
+)
 def test_dunder_names_refused_at_load(source: str) -> None:
     assert refused(source).code == "RT203"
 
@@ -50,10 +63,33 @@ def test_statements_are_not_expressions(source: str) -> None:
     assert refused(source).code == "RT202"
 
 
-@pytest.mark.parametrize("name", [
-    "open", "getattr", "setattr", "eval", "exec", "compile", "globals", "locals", "vars", "type", "dir",
-    "print", "input", "breakpoint", "help", "object", "str", "list", "dict", "range", "len", "format",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "open",
+        "getattr",
+        "setattr",
+        "eval",
+        "exec",
+        "compile",
+        "globals",
+        "locals",
+        "vars",
+        "type",
+        "dir",
+        "print",
+        "input",
+        "breakpoint",
+        "help",
+        "object",
+        "str",
+        "list",
+        "dict",
+        "range",
+        "len",
+        "format",
+    ],
+)
 def test_python_builtins_are_not_callable(name: str) -> None:
     error = fails(f"{name}('x')")
     assert error.code == "RT208" and name in error.message
@@ -64,18 +100,33 @@ def test_python_builtins_are_not_names(name: str) -> None:
     assert run(name) is None
 
 
-@pytest.mark.parametrize("source", [
-    "text.lower()", "text.format(x)", "'{0.__class__}'.format(x)", "text.encode()", "d.keys()",
-    "d.get('a')", "items.append(1)", "lower(text).upper()", "(text).join([])",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "text.lower()",
+        "text.format(x)",
+        "'{0.__class__}'.format(x)",
+        "text.encode()",
+        "d.keys()",
+        "d.get('a')",
+        "items.append(1)",
+        "lower(text).upper()",
+        "(text).join([])",
+    ],
+)
 def test_method_calls_refused_at_load(source: str) -> None:
     assert refused(source).code == "RT203"
 
 
-@pytest.mark.parametrize(("source", "scope"), [
-    ("s.format", {"s": "x"}), ("s.upper", {"s": "x"}), ("items.append", {"items": []}),
-    ("n.real", {"n": 1}),
-])
+@pytest.mark.parametrize(
+    ("source", "scope"),
+    [
+        ("s.format", {"s": "x"}),
+        ("s.upper", {"s": "x"}),
+        ("items.append", {"items": []}),
+        ("n.real", {"n": 1}),
+    ],
+)
 def test_attribute_on_plain_value_never_yields_a_bound_method(source: str, scope: dict[str, Any]) -> None:
     assert fails(source, **scope).code == "RT401"
 
@@ -90,17 +141,42 @@ def test_subscript_string_key_on_string_refused_at_run_time() -> None:
     assert fails("s['__class__']", s="x").code == "RT401"
 
 
-@pytest.mark.parametrize("source", ["lambda: 1", "(lambda x: x)(1)", "(y := 1)", "(x for x in a)",
-                                    "{x for x in a}", "lower(*a)", "lower(**a)", "(yield)",
-                                    "lower(x=1)", "[*a]", "{1}", "a & b", "~a", "a << 64"])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "lambda: 1",
+        "(lambda x: x)(1)",
+        "(y := 1)",
+        "(x for x in a)",
+        "{x for x in a}",
+        "lower(*a)",
+        "lower(**a)",
+        "(yield)",
+        "lower(x=1)",
+        "[*a]",
+        "{1}",
+        "a & b",
+        "~a",
+        "a << 64",
+    ],
+)
 def test_left_out_constructs_refused_at_load(source: str) -> None:
     assert refused(source).code == "RT203"
 
 
-@pytest.mark.parametrize("source", [
-    "{x:>99999999}", "{x:<10000}", "{x:.99999f}", "{x:0>12345}", "{x:{w}}", "{x:>{w}}", "{x!r:>9999}",
-    "a{x:٩٩٩٩}b",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{x:>99999999}",
+        "{x:<10000}",
+        "{x:.99999f}",
+        "{x:0>12345}",
+        "{x:{w}}",
+        "{x:>{w}}",
+        "{x!r:>9999}",
+        "a{x:٩٩٩٩}b",
+    ],
+)
 def test_format_spec_attacks_refused_at_load_rt204(source: str) -> None:
     with pytest.raises(ExpressionSyntaxError) as info:
         compile_template(source)
@@ -117,19 +193,30 @@ def test_template_values_are_never_formatted_twice() -> None:
     assert evaluator.render(compile_template("a {t} b")) == "a {__class__} {x:>99999999} b"
 
 
-@pytest.mark.parametrize(("source", "scope"), [
-    ("'x' * 10 ** 9", {}), ("[0] * 10 ** 9", {}), ("s * n", {"s": "ab", "n": 10**8}),
-    ("10 ** 10 ** 10", {}), ("2 ** 100000", {}), ("(-9) ** 99999", {}), ("s + s", {"s": "x" * 60_000}),
-    ("[1 for a in r for b in r for c in r for d in r]", {"r": list(range(20))}),
-    ("[[1 for a in r] for b in r]", {"r": list(range(200))}),
-])
+@pytest.mark.parametrize(
+    ("source", "scope"),
+    [
+        ("'x' * 10 ** 9", {}),
+        ("[0] * 10 ** 9", {}),
+        ("s * n", {"s": "ab", "n": 10**8}),
+        ("10 ** 10 ** 10", {}),
+        ("2 ** 100000", {}),
+        ("(-9) ** 99999", {}),
+        ("s + s", {"s": "x" * 60_000}),
+        ("[1 for a in r for b in r for c in r for d in r]", {"r": list(range(20))}),
+        ("[[1 for a in r] for b in r]", {"r": list(range(200))}),
+    ],
+)
 def test_resource_limits_bound_time_and_memory_rt403(source: str, scope: dict[str, Any]) -> None:
     assert fails(source, **scope).code == "RT403"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: printf-style '%' formatting is not bounded: "
-                   "\"'%1000000s' % 'x'\" builds a 1,000,000-character string (and '%999999999s' "
-                   "tries to allocate a gigabyte) past the 100,000 limit")
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: printf-style '%' formatting is not bounded: "
+    "\"'%1000000s' % 'x'\" builds a 1,000,000-character string (and '%999999999s' "
+    "tries to allocate a gigabyte) past the 100,000 limit",
+)
 def test_percent_formatting_width_bounded_rt403() -> None:
     assert fails("'%1000000s' % 'x'").code == "RT403"
 
@@ -146,21 +233,27 @@ def test_huge_int_to_text_fails_cleanly() -> None:
         run("to_json(10 ** 4000 * 10 ** 4000)")
 
 
-@pytest.mark.parametrize("source", [
-    "(" * 300 + "1" + ")" * 300,
-    "-" * 5000 + "1",
-    "not " * 3000 + "x",
-    "1" + "+1" * 9000,
-    "a" + ".b" * 5000,
-    "x" + "[0]" * 3000,
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "(" * 300 + "1" + ")" * 300,
+        "-" * 5000 + "1",
+        "not " * 3000 + "x",
+        "1" + "+1" * 9000,
+        "a" + ".b" * 5000,
+        "x" + "[0]" * 3000,
+    ],
+)
 def test_deep_nesting_refused_at_load_rt202(source: str) -> None:
     assert refused(source).code == "RT202"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: 500 nested conditional expressions (6,000 characters) make "
-                   "compile_expression raise RecursionError while building closures; `router lint` "
-                   "exits 3 instead of reporting RT202")
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: 500 nested conditional expressions (6,000 characters) make "
+    "compile_expression raise RecursionError while building closures; `router lint` "
+    "exits 3 instead of reporting RT202",
+)
 def test_deep_conditional_nesting_refused_at_load_rt202() -> None:
     assert refused("a if b else " * 500 + "c").code == "RT202"
 

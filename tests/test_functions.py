@@ -23,46 +23,97 @@ JMESPATH_EXAMPLES = {
     "head": "head('abcdef', `2`) == 'ab'",
     "split": "split('a,b', ',') == `[\"a\", \"b\"]`",
     "replace": "replace('a-b', '-', '+') == 'a+b'",
-    "to_json": "to_json(`{\"a\": 1}`) == '{\"a\": 1}'",
+    "to_json": 'to_json(`{"a": 1}`) == \'{"a": 1}\'',
     "parse_json": "parse_json('{\"a\": 1}').a == `1`",
     "extract_json": "extract_json('Sure: {\"x\": 2} done').x == `2`",
     "regex": "regex('MVP (Recommended)', 'recommend', 'i')",
     "regex_find": "regex_find('p=0.86', '[0-9.]+') == '0.86'",
-    "count_keywords": "count_keywords('add a prefix to the debug tool', `[\"fix\", \"debug\"]`) == `2`",
+    "count_keywords": 'count_keywords(\'add a prefix to the debug tool\', `["fix", "debug"]`) == `2`',
     "clamp": "clamp(`1.7`, `0`, `1`) == `1`",
     "round": "round(`0.856`, `2`) == `0.86`",
     "get": "get(`{\"a\": 1}`, 'b', `0`) == `0`",
-    "intersect": "intersect(`[\"a\", \"b\", \"c\"]`, `[\"c\", \"a\"]`) == `[\"a\", \"c\"]`",
-    "without": "without(`[\"a\", \"b\"]`, `[\"b\"]`) == `[\"a\"]`",
-    "expand_aliases": "expand_aliases(`[\"read\", \"search\"]`, `{\"search\": [\"grep\", \"find\"]}`, "
-                      "`[\"find\", \"read\"]`) == `[\"read\", \"find\"]`",
+    "intersect": 'intersect(`["a", "b", "c"]`, `["c", "a"]`) == `["a", "c"]`',
+    "without": 'without(`["a", "b"]`, `["b"]`) == `["a"]`',
+    "expand_aliases": 'expand_aliases(`["read", "search"]`, `{"search": ["grep", "find"]}`, '
+    '`["find", "read"]`) == `["read", "find"]`',
     "cap_level": "cap_level('medium', 'low') == 'low'",
-    "map_score": "map_score(`0.3`, `[{\"score\": 0.2, \"level\": \"off\"}, {\"score\": 0.4, \"level\": \"low\"}]`, "
-                 "'high') == 'low'",
-    "pick_model": "pick_model(`[\"a\", \"b\"]`, 'smallest_fitting', `{\"a\": {\"context_window\": 8000}, "
-                  "\"b\": {\"context_window\": 32000}}`, `0.2`) == 'a'",
+    "map_score": 'map_score(`0.3`, `[{"score": 0.2, "level": "off"}, {"score": 0.4, "level": "low"}]`, '
+    "'high') == 'low'",
+    "pick_model": 'pick_model(`["a", "b"]`, \'smallest_fitting\', `{"a": {"context_window": 8000}, '
+    '"b": {"context_window": 32000}}`, `0.2`) == \'a\'',
     "parse_value": "parse_value('0.6') == `0.6` && parse_value('on') == 'on'",
     "fixed": "fixed(`1`, `2`) == '1.00'",
-    "deep_merge": "deep_merge(`{\"a\": {\"b\": 1, \"c\": 2}}`, `{\"a\": {\"c\": 3}}`) == "
-                  "`{\"a\": {\"b\": 1, \"c\": 3}}`",
-    "omit_nulls": "omit_nulls(`{\"a\": 1, \"b\": null}`) == `{\"a\": 1}`",
-    "join_values": "join_values(`[\"a\", \"b\"]`) == 'a, b'",
+    "deep_merge": 'deep_merge(`{"a": {"b": 1, "c": 2}}`, `{"a": {"c": 3}}`) == `{"a": {"b": 1, "c": 3}}`',
+    "omit_nulls": 'omit_nulls(`{"a": 1, "b": null}`) == `{"a": 1}`',
+    "join_values": 'join_values(`["a", "b"]`) == \'a, b\'',
     "argmax": "argmax(`[1, 3, 3]`) == `1`",
-    "pick_option": "pick_option(`[{\"value\": \"a\", \"label\": \"A\"}, {\"value\": \"b\", "
-                   "\"label\": \"B (Recommended)\"}]`, `[{\"pattern\": \"recommended\", \"flags\": \"i\", "
-                   "\"add\": 100}]`).value == 'b'",
-    "validate_answers": "validate_answers(`{\"answers\": [{\"value\": \"MVP\"}]}`, `[{\"id\": \"q1\", "
-                        "\"options\": [{\"value\": \"mvp\", \"label\": \"MVP\"}], \"allow_other\": false}]`)"
-                        ".q1.value == 'mvp'",
+    "pick_option": 'pick_option(`[{"value": "a", "label": "A"}, {"value": "b", '
+    '"label": "B (Recommended)"}]`, `[{"pattern": "recommended", "flags": "i", '
+    "\"add\": 100}]`).value == 'b'",
+    "validate_answers": 'validate_answers(`{"answers": [{"value": "MVP"}]}`, `[{"id": "q1", '
+    '"options": [{"value": "mvp", "label": "MVP"}], "allow_other": false}]`)'
+    ".q1.value == 'mvp'",
 }
 
-REACT = ["开发", "创建", "写一个", "生成", "从零", "做一个", "游戏", "网页", "网站", "构建", "新项目", "搭建", "实现",
-         "做出", "上线", "落地", "脚本", "工具", "应用", "build", "create", "develop", "generate", "implement",
-         "make a", "new project"]
-SPEC = ["修复", "修一下", "调试", "重构", "维护", "排查", "报错", "出错", "崩溃", "优化", "审查", "review", "fix",
-        "debug", "refactor", "maintain", "repair", "broken", "break", "为什么", "异常", "故障", "迁移", "升级", "兼容"]
-COMPLEX = ("重构|架构|全面|详细|设计|系统|优化|分析|survey|overview|architecture|refactor|comprehensive|detailed|"
-           "design|system|optimize|analyze")
+REACT = [
+    "开发",
+    "创建",
+    "写一个",
+    "生成",
+    "从零",
+    "做一个",
+    "游戏",
+    "网页",
+    "网站",
+    "构建",
+    "新项目",
+    "搭建",
+    "实现",
+    "做出",
+    "上线",
+    "落地",
+    "脚本",
+    "工具",
+    "应用",
+    "build",
+    "create",
+    "develop",
+    "generate",
+    "implement",
+    "make a",
+    "new project",
+]
+SPEC = [
+    "修复",
+    "修一下",
+    "调试",
+    "重构",
+    "维护",
+    "排查",
+    "报错",
+    "出错",
+    "崩溃",
+    "优化",
+    "审查",
+    "review",
+    "fix",
+    "debug",
+    "refactor",
+    "maintain",
+    "repair",
+    "broken",
+    "break",
+    "为什么",
+    "异常",
+    "故障",
+    "迁移",
+    "升级",
+    "兼容",
+]
+COMPLEX = (
+    "重构|架构|全面|详细|设计|系统|优化|分析|survey|overview|architecture|refactor|comprehensive|detailed|"
+    "design|system|optimize|analyze"
+)
 
 # seed-behaviours.md §2.2, worked examples: (input, build matches, fix matches, result, complex)
 SEED_TABLE = [
@@ -113,26 +164,43 @@ def test_function_registration_has_summary_and_sane_arity(name: str) -> None:
     assert spec.max_args is None or spec.max_args >= spec.min_args >= 1
 
 
-@pytest.mark.parametrize(("text", "units"), [
-    ("a😀", 3), ("𝄞", 2), ("é", 1), ("e\u0301", 2), ("", 0), ("x" * 121, 121), ("👨\u200d👩\u200d👧", 8),
-])
+@pytest.mark.parametrize(
+    ("text", "units"),
+    [
+        ("a😀", 3),
+        ("𝄞", 2),
+        ("é", 1),
+        ("e\u0301", 2),
+        ("", 0),
+        ("x" * 121, 121),
+        ("👨\u200d👩\u200d👧", 8),
+    ],
+)
 def test_utf16_len_astral_chars_count_two(text: str, units: int) -> None:
     assert run("utf16_len(t)", t=text) == units
 
 
 @pytest.mark.parametrize(("text", "react", "spec", "result", "complex_"), SEED_TABLE)
-def test_count_keywords_seed_table_matches(text: str, react: int, spec: int, result: str, complex_: bool) -> None:
+def test_count_keywords_seed_table_matches(
+    text: str, react: int, spec: int, result: str, complex_: bool
+) -> None:
     counts = run("[count_keywords(t, r), count_keywords(t, s)]", t=text, r=REACT, s=SPEC)
     assert counts == [react, spec]
-    decided = run("'react' if count_keywords(t, r) > count_keywords(t, s) else "
-                  "('spec' if count_keywords(t, s) > count_keywords(t, r) else 'weak')", t=text, r=REACT, s=SPEC)
+    decided = run(
+        "'react' if count_keywords(t, r) > count_keywords(t, s) else "
+        "('spec' if count_keywords(t, s) > count_keywords(t, r) else 'weak')",
+        t=text,
+        r=REACT,
+        s=SPEC,
+    )
     assert decided == result
     assert run(f"utf16_len(t) > 120 or regex(t, '{COMPLEX}', 'i')", t=text) is complex_
 
 
 @pytest.mark.parametrize(("text", "react", "spec", "result", "complex_"), SEED_TABLE)
-def test_count_keywords_literal_lists_agree_with_runtime_lists(text: str, react: int, spec: int, result: str,
-                                                               complex_: bool) -> None:
+def test_count_keywords_literal_lists_agree_with_runtime_lists(
+    text: str, react: int, spec: int, result: str, complex_: bool
+) -> None:
     literal = ", ".join(repr(k) for k in SPEC)
     assert run(f"count_keywords(t, [{literal}])", t=text) == spec
     assert compile_query(f"count_keywords(t, `{_json(SPEC)}`)").search({"t": text}) == spec
@@ -144,32 +212,50 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-@pytest.mark.parametrize(("text", "words", "count"), [
-    ("add a prefix to the debug tool", ["fix", "debug"], 2),
-    ("aaaa", ["aa"], 2),
-    ("FIX Fix fix", ["fix"], 3),
-    ("new project", ["new", "new project", "project"], 2),
-    ("new project", ["new project", "new", "project"], 1),
-    ("a.b", ["."], 1),
-    ("(x)", ["(", ")"], 2),
-    (None, ["x"], 0),
-    ("anything", [], 0),
-])
-def test_count_keywords_non_overlapping_in_alternation_order(text: str | None, words: list[str], count: int) -> None:
+@pytest.mark.parametrize(
+    ("text", "words", "count"),
+    [
+        ("add a prefix to the debug tool", ["fix", "debug"], 2),
+        ("aaaa", ["aa"], 2),
+        ("FIX Fix fix", ["fix"], 3),
+        ("new project", ["new", "new project", "project"], 2),
+        ("new project", ["new project", "new", "project"], 1),
+        ("a.b", ["."], 1),
+        ("(x)", ["(", ")"], 2),
+        (None, ["x"], 0),
+        ("anything", [], 0),
+    ],
+)
+def test_count_keywords_non_overlapping_in_alternation_order(
+    text: str | None, words: list[str], count: int
+) -> None:
     assert run("count_keywords(t, w)", t=text, w=words) == count
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a literal keyword list of only '' compiles to an empty regex "
-                   "that matches at every position (4 for 'abc'), the same list at run time counts 0")
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: a literal keyword list of only '' compiles to an empty regex "
+    "that matches at every position (4 for 'abc'), the same list at run time counts 0",
+)
 def test_count_keywords_literal_empty_keyword_counts_zero() -> None:
     assert run("count_keywords('abc', [''])") == run("count_keywords('abc', w)", w=[""]) == 0
 
 
-@pytest.mark.parametrize(("value", "low", "high", "expected"), [
-    (1.7, 0, 1, 1), (-3, 0, 1, 0), (0.5, 0, 1, 0.5), (math.inf, 0, 1, 0), (-math.inf, 0, 1, 0),
-    (math.nan, 0.2, 1, 0.2), (5, 5, 5, 5),
-])
-def test_clamp_limits_and_non_finite_becomes_low(value: float, low: float, high: float, expected: float) -> None:
+@pytest.mark.parametrize(
+    ("value", "low", "high", "expected"),
+    [
+        (1.7, 0, 1, 1),
+        (-3, 0, 1, 0),
+        (0.5, 0, 1, 0.5),
+        (math.inf, 0, 1, 0),
+        (-math.inf, 0, 1, 0),
+        (math.nan, 0.2, 1, 0.2),
+        (5, 5, 5, 5),
+    ],
+)
+def test_clamp_limits_and_non_finite_becomes_low(
+    value: float, low: float, high: float, expected: float
+) -> None:
     assert run("clamp(v, lo, hi)", v=value, lo=low, hi=high) == expected
 
 
@@ -186,25 +272,29 @@ CATALOG = {
 }
 
 
-@pytest.mark.parametrize(("refs", "strategy", "score", "expected"), [
-    (["a", "b", "c"], "smallest_fitting", 0.2, "a"),
-    (["a", "b", "c"], "smallest_fitting", 0.5, "b"),
-    (["c", "b", "a"], "smallest_fitting", 0.5, "c"),
-    (["a", "b", "c"], "smallest_fitting", 2, "b"),
-    (["a", "b", "c"], "largest", 0, "b"),
-    (["c", "b", "a"], "largest", 0, "c"),
-    (["a", "b", "c"], "smallest", 0, "a"),
-    (["a", "b", "c"], "cheapest", 0, "b"),
-    (["c", "b", "a"], "cheapest", 0, "c"),
-    (["a", "d"], "cheapest", 0, "a"),
-    (["a", "b"], "cheapest", 0.9, "b"),
-    (["a", "d"], "cheapest", 2, "a"),
-    (["zz", "a"], "largest", 0, "a"),
-    (["zz"], "largest", 0, None),
-    ([], "cheapest", 0, None),
-])
-def test_pick_model_strategies_and_catalog_order_ties(refs: list[str], strategy: str, score: float,
-                                                      expected: str | None) -> None:
+@pytest.mark.parametrize(
+    ("refs", "strategy", "score", "expected"),
+    [
+        (["a", "b", "c"], "smallest_fitting", 0.2, "a"),
+        (["a", "b", "c"], "smallest_fitting", 0.5, "b"),
+        (["c", "b", "a"], "smallest_fitting", 0.5, "c"),
+        (["a", "b", "c"], "smallest_fitting", 2, "b"),
+        (["a", "b", "c"], "largest", 0, "b"),
+        (["c", "b", "a"], "largest", 0, "c"),
+        (["a", "b", "c"], "smallest", 0, "a"),
+        (["a", "b", "c"], "cheapest", 0, "b"),
+        (["c", "b", "a"], "cheapest", 0, "c"),
+        (["a", "d"], "cheapest", 0, "a"),
+        (["a", "b"], "cheapest", 0.9, "b"),
+        (["a", "d"], "cheapest", 2, "a"),
+        (["zz", "a"], "largest", 0, "a"),
+        (["zz"], "largest", 0, None),
+        ([], "cheapest", 0, None),
+    ],
+)
+def test_pick_model_strategies_and_catalog_order_ties(
+    refs: list[str], strategy: str, score: float, expected: str | None
+) -> None:
     assert run("pick_model(r, s, m, x)", r=refs, s=strategy, m=CATALOG, x=score) == expected
 
 
@@ -219,8 +309,11 @@ def test_pick_model_unknown_strategy_rt402() -> None:
     assert error.code == "RT402" and "cheapest" in error.message
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a catalog entry that is not an object raises a raw "
-                   "AttributeError instead of ExpressionError")
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: a catalog entry that is not an object raises a raw "
+    "AttributeError instead of ExpressionError",
+)
 def test_pick_model_non_object_entry_rt402() -> None:
     assert fails("pick_model(['a'], 'cheapest', m, 0)", m={"a": "oops"}).code == "RT402"
 
@@ -228,10 +321,19 @@ def test_pick_model_non_object_entry_rt402() -> None:
 TABLE = [{"score": 0.7, "level": "medium"}, {"score": 0.2, "level": "off"}, {"score": 0.4, "level": "low"}]
 
 
-@pytest.mark.parametrize(("score", "level"), [
-    (-1, "off"), (0, "off"), (0.2, "off"), (0.2000001, "low"), (0.4, "low"), (0.7, "medium"),
-    (0.71, "high"), (1, "high"),
-])
+@pytest.mark.parametrize(
+    ("score", "level"),
+    [
+        (-1, "off"),
+        (0, "off"),
+        (0.2, "off"),
+        (0.2000001, "low"),
+        (0.4, "low"),
+        (0.7, "medium"),
+        (0.71, "high"),
+        (1, "high"),
+    ],
+)
 def test_map_score_boundaries_inclusive_upper(score: float, level: str) -> None:
     assert run("map_score(s, t, 'high')", s=score, t=TABLE) == level
 
@@ -241,21 +343,32 @@ def test_map_score_value_key_and_empty_table() -> None:
     assert run("map_score(0.1, [], 'dflt')") == "dflt"
 
 
-@pytest.mark.parametrize(("score", "table"), [("x", TABLE), (None, TABLE), (0.5, [{"level": "off"}]), (0.5, "t")])
+@pytest.mark.parametrize(
+    ("score", "table"), [("x", TABLE), (None, TABLE), (0.5, [{"level": "off"}]), (0.5, "t")]
+)
 def test_map_score_bad_input_rt402(score: Any, table: Any) -> None:
     assert fails("map_score(s, t, 'high')", s=score, t=table).code == "RT402"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a table entry that is not an object raises a raw AttributeError, "
-                   "which escapes Evaluator.value and crashes evaluate()")
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: a table entry that is not an object raises a raw AttributeError, "
+    "which escapes Evaluator.value and crashes evaluate()",
+)
 def test_map_score_non_object_entry_rt402() -> None:
     assert fails("map_score(0.5, [1], 'high')").code == "RT402"
 
 
-@pytest.mark.parametrize(("level", "ceiling", "expected"), [
-    ("medium", "low", "low"), ("low", "medium", "low"), ("max", "xhigh", "xhigh"), ("off", "max", "off"),
-    ("high", None, "high"),
-])
+@pytest.mark.parametrize(
+    ("level", "ceiling", "expected"),
+    [
+        ("medium", "low", "low"),
+        ("low", "medium", "low"),
+        ("max", "xhigh", "xhigh"),
+        ("off", "max", "off"),
+        ("high", None, "high"),
+    ],
+)
 def test_cap_level_lower_of_two(level: str, ceiling: str | None, expected: str) -> None:
     assert run("cap_level(l, c)", l=level, c=ceiling) == expected
 
@@ -270,15 +383,18 @@ def test_cap_level_null_level_without_ceiling_stays_null() -> None:
     assert run("cap_level(null, null)") is None
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ('```json\n{"a": 1}\n```', {"a": 1}),
-    ('```JSON\n{"a": 1}\n```', {"a": 1}),
-    ("```\n[1, 2]\n```", [1, 2]),
-    ('Sure: {"x": {"y": 2}} done.', {"x": {"y": 2}}),
-    ('  {"a": true}  ', {"a": True}),
-    ('Here:\n```json\n{"a": 1}\n```\nThanks', {"a": 1}),
-    ("42", 42),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('```json\n{"a": 1}\n```', {"a": 1}),
+        ('```JSON\n{"a": 1}\n```', {"a": 1}),
+        ("```\n[1, 2]\n```", [1, 2]),
+        ('Sure: {"x": {"y": 2}} done.', {"x": {"y": 2}}),
+        ('  {"a": true}  ', {"a": True}),
+        ('Here:\n```json\n{"a": 1}\n```\nThanks', {"a": 1}),
+        ("42", 42),
+    ],
+)
 def test_extract_json_fences_and_prose(text: str, expected: Any) -> None:
     assert run("extract_json(t)", t=text) == expected
 
@@ -288,31 +404,78 @@ def test_extract_json_nothing_found_rt402(text: str) -> None:
     assert fails("extract_json(t)", t=text).code == "RT402"
 
 
-@pytest.mark.parametrize(("source", "expected"), [
-    ("round(2.5)", 3), ("round(-2.5)", -3), ("round(0.125, 2)", 0.13), ("tail('abc', 0)", ""),
-    ("head('abc', -1)", ""), ("to_number('1e3')", 1000), ("to_number('x')", None), ("to_number('')", None),
-    ("to_number(true)", None), ("get([1, 2], -1, 0)", 2), ("get([1, 2], 5, 0)", 0), ("get('str', 0, 9)", 9),
-    ("lower(null)", None), ("regex(null, 'x')", False), ("regex_find('abc', 'z')", None),
-    ("not_null(null, null)", None), ("merge()", {}), ("split('a', ',')", ["a"]),
-    ("expand_aliases(['x', 'read'], null, ['read'])", ["read"]), ("starts_with(null, 'a')", False),
-])
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("round(2.5)", 3),
+        ("round(-2.5)", -3),
+        ("round(0.125, 2)", 0.13),
+        ("tail('abc', 0)", ""),
+        ("head('abc', -1)", ""),
+        ("to_number('1e3')", 1000),
+        ("to_number('x')", None),
+        ("to_number('')", None),
+        ("to_number(true)", None),
+        ("get([1, 2], -1, 0)", 2),
+        ("get([1, 2], 5, 0)", 0),
+        ("get('str', 0, 9)", 9),
+        ("lower(null)", None),
+        ("regex(null, 'x')", False),
+        ("regex_find('abc', 'z')", None),
+        ("not_null(null, null)", None),
+        ("merge()", {}),
+        ("split('a', ',')", ["a"]),
+        ("expand_aliases(['x', 'read'], null, ['read'])", ["read"]),
+        ("starts_with(null, 'a')", False),
+    ],
+)
 def test_helpers_edge_values(source: str, expected: Any) -> None:
     assert run(source) == expected
 
 
-@pytest.mark.parametrize("source", [
-    "lower(1)", "upper([1])", "trim({})", "utf16_len(null)", "tail(1, 2)", "tail('a', 'b')", "split('a', 1)",
-    "replace('a', 1, 'b')", "join(1, ['a'])", "parse_json('{bad')", "parse_json(1)", "regex(1, 'a')",
-    "count_keywords(1, ['a'])", "count_keywords('a', 'a')", "sum(['a'])", "sum(1)", "max(1)", "length(5)",
-    "contains(5, 1)", "keys([1])", "values('a')", "merge({}, 1)", "intersect(1, [1])", "without([1], 1)",
-    "round('1')", "abs('1')", "cap_level('x', 'low')", "regex('a', p, 'q')", "regex('a', p)",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "lower(1)",
+        "upper([1])",
+        "trim({})",
+        "utf16_len(null)",
+        "tail(1, 2)",
+        "tail('a', 'b')",
+        "split('a', 1)",
+        "replace('a', 1, 'b')",
+        "join(1, ['a'])",
+        "parse_json('{bad')",
+        "parse_json(1)",
+        "regex(1, 'a')",
+        "count_keywords(1, ['a'])",
+        "count_keywords('a', 'a')",
+        "sum(['a'])",
+        "sum(1)",
+        "max(1)",
+        "length(5)",
+        "contains(5, 1)",
+        "keys([1])",
+        "values('a')",
+        "merge({}, 1)",
+        "intersect(1, [1])",
+        "without([1], 1)",
+        "round('1')",
+        "abs('1')",
+        "cap_level('x', 'low')",
+        "regex('a', p, 'q')",
+        "regex('a', p)",
+    ],
+)
 def test_helpers_wrong_types_raise_expression_error(source: str) -> None:
     error = fails(source, p="(")
     assert error.code in ("RT402", "RT210") and error.source == source
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: join() in expressions renders non-strings with Python's str() "
-                   "('1,None,True'); the same call in JMESPath is an invalid-type error")
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: join() in expressions renders non-strings with Python's str() "
+    "('1,None,True'); the same call in JMESPath is an invalid-type error",
+)
 def test_join_non_string_items_rt402() -> None:
     assert fails("join(',', [1, null, true])").code == "RT402"

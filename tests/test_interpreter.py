@@ -28,9 +28,13 @@ def counting_function(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         calls.append(value)
         return value
 
-    monkeypatch.setitem(FUNCTIONS, "count_calls",
-                        Function("count_calls", count_calls, 1, 1, "Record a call.", "count_calls(1) == 1"))
+    monkeypatch.setitem(
+        FUNCTIONS,
+        "count_calls",
+        Function("count_calls", count_calls, 1, 1, "Record a call.", "count_calls(1) == 1"),
+    )
     return calls
+
 
 ORDER = """
 rules:
@@ -71,7 +75,9 @@ def test_rules_for_other_events_not_evaluated(tmp_path: Path) -> None:
 
 
 def test_continue_lets_later_rules_of_the_group_run(tmp_path: Path) -> None:
-    policy = compile_ok(tmp_path, ORDER.replace("do: [{notify: first}]", "do: [{notify: first}]\n    continue: true"))
+    policy = compile_ok(
+        tmp_path, ORDER.replace("do: [{notify: first}]", "do: [{notify: first}]\n    continue: true")
+    )
     assert texts(decide(policy, {"type": "input", "text": "go"})) == ["first", "second", "side"]
 
 
@@ -95,7 +101,9 @@ def test_shadow_rule_recorded_never_applied_and_does_not_stop_group(tmp_path: Pa
     policy = compile_ok(tmp_path, SHADOW)
     decision = decide(policy, {"type": "input"})
     assert [e.action for e in decision.shadowed] == ["notify", "set"]
-    assert decision.shadowed[0].params["text"] == "shadowed" and decision.shadowed[1].params == {"tried": True}
+    assert decision.shadowed[0].params["text"] == "shadowed" and decision.shadowed[1].params == {
+        "tried": True
+    }
     assert all(e.shadow and e.rule_id == "try-it" for e in decision.shadowed)
     assert texts(decision) == ["applied"]
     assert decision.state == {} and not decision.state_changed
@@ -166,7 +174,10 @@ def test_runtime_errors_rt401_rule_does_not_match(tmp_path: Path) -> None:
     assert decision.fired == ("broken-template",)
     assert texts(decision) == ["ok"]
     assert [(e.code, e.rule_id) for e in decision.errors] == [
-        ("RT401", "broken-when"), ("RT401", "broken-match"), ("RT401", "broken-template")]
+        ("RT401", "broken-when"),
+        ("RT401", "broken-match"),
+        ("RT401", "broken-template"),
+    ]
     assert decision.errors[0].span.line == 4 and decision.errors[1].span.line == 8
     assert "skipped" in decision.errors[2].message
 
@@ -181,17 +192,26 @@ def test_evaluation_errors_with_tracer_are_the_same(tmp_path: Path) -> None:
 
 
 def test_helper_crash_inside_condition_recorded_not_raised(tmp_path: Path) -> None:
-    policy = compile_ok(tmp_path, "rules:\n  - id: a\n    on: input\n    when: \"map_score(0.5, state.t, 'x')\"\n"
-                                  "  - id: b\n    on: input\n    do: [{notify: b}]\n")
+    policy = compile_ok(
+        tmp_path,
+        "rules:\n  - id: a\n    on: input\n    when: \"map_score(0.5, state.t, 'x')\"\n"
+        "  - id: b\n    on: input\n    do: [{notify: b}]\n",
+    )
     decision = decide(policy, {"type": "input"}, state={"t": "not a table"})
     assert decision.fired == ("b",) and decision.errors[0].code == "RT401"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a helper that raises AttributeError (map_score over a table "
-                   "whose entries are not objects) escapes evaluate() instead of becoming RT401")
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: a helper that raises AttributeError (map_score over a table "
+    "whose entries are not objects) escapes evaluate() instead of becoming RT401",
+)
 def test_helper_attribute_error_recorded_not_raised(tmp_path: Path) -> None:
-    policy = compile_ok(tmp_path, "rules:\n  - id: a\n    on: input\n    when: \"map_score(0.5, state.t, 'x')\"\n"
-                                  "  - id: b\n    on: input\n    do: [{notify: b}]\n")
+    policy = compile_ok(
+        tmp_path,
+        "rules:\n  - id: a\n    on: input\n    when: \"map_score(0.5, state.t, 'x')\"\n"
+        "  - id: b\n    on: input\n    do: [{notify: b}]\n",
+    )
     decision = decide(policy, {"type": "input"}, state={"t": [1, 2]})
     assert decision.fired == ("b",) and decision.errors[0].code == "RT401"
 
@@ -236,14 +256,17 @@ def test_expr_signal_lazy_and_computed_at_most_once(tmp_path: Path, counting_fun
 def test_external_signal_pending_with_rendered_request(tmp_path: Path, counting_function: list[Any]) -> None:
     policy = compile_ok(tmp_path, SIGNALS)
     decision = decide(policy, {"type": "input", "text": "hi", "model": {"id": "m1"}})
-    assert decision.pending is not None and decision.pending.name == "p" and decision.pending.kind == "classify"
+    assert (
+        decision.pending is not None and decision.pending.name == "p" and decision.pending.kind == "classify"
+    )
     assert decision.pending.params["model"] == "llama.cpp/m1"
     assert list(decision.pending.questions) == ["complexity"]
     assert decision.effects == () and decision.state == {}
 
 
-def test_external_signal_questions_kept_when_condition_true(tmp_path: Path,
-                                                            counting_function: list[Any]) -> None:
+def test_external_signal_questions_kept_when_condition_true(
+    tmp_path: Path, counting_function: list[Any]
+) -> None:
     policy = compile_ok(tmp_path, SIGNALS)
     decision = decide(policy, {"type": "input", "text": "please build"})
     assert list(decision.pending.questions) == ["complexity", "tools"]
@@ -253,17 +276,21 @@ def test_external_signal_outcome_transformed(tmp_path: Path, counting_function: 
     from router.decision import SignalOutcome
 
     policy = compile_ok(tmp_path, SIGNALS)
-    decision = decide(policy, {"type": "input", "text": "hi"},
-                      outcomes={"p": SignalOutcome(result={"complexity": 0.75})})
+    decision = decide(
+        policy, {"type": "input", "text": "hi"}, outcomes={"p": SignalOutcome(result={"complexity": 0.75})}
+    )
     assert texts(decision) == ["p=0.75"] and decision.signal_errors == {}
 
 
-def test_external_signal_error_uses_fallback_and_reports(tmp_path: Path, counting_function: list[Any]) -> None:
+def test_external_signal_error_uses_fallback_and_reports(
+    tmp_path: Path, counting_function: list[Any]
+) -> None:
     from router.decision import SignalOutcome
 
     policy = compile_ok(tmp_path, SIGNALS)
-    decision = decide(policy, {"type": "input", "text": "hi"},
-                      outcomes={"p": SignalOutcome(error="timeout after 10ms")})
+    decision = decide(
+        policy, {"type": "input", "text": "hi"}, outcomes={"p": SignalOutcome(error="timeout after 10ms")}
+    )
     assert decision.signals["p"] == 0.25 and decision.signal_errors == {"p": "timeout after 10ms"}
     assert decision.fired == () and decision.pending is None
 
@@ -272,14 +299,18 @@ def test_transform_failure_uses_fallback(tmp_path: Path, counting_function: list
     from router.decision import SignalOutcome
 
     policy = compile_ok(tmp_path, SIGNALS)
-    decision = decide(policy, {"type": "input", "text": "hi"}, outcomes={"p": SignalOutcome(result="garbage")})
+    decision = decide(
+        policy, {"type": "input", "text": "hi"}, outcomes={"p": SignalOutcome(result="garbage")}
+    )
     assert decision.signals["p"] == 0.25 and decision.signal_errors["p"].startswith("invalid result")
 
 
 def test_signal_errors_readable_by_rules(tmp_path: Path) -> None:
     from router.decision import SignalOutcome
 
-    policy = compile_ok(tmp_path, """
+    policy = compile_ok(
+        tmp_path,
+        """
         signals:
           s: {complete: {prompt: hi}, fallback: "'none'"}
         rules:
@@ -287,13 +318,16 @@ def test_signal_errors_readable_by_rules(tmp_path: Path) -> None:
             on: input
             when: "signals.s == 'none' and signal_errors.s != null"
             do: [{notify: "failed: {signal_errors.s}"}]
-        """)
+        """,
+    )
     decision = decide(policy, {"type": "input"}, outcomes={"s": SignalOutcome(error="boom")})
     assert texts(decision) == ["failed: boom"]
 
 
 def test_tracer_kinds_and_first_miss(tmp_path: Path) -> None:
-    policy = compile_ok(tmp_path, """
+    policy = compile_ok(
+        tmp_path,
+        """
         rules:
           - id: miss
             on: input
@@ -305,21 +339,34 @@ def test_tracer_kinds_and_first_miss(tmp_path: Path) -> None:
           - id: skipped
             on: input
             do: [{notify: never}]
-        """)
+        """,
+    )
     tracer = BufferTracer()
     decide(policy, {"type": "input", "text": "ab"}, tracer=tracer)
     kinds = [(e.kind, e.rule_id) for e in tracer.events]
-    assert kinds == [("rule", "miss"), ("cond", "miss"), ("miss", "miss"), ("rule", "hit"), ("fire", "hit"),
-                     ("action", "hit"), ("skip", "skipped")]
+    assert kinds == [
+        ("rule", "miss"),
+        ("cond", "miss"),
+        ("miss", "miss"),
+        ("rule", "hit"),
+        ("fire", "hit"),
+        ("action", "hit"),
+        ("skip", "skipped"),
+    ]
     miss = tracer.events[2]
     assert miss.message.startswith("first miss: ") and miss.span.line == 4
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the first-miss trace line quotes the conjunct shifted by one "
-                   "character ('first miss: ength(text) > 3 ') because conjunct sources are cut from "
-                   "offsets of the parenthesized parse")
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: the first-miss trace line quotes the conjunct shifted by one "
+    "character ('first miss: ength(text) > 3 ') because conjunct sources are cut from "
+    "offsets of the parenthesized parse",
+)
 def test_tracer_first_miss_quotes_the_false_part(tmp_path: Path) -> None:
-    policy = compile_ok(tmp_path, "rules:\n  - id: m\n    on: input\n    when: \"text != null and length(text) > 3\"\n")
+    policy = compile_ok(
+        tmp_path, 'rules:\n  - id: m\n    on: input\n    when: "text != null and length(text) > 3"\n'
+    )
     tracer = BufferTracer()
     decide(policy, {"type": "input", "text": "ab"}, tracer=tracer)
     (miss,) = [e for e in tracer.events if e.kind == "miss"]
@@ -360,15 +407,20 @@ rules:
 """
 
 json_values = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-100, 100), st.floats(allow_nan=True),
-              st.text(max_size=20)),
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+    st.one_of(
+        st.none(), st.booleans(), st.integers(-100, 100), st.floats(allow_nan=True), st.text(max_size=20)
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
     max_leaves=10,
 )
 events = st.fixed_dictionaries(
     {"type": st.sampled_from(["input", "before_agent_start", "turn_end", "tool_call", "context"])},
-    optional={key: json_values for key in ("text", "usage", "tool", "model", "tools", "thinking_level",
-                                             "env", "images")},
+    optional={
+        key: json_values
+        for key in ("text", "usage", "tool", "model", "tools", "thinking_level", "env", "images")
+    },
 )
 
 

@@ -45,29 +45,53 @@ def test_unreachable_rule_rt306_names_the_blocker(tmp_path: Path) -> None:
     assert "'catch-all'" in diag.message and "policy.yaml:2" in diag.message
 
 
-@pytest.mark.parametrize("change", [
-    ("    do: [{notify: hello}]\n  - id: special", "    continue: true\n    do: [{notify: hello}]\n  - id: special"),
-    ("    do: [{notify: hello}]\n  - id: special", "    shadow: true\n    do: [{notify: hello}]\n  - id: special"),
-    ("    do: [{notify: hello}]\n  - id: special", "    when: \"text != 'x'\"\n    do: [{notify: hello}]\n"
-                                                    "  - id: special"),
-    ("  - id: special\n    on: input", "  - id: special\n    group: other\n    on: input"),
-    ("  - id: special\n    on: input", "  - id: special\n    on: [input, turn_end]"),
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        (
+            "    do: [{notify: hello}]\n  - id: special",
+            "    continue: true\n    do: [{notify: hello}]\n  - id: special",
+        ),
+        (
+            "    do: [{notify: hello}]\n  - id: special",
+            "    shadow: true\n    do: [{notify: hello}]\n  - id: special",
+        ),
+        (
+            "    do: [{notify: hello}]\n  - id: special",
+            "    when: \"text != 'x'\"\n    do: [{notify: hello}]\n  - id: special",
+        ),
+        ("  - id: special\n    on: input", "  - id: special\n    group: other\n    on: input"),
+        ("  - id: special\n    on: input", "  - id: special\n    on: [input, turn_end]"),
+    ],
+)
 def test_unreachable_rule_not_reported_when_reachable(tmp_path: Path, change: tuple[str, str]) -> None:
     assert "RT306" not in codes(lint(tmp_path, UNREACHABLE.replace(*change)))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a rule with `on: []` passes compile and crashes the RT306 check "
-                   "(IndexError: blockers[0] of an empty list)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: a rule with `on: []` passes compile and crashes the RT306 check "
+    "(IndexError: blockers[0] of an empty list)",
+)
 def test_rule_with_no_events_reported_not_crashing(tmp_path: Path) -> None:
     policy = compile_ok(tmp_path, "rules:\n  - id: a\n    on: []\n")
     assert codes(run_checks(policy))
 
 
-@pytest.mark.parametrize(("pattern", "warns"), [
-    ("(a+)+", True), ("(\\\\w+\\\\s?)+$", True), ("(a|b+)*c", True), ("(x{1,200})+", True),
-    ("(ab)+", False), ("[\\\\w\\\\s]+$", False), ("a+b+", False), ("(a{1,3})+", False), ("recommend", False),
-])
+@pytest.mark.parametrize(
+    ("pattern", "warns"),
+    [
+        ("(a+)+", True),
+        ("(\\\\w+\\\\s?)+$", True),
+        ("(a|b+)*c", True),
+        ("(x{1,200})+", True),
+        ("(ab)+", False),
+        ("[\\\\w\\\\s]+$", False),
+        ("a+b+", False),
+        ("(a{1,3})+", False),
+        ("recommend", False),
+    ],
+)
 def test_catastrophic_regex_rt307(tmp_path: Path, pattern: str, warns: bool) -> None:
     found = lint(tmp_path, f"rules:\n  - id: r\n    on: input\n    when: \"regex(text, '{pattern}')\"\n")
     assert ("RT307" in codes(found)) is warns
@@ -107,7 +131,9 @@ def test_passing_examples_no_rt308(tmp_path: Path) -> None:
 
 
 def test_unused_var_and_signal_rt311(tmp_path: Path) -> None:
-    found = lint(tmp_path, """
+    found = lint(
+        tmp_path,
+        """
         vars: {used: 1, in_template: 2, unused: 3}
         signals:
           s1: {expr: "1"}
@@ -122,13 +148,16 @@ def test_unused_var_and_signal_rt311(tmp_path: Path) -> None:
               - event: {type: input}
                 signals: {s3: 1}
                 expect: {fires: true}
-        """)
+        """,
+    )
     rt311 = sorted(d.message for d in found if d.code == "RT311")
     assert rt311 == ["signal 's1' is never used", "var 'unused' is never used"]
 
 
 def test_state_never_written_rt312(tmp_path: Path) -> None:
-    found = lint(tmp_path, """
+    found = lint(
+        tmp_path,
+        """
         rules:
           - id: w
             on: input
@@ -137,12 +166,15 @@ def test_state_never_written_rt312(tmp_path: Path) -> None:
           - id: r
             on: input
             when: "state.ds.band == 'react' and state.ds and state.count and state.bnd"
-        """)
+        """,
+    )
     assert [d.message for d in found if d.code == "RT312"] == ["rule 'r' reads state.bnd, which no rule sets"]
 
 
 def test_undeclared_env_rt313(tmp_path: Path) -> None:
-    found = lint(tmp_path, """
+    found = lint(
+        tmp_path,
+        """
         env: [DECLARED]
         vars:
           v: {env: BOUND, type: bool}
@@ -150,14 +182,19 @@ def test_undeclared_env_rt313(tmp_path: Path) -> None:
           - id: r
             on: input
             when: "env.DECLARED and env.BOUND and env.MISSING and vars.v"
-        """)
+        """,
+    )
     assert [d.message for d in found if d.code == "RT313"] == [
-        "rule 'r' reads env.MISSING, which the policy does not declare"]
+        "rule 'r' reads env.MISSING, which the policy does not declare"
+    ]
 
 
 def test_shadow_rule_writing_state_rt314(tmp_path: Path) -> None:
-    found = lint(tmp_path, "rules:\n  - id: s\n    on: input\n    shadow: true\n    do: [{unset: [x]}]\n"
-                           "  - id: t\n    on: input\n    shadow: true\n    do: [{notify: x}]\n")
+    found = lint(
+        tmp_path,
+        "rules:\n  - id: s\n    on: input\n    shadow: true\n    do: [{unset: [x]}]\n"
+        "  - id: t\n    on: input\n    shadow: true\n    do: [{notify: x}]\n",
+    )
     assert [(d.code, d.rule_id) for d in found if d.code == "RT314"] == [("RT314", "s")]
 
 
@@ -168,7 +205,7 @@ def test_default_pack_lints_clean(tmp_path: Path) -> None:
 
 def test_lint_text_format_lines_and_trailer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    write(tmp_path, "rules:\n  - id: a\n    on: inptu\n  - id: b\n    on: input\n    when: \"txt\"\n", "p.yaml")
+    write(tmp_path, 'rules:\n  - id: a\n    on: inptu\n  - id: b\n    on: input\n    when: "txt"\n', "p.yaml")
     code, out = lint_command.run([Path("p.yaml")])
     lines = out.splitlines()
     assert code == 1
@@ -191,12 +228,17 @@ def test_lint_json_format(tmp_path: Path) -> None:
     assert code == 1 and (body["errors"], body["warnings"]) == (1, 0)
     (diag,) = body["diagnostics"]
     assert {k: diag[k] for k in ("code", "severity", "line", "col", "rule_id")} == {
-        "code": "RT205", "severity": "error", "line": 4, "col": 9, "rule_id": "a"}
+        "code": "RT205",
+        "severity": "error",
+        "line": 4,
+        "col": 9,
+        "rule_id": "a",
+    }
     assert diag["path"].endswith("policy.yaml") and diag["help"] == "did you mean 'input'?"
 
 
 def test_lint_sarif_format(tmp_path: Path) -> None:
-    path = write(tmp_path, "vars: {unused: 1}\nrules:\n  - id: a\n    on: input\n    when: \"state.x\"\n")
+    path = write(tmp_path, 'vars: {unused: 1}\nrules:\n  - id: a\n    on: input\n    when: "state.x"\n')
     code, out = lint_command.run([path], fmt="sarif")
     sarif = json.loads(out)
     run = sarif["runs"][0]

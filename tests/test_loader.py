@@ -70,7 +70,9 @@ def test_enabled_false_removes_rule(tmp_path: Path) -> None:
 
 
 def test_before_places_rule_and_takes_anchor_group(tmp_path: Path) -> None:
-    policy, _ = layered(tmp_path, "rules:\n  - id: r0\n    on: input\n    before: r3\n    do: [{notify: zero}]\n")
+    policy, _ = layered(
+        tmp_path, "rules:\n  - id: r0\n    on: input\n    before: r3\n    do: [{notify: zero}]\n"
+    )
     assert ids(policy) == ["r1", "r2", "r0", "r3"]
     assert policy.rule("r0").group == "side"
     assert texts(decide(policy, {"type": "input"})) == ["one", "zero"]
@@ -92,7 +94,9 @@ def test_explicit_group_wins_over_anchor_group(tmp_path: Path) -> None:
 
 
 def test_file_group_is_default_group_of_its_rules(tmp_path: Path) -> None:
-    policy, _ = layered(tmp_path, "group: extra\nrules:\n  - id: r9\n    on: input\n    do: [{notify: nine}]\n")
+    policy, _ = layered(
+        tmp_path, "group: extra\nrules:\n  - id: r9\n    on: input\n    do: [{notify: nine}]\n"
+    )
     assert policy.rule("r9").group == "extra" and policy.rule("r1").group == "main"
     assert texts(decide(policy, {"type": "input"})) == ["one", "three", "nine"]
 
@@ -110,16 +114,26 @@ def test_vars_literal_replaced_by_env_var_and_back(tmp_path: Path) -> None:
 
 
 def test_signals_later_layer_overrides(tmp_path: Path) -> None:
-    policy, _ = layered(tmp_path, "signals:\n  s: {expr: \"'top'\"}\nrules:\n  - id: r1\n    on: input\n"
-                                  "    do: [{notify: '{signals.s}'}]\n")
+    policy, _ = layered(
+        tmp_path,
+        "signals:\n  s: {expr: \"'top'\"}\nrules:\n  - id: r1\n    on: input\n"
+        "    do: [{notify: '{signals.s}'}]\n",
+    )
     assert texts(decide(policy, {"type": "input"}))[0] == "top"
 
 
 def test_commands_and_tools_merged_by_name(tmp_path: Path) -> None:
-    write(tmp_path, "commands: [{name: c1, description: old}, {name: c2}]\n"
-                    "tools: [{name: t1, description: old}]\n", "base.yaml")
-    top = write(tmp_path, "use: [./base.yaml]\ncommands: [{name: c1, description: new}]\n"
-                          "tools: [{name: t1, description: new}]\n", "top.yaml")
+    write(
+        tmp_path,
+        "commands: [{name: c1, description: old}, {name: c2}]\ntools: [{name: t1, description: old}]\n",
+        "base.yaml",
+    )
+    top = write(
+        tmp_path,
+        "use: [./base.yaml]\ncommands: [{name: c1, description: new}]\n"
+        "tools: [{name: t1, description: new}]\n",
+        "top.yaml",
+    )
     policy, _ = compile_files([("file", top)])
     assert {c.name: c.description for c in policy.commands} == {"c1": "new", "c2": ""}
     assert [t.description for t in policy.tools] == ["new"]
@@ -157,15 +171,21 @@ def test_layer_paths_pack_user_project(tmp_path: Path) -> None:
     write(tmp_path, "rules: []\n", "proj/.pi/router.yaml")
     layers = layer_paths(tmp_path / "proj", agent=agent)
     assert [name for name, _ in layers] == ["pack", "user", "project"]
-    assert [name for name, _ in layer_paths(tmp_path / "proj", agent=agent, include_project=False)] == \
-        ["pack", "user"]
+    assert [name for name, _ in layer_paths(tmp_path / "proj", agent=agent, include_project=False)] == [
+        "pack",
+        "user",
+    ]
     assert [name for name, _ in layer_paths(tmp_path / "nowhere", agent=tmp_path / "none")] == ["pack"]
 
 
 def test_load_policy_project_overrides_user_and_pack(tmp_path: Path) -> None:
     write(tmp_path, "rules:\n  - id: mine\n    on: input\n    do: [{notify: user}]\n", "agent/router.yaml")
-    write(tmp_path, "disable: [default-warn-context-full]\nrules:\n  - id: mine\n    on: input\n"
-                    "    do: [{notify: project}]\n", "proj/.pi/router.yaml")
+    write(
+        tmp_path,
+        "disable: [default-warn-context-full]\nrules:\n  - id: mine\n    on: input\n"
+        "    do: [{notify: project}]\n",
+        "proj/.pi/router.yaml",
+    )
     policy, found = load_policy(tmp_path / "proj", agent=tmp_path / "agent")
     assert codes(found) == []
     assert "default-warn-context-full" not in ids(policy) and "default-rearm-context-warning" in ids(policy)

@@ -20,16 +20,24 @@ def refused(source: str) -> ExpressionSyntaxError:
     return info.value
 
 
-@pytest.mark.parametrize(("source", "offset"), [
-    ("text ==", 7), ("foo[", 4), ("a ||", 4), ("a.", 2), ("&& b", 0), ("foo[?bar", 8),
-])
+@pytest.mark.parametrize(
+    ("source", "offset"),
+    [
+        ("text ==", 7),
+        ("foo[", 4),
+        ("a ||", 4),
+        ("a.", 2),
+        ("&& b", 0),
+        ("foo[?bar", 8),
+    ],
+)
 def test_compile_query_syntax_error_rt201_with_offset(source: str, offset: int) -> None:
     error = refused(source)
     assert error.code == "RT201" and error.offset == offset
     assert error.message.startswith("invalid JMESPath")
 
 
-@pytest.mark.parametrize("source", ["", "   ", "'unterminated", "a ^ b", "foo.[", "\"\\q\""])
+@pytest.mark.parametrize("source", ["", "   ", "'unterminated", "a ^ b", "foo.[", '"\\q"'])
 def test_compile_query_invalid_rt201(source: str) -> None:
     assert refused(source).code == "RT201"
 
@@ -42,20 +50,23 @@ def test_compile_query_literal_regex_checked_at_load_rt210() -> None:
     assert refused("regex(text, '(unclosed')").code == "RT210"
 
 
-@pytest.mark.parametrize(("source", "paths"), [
-    ("text == 'x'", [("text",)]),
-    ("tool.name == 'bash' && contains(tools.active, 'bash')", [("tool", "name"), ("tools", "active")]),
-    ("items[*].name", [("items",)]),
-    ("foo[?bar == 'x']", [("foo",)]),
-    ("a | b", [("a",)]),
-    ("[a, b.c]", [("a",), ("b", "c")]),
-    ("{k: a}", [("a",)]),
-    ("!x", [("x",)]),
-    ("@", []),
-    ("length(@) > `1`", []),
-    ("items[0].name", [("items",)]),
-    ("`1` == `1`", []),
-])
+@pytest.mark.parametrize(
+    ("source", "paths"),
+    [
+        ("text == 'x'", [("text",)]),
+        ("tool.name == 'bash' && contains(tools.active, 'bash')", [("tool", "name"), ("tools", "active")]),
+        ("items[*].name", [("items",)]),
+        ("foo[?bar == 'x']", [("foo",)]),
+        ("a | b", [("a",)]),
+        ("[a, b.c]", [("a",), ("b", "c")]),
+        ("{k: a}", [("a",)]),
+        ("!x", [("x",)]),
+        ("@", []),
+        ("length(@) > `1`", []),
+        ("items[0].name", [("items",)]),
+        ("`1` == `1`", []),
+    ],
+)
 def test_query_paths_root_anchored(source: str, paths: list[tuple[str, ...]]) -> None:
     assert list(compile_query(source).paths) == paths
 
@@ -65,8 +76,11 @@ def test_query_paths_three_part_chain_flattened_by_jmespath() -> None:
     assert compile_query("a.b.c.d").paths == (("a", "b", "c", "d"),)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a field chain followed by a function (`tool.nmae.lower(@)`) "
-                   "yields only the first field as a path, so RT301 misses typos in the chain")
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: a field chain followed by a function (`tool.nmae.lower(@)`) "
+    "yields only the first field as a path, so RT301 misses typos in the chain",
+)
 def test_query_paths_field_chain_before_function() -> None:
     assert compile_query("a.b.c.lower(@)").paths == (("a", "b", "c"),)
 
@@ -81,16 +95,19 @@ def test_query_literal_args_keep_the_pattern() -> None:
     assert ("regex", (None, "(a+)+", "i")) in query.literal_args
 
 
-@pytest.mark.parametrize(("source", "parts"), [
-    ("a && b", ["a", "b"]),
-    ("a == 'x && y' && b", ["a == 'x && y'", "b"]),
-    ("a == `\"&&\"` && b", ["a == `\"&&\"`", "b"]),
-    ("a[?x && y] && b", ["a[?x && y]", "b"]),
-    ("(a && b) && c", ["(a && b)", "c"]),
-    ("a == 'it\\'s && so' && b", ["a == 'it\\'s && so'", "b"]),
-    ("a || b && c", ["a || b", "c"]),
-    ("a == \"x && y\" && b", ["a == \"x && y\"", "b"]),
-])
+@pytest.mark.parametrize(
+    ("source", "parts"),
+    [
+        ("a && b", ["a", "b"]),
+        ("a == 'x && y' && b", ["a == 'x && y'", "b"]),
+        ('a == `"&&"` && b', ['a == `"&&"`', "b"]),
+        ("a[?x && y] && b", ["a[?x && y]", "b"]),
+        ("(a && b) && c", ["(a && b)", "c"]),
+        ("a == 'it\\'s && so' && b", ["a == 'it\\'s && so'", "b"]),
+        ("a || b && c", ["a || b", "c"]),
+        ('a == "x && y" && b', ['a == "x && y"', "b"]),
+    ],
+)
 def test_query_conjuncts_split_top_level_respecting_quotes(source: str, parts: list[str]) -> None:
     assert [q.source for q in compile_query(source).conjuncts()] == parts
 
@@ -100,36 +117,42 @@ def test_query_conjuncts_single_is_itself() -> None:
     assert query.conjuncts() == [query]
 
 
-@pytest.mark.parametrize(("source", "data", "expected"), [
-    ("text == 'hi'", {"text": "hi"}, True),
-    ("a.b", {"a": "str"}, None),
-    ("a[0]", {"a": "str"}, None),
-    ("a[-1]", {"a": [1, 2]}, 2),
-    ("a[5]", {"a": [1, 2]}, None),
-    ("a | [0]", {"a": [1]}, 1),
-    ("`true` == `1`", {}, False),
-    ("`0` == `false`", {}, False),
-    ("!a", {"a": 0}, False),
-    ("!a", {"a": ""}, True),
-    ("a && b", {"a": [], "b": 1}, []),
-    ("a || b", {"a": {}, "b": 1}, 1),
-    ("a > `1`", {"a": True}, None),
-    ("missing.to_string(@)", {}, "null"),
-    ("items[?n > `1`].n", {"items": [{"n": 1}, {"n": 2}]}, [2]),
-    ("lower(a) == 'x'", {"a": "X"}, True),
-    ("length(a)", {"a": {"k": 1}}, 1),
-])
+@pytest.mark.parametrize(
+    ("source", "data", "expected"),
+    [
+        ("text == 'hi'", {"text": "hi"}, True),
+        ("a.b", {"a": "str"}, None),
+        ("a[0]", {"a": "str"}, None),
+        ("a[-1]", {"a": [1, 2]}, 2),
+        ("a[5]", {"a": [1, 2]}, None),
+        ("a | [0]", {"a": [1]}, 1),
+        ("`true` == `1`", {}, False),
+        ("`0` == `false`", {}, False),
+        ("!a", {"a": 0}, False),
+        ("!a", {"a": ""}, True),
+        ("a && b", {"a": [], "b": 1}, []),
+        ("a || b", {"a": {}, "b": 1}, 1),
+        ("a > `1`", {"a": True}, None),
+        ("missing.to_string(@)", {}, "null"),
+        ("items[?n > `1`].n", {"items": [{"n": 1}, {"n": 2}]}, [2]),
+        ("lower(a) == 'x'", {"a": "X"}, True),
+        ("length(a)", {"a": {"k": 1}}, 1),
+    ],
+)
 def test_query_search_jmespath_semantics(source: str, data: Any, expected: Any) -> None:
     assert compile_query(source).search(data) == expected
     assert jmespath.search(source, data, options=_OPTIONS) == expected
 
 
-@pytest.mark.parametrize(("source", "data", "code"), [
-    ("length(a)", {"a": 1}, "RT401"),
-    ("lower(a)", {"a": 1}, "RT402"),
-    ("a < b", {"a": "a", "b": 1}, "RT401"),
-    ("clamp(a, `0`, `1`)", {"a": "x"}, "RT402"),
-])
+@pytest.mark.parametrize(
+    ("source", "data", "code"),
+    [
+        ("length(a)", {"a": 1}, "RT401"),
+        ("lower(a)", {"a": 1}, "RT402"),
+        ("a < b", {"a": "a", "b": 1}, "RT401"),
+        ("clamp(a, `0`, `1`)", {"a": "x"}, "RT402"),
+    ],
+)
 def test_query_search_errors_become_expression_error(source: str, data: Any, code: str) -> None:
     with pytest.raises(ExpressionError) as info:
         compile_query(source).search(data)
@@ -137,15 +160,31 @@ def test_query_search_errors_become_expression_error(source: str, data: Any, cod
 
 
 FIELDS = ["a", "b", "c"]
-literals = st.sampled_from(["`1`", "`0`", "`2.5`", "`true`", "`false`", "`null`", "'x'", "''", "`[]`", "`{}`",
-                            "`[1, 2]`", "`{\"a\": 1}`", "`\"x\"`"])
+literals = st.sampled_from(
+    [
+        "`1`",
+        "`0`",
+        "`2.5`",
+        "`true`",
+        "`false`",
+        "`null`",
+        "'x'",
+        "''",
+        "`[]`",
+        "`{}`",
+        "`[1, 2]`",
+        '`{"a": 1}`',
+        '`"x"`',
+    ]
+)
 paths = st.one_of(
     st.sampled_from(FIELDS),
     st.sampled_from(["@"]),
     st.tuples(st.sampled_from(FIELDS), st.sampled_from(FIELDS)).map(lambda t: f"{t[0]}.{t[1]}"),
     st.tuples(st.sampled_from(FIELDS), st.integers(-2, 2)).map(lambda t: f"{t[0]}[{t[1]}]"),
-    st.tuples(st.sampled_from(FIELDS), st.integers(-1, 1), st.sampled_from(FIELDS))
-    .map(lambda t: f"{t[0]}[{t[1]}].{t[2]}"),
+    st.tuples(st.sampled_from(FIELDS), st.integers(-1, 1), st.sampled_from(FIELDS)).map(
+        lambda t: f"{t[0]}[{t[1]}].{t[2]}"
+    ),
 )
 leaves = st.one_of(paths, literals)
 ORDER = ["==", "!=", "<", "<=", ">", ">="]
@@ -172,9 +211,12 @@ def _extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 
 queries = st.recursive(leaves, _extend, max_leaves=10)
 documents = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([0.5, -1.5]),
-              st.text("ax", max_size=2)),
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(FIELDS), inner, max_size=3)),
+    st.one_of(
+        st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([0.5, -1.5]), st.text("ax", max_size=2)
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(FIELDS), inner, max_size=3)
+    ),
     max_leaves=10,
 )
 

@@ -62,7 +62,10 @@ def test_span_missing_path_falls_back_to_closest_parent() -> None:
 
 def test_span_key_flag_points_at_the_key() -> None:
     doc = parse_source(POLICY, "p.yaml")
-    assert (doc.span(("rules", 0, "when"), key=True).line, doc.span(("rules", 0, "when"), key=True).col) == (5, 5)
+    assert (doc.span(("rules", 0, "when"), key=True).line, doc.span(("rules", 0, "when"), key=True).col) == (
+        5,
+        5,
+    )
     assert doc.span(("rules", 0, "when")).col == 11
 
 
@@ -109,8 +112,29 @@ def test_parse_source_tab_indentation_rt101() -> None:
     assert _errors("a:\n\tb: 1\n")[0][:2] == ("RT101", 2)
 
 
-def test_parse_source_merge_key_refused_rt101() -> None:
-    assert _errors("base: &b {x: 1}\nother:\n  <<: *b\n  y: 2\n") == [("RT101", 3, 3)]
+def test_parse_source_merge_key_explicit_keys_win() -> None:
+    doc = parse_source(
+        "base: &b {x: 1, y: 1}\nmore: &m {z: 3, x: 9}\nother:\n  <<: [*b, *m]\n  y: 2\n", "p.yaml"
+    )
+    assert doc.data["other"] == {"x": 1, "y": 2, "z": 3}
+    assert doc.value_pos[("other", "y")] == (5, 6)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: with `<<: [*b, *m]` a key present in both merged mappings "
+    "takes its value from *b (the first, correctly) but its position from *m (the last)",
+)
+def test_parse_source_merge_key_position_follows_the_value() -> None:
+    doc = parse_source("base: &b {x: 1}\nmore: &m {x: 9}\nother:\n  <<: [*b, *m]\n", "p.yaml")
+    assert doc.data["other"] == {"x": 1}
+    assert doc.value_pos[("other", "x")][0] == 1
+
+
+@pytest.mark.parametrize("text", ["a:\n  <<: 1\n", "a:\n  <<: [1]\n", "a:\n  <<: [[x]]\n"])
+def test_parse_source_merge_of_non_mapping_rt101(text: str) -> None:
+    found = _errors(text)
+    assert found and found[0][:2] == ("RT101", 2)
 
 
 def test_parse_source_undefined_alias_rt101() -> None:
@@ -152,8 +176,11 @@ def _laughs(levels: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: aliases are expanded without bound (billion laughs): "
-                   "each extra line of 10 aliases multiplies load time by 10")
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: aliases are expanded without bound (billion laughs): "
+    "each extra line of 10 aliases multiplies load time by 10",
+)
 def test_parse_source_alias_bomb_refused_rt101() -> None:
     with pytest.raises(SourceError) as info:
         parse_source(_laughs(5), "p.yaml")  # 6 lines expanding to 123,456 nodes
@@ -166,9 +193,12 @@ def test_parse_source_control_character_rt101() -> None:
     assert info.value.diagnostics[0].code == "RT101"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: reader errors (control characters, NUL) are reported at 1:1 "
-                   "with a two-line message ('\\n  in \"<unicode string>\", position 16'), which breaks "
-                   "the one-line `path:line:col: severity: message [CODE]` format")
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: reader errors (control characters, NUL) are reported at 1:1 "
+    "with a two-line message ('\\n  in \"<unicode string>\", position 16'), which breaks "
+    "the one-line `path:line:col: severity: message [CODE]` format",
+)
 def test_parse_source_control_character_located_on_one_line() -> None:
     with pytest.raises(SourceError) as info:
         parse_source("rules:\n  - id: a\x07b\n", "p.yaml")
@@ -187,7 +217,7 @@ def test_parse_source_empty_text_is_none() -> None:
 
 
 def test_parse_source_unicode_keys_and_values_located() -> None:
-    doc = parse_source("名前: 値\né: \"😀\"\n", "p.yaml")
+    doc = parse_source('名前: 値\né: "😀"\n', "p.yaml")
     assert doc.data == {"名前": "値", "é": "😀"}
     assert doc.value_pos[("é",)] == (2, 4)
 
@@ -229,11 +259,14 @@ def test_read_source_crlf_line_endings_same_positions(tmp_path: Path) -> None:
     assert doc.value_pos[("rules", 0, "when")] == (5, 11)
 
 
-@pytest.mark.parametrize(("parts", "text"), [
-    (("rules", 3, "when"), "rules[3].when"),
-    ((), ""),
-    ((0, "a"), "[0].a"),
-    (("vars", "x", "env"), "vars.x.env"),
-])
+@pytest.mark.parametrize(
+    ("parts", "text"),
+    [
+        (("rules", 3, "when"), "rules[3].when"),
+        ((), ""),
+        ((0, "a"), "[0].a"),
+        (("vars", "x", "env"), "vars.x.env"),
+    ],
+)
 def test_format_key_path_renders_dotted_and_indexed(parts: tuple[str | int, ...], text: str) -> None:
     assert format_key_path(parts) == text

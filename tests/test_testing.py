@@ -77,7 +77,11 @@ def project(tmp_path: Path, cases: str) -> Path:
 def test_run_tests_passing_cases_exit_0(tmp_path: Path) -> None:
     report = test_command.run_tests([project(tmp_path, CASES)], cwd=tmp_path)
     assert [(r.name, r.passed) for r in report.results] == [
-        ("greets", True), ("waits for the signal", True), ("signal given", True), ("signal failed", True)]
+        ("greets", True),
+        ("waits for the signal", True),
+        ("signal given", True),
+        ("signal failed", True),
+    ]
     assert test_command.exit_code(report) == 0 and report.diagnostics == []
 
 
@@ -94,7 +98,10 @@ def test_run_tests_failures_show_diff_and_exit_1(tmp_path: Path) -> None:
     assert test_command.exit_code(report) == 1
     wrong_action, wrong_state, bad_event, pending = report.results
     assert wrong_action.problems[0].startswith("actions differ:")
-    assert '-      "text": "bye"' in wrong_action.problems[0] and '+      "text": "hello",' in wrong_action.problems[0]
+    assert (
+        '-      "text": "bye"' in wrong_action.problems[0]
+        and '+      "text": "hello",' in wrong_action.problems[0]
+    )
     assert wrong_state.problems[0].startswith("state differ")
     assert "unknown event field 'txt'" in bad_event.problems[0]
     assert "waits for signal 'p'" in pending.problems[0]
@@ -110,8 +117,9 @@ def test_render_text_one_line_per_case_and_summary(tmp_path: Path) -> None:
 
 
 def test_render_json_counts_and_problems(tmp_path: Path) -> None:
-    body = json.loads(test_command.render(test_command.run_tests([project(tmp_path, FAILING)], cwd=tmp_path),
-                                          fmt="json"))
+    body = json.loads(
+        test_command.render(test_command.run_tests([project(tmp_path, FAILING)], cwd=tmp_path), fmt="json")
+    )
     assert (body["passed"], body["failed"]) == (0, 4)
     assert body["results"][0]["line"] == 2 and body["results"][0]["problems"]
     assert [u["rule"] for u in body["unexercised"]] == ["rate", "never"]
@@ -133,7 +141,9 @@ def test_run_tests_policy_named_by_test_file(tmp_path: Path) -> None:
 
 def test_run_tests_bad_test_file_located_diagnostics(tmp_path: Path) -> None:
     write(tmp_path, POLICY, "pol.yaml")
-    path = write(tmp_path, "cases:\n  - name: x\n    event: {type: input}\n    expectt: {}\n", "pol.test.yaml")
+    path = write(
+        tmp_path, "cases:\n  - name: x\n    event: {type: input}\n    expectt: {}\n", "pol.test.yaml"
+    )
     report = test_command.run_tests([path], cwd=tmp_path)
     assert sorted(d.code for d in report.diagnostics) == ["RT110", "RT112"]
     assert next(d for d in report.diagnostics if d.code == "RT110").span.line == 4
@@ -156,7 +166,9 @@ def test_run_tests_directory_and_default_dot_pi(tmp_path: Path, monkeypatch: pyt
 
 
 def test_inline_examples_run_against_whole_policy(tmp_path: Path) -> None:
-    policy = compile_ok(tmp_path, """
+    policy = compile_ok(
+        tmp_path,
+        """
         rules:
           - id: first
             on: input
@@ -172,16 +184,23 @@ def test_inline_examples_run_against_whole_policy(tmp_path: Path) -> None:
                 expect: {fired: [first, second], state: {seen: true}}
               - event: {type: input}
                 expect: {fires: false}
-        """)
+        """,
+    )
     results = run_examples(policy)
-    assert [(r.name, r.passed) for r in results] == [("second example sees first", True),
-                                                     ("second example 2", False)]
+    assert [(r.name, r.passed) for r in results] == [
+        ("second example sees first", True),
+        ("second example 2", False),
+    ]
     assert results[1].span.line == 14
 
 
 def test_compare_actions_params_subset_and_exact_order() -> None:
-    decision = Decision("input", effects=(Effect("notify", {"text": "a", "level": "info"}, "r"),
-                                          Effect("set", {"x": 1}, "r")), fired=("r",), state={"x": 1})
+    decision = Decision(
+        "input",
+        effects=(Effect("notify", {"text": "a", "level": "info"}, "r"), Effect("set", {"x": 1}, "r")),
+        fired=("r",),
+        state={"x": 1},
+    )
     assert compare(decision, Expectation(actions=[{"notify": {"text": "a"}}, {"set": {"x": 1}}])) == []
     assert compare(decision, Expectation(actions=[{"set": {"x": 1}}, {"notify": {"text": "a"}}]))
     assert compare(decision, Expectation(actions=[{"notify": {"text": "a"}}]))
@@ -196,9 +215,12 @@ def test_compare_state_subset_with_dotted_keys() -> None:
     assert compare(decision, Expectation(state={"missing": None}))
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: `expect: {state: ...}` is documented as a subset, but a nested "
-                   "mapping must equal the whole object: {ds: {band: react}} fails when state.ds has "
-                   "other keys, while {ds.band: react} passes")
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: `expect: {state: ...}` is documented as a subset, but a nested "
+    "mapping must equal the whole object: {ds: {band: react}} fails when state.ds has "
+    "other keys, while {ds.band: react} passes",
+)
 def test_compare_state_nested_mapping_is_a_subset() -> None:
     decision = Decision("input", state={"ds": {"band": "react", "n": 1}})
     assert compare(decision, Expectation(state={"ds": {"band": "react"}})) == []

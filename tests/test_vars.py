@@ -16,10 +16,21 @@ def spec(kind: str, default: Any = None, **bounds: float) -> EnvVar:
     return EnvVar(env="X", type=kind, default=default, **bounds)
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ("0", False), ("false", False), ("FALSE", False), (" off ", False), ("No", False),
-    ("", True), ("1", True), ("yes", True), ("anything", True), ("nope", True),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("0", False),
+        ("false", False),
+        ("FALSE", False),
+        (" off ", False),
+        ("No", False),
+        ("", True),
+        ("1", True),
+        ("yes", True),
+        ("anything", True),
+        ("nope", True),
+    ],
+)
 def test_parse_env_bool_off_words_else_on(raw: str, expected: bool) -> None:
     assert parse_env_value(spec("bool", default=True), raw) is expected
 
@@ -29,33 +40,66 @@ def test_parse_env_unset_gives_default() -> None:
         assert parse_env_value(spec(kind, default="D"), None) == "D"
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ("90.5", 90.5), ("95", 95), (" 42 ", 42), ("", 0), ("   ", 0), ("1e1", 10), ("+5", 5), (".5", 0.5),
-    ("0", 0), ("100", 100),
-    ("abc", 95), ("inf", 95), ("-inf", 95), ("Infinity", 95), ("NaN", 95), ("100.01", 95), ("-1", 95),
-    ("90%", 95),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("90.5", 90.5),
+        ("95", 95),
+        (" 42 ", 42),
+        ("", 0),
+        ("   ", 0),
+        ("1e1", 10),
+        ("+5", 5),
+        (".5", 0.5),
+        ("0", 0),
+        ("100", 100),
+        ("abc", 95),
+        ("inf", 95),
+        ("-inf", 95),
+        ("Infinity", 95),
+        ("NaN", 95),
+        ("100.01", 95),
+        ("-1", 95),
+        ("90%", 95),
+    ],
+)
 def test_parse_env_number_js_number_rules_within_bounds(raw: str, expected: float) -> None:
     value = parse_env_value(spec("number", default=95, min=0, max=100), raw)
     assert value == expected and type(value) is type(expected)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: number vars claim JavaScript Number() rules but use Python "
-                   "float(): '0x10' (16 in JS) falls back to the default")
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: number vars claim JavaScript Number() rules but use Python "
+    "float(): '0x10' (16 in JS) falls back to the default",
+)
 def test_parse_env_number_hex_like_javascript() -> None:
     assert parse_env_value(spec("number", default=95, min=0, max=100), "0x10") == 16
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: number vars claim JavaScript Number() rules but use Python "
-                   "float(): '5_0' (NaN in JS, so the default) parses as 50")
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: number vars claim JavaScript Number() rules but use Python "
+    "float(): '5_0' (NaN in JS, so the default) parses as 50",
+)
 def test_parse_env_number_underscore_is_not_a_number() -> None:
     assert parse_env_value(spec("number", default=95, min=0, max=100), "5_0") == 95
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ("45000", 45000), (" 200 ", 200), ("+7", 7), ("1.5", 45000), ("", 45000), ("abc", 45000),
-    ("0", 45000), ("-3", 45000), ("1e3", 45000),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("45000", 45000),
+        (" 200 ", 200),
+        ("+7", 7),
+        ("1.5", 45000),
+        ("", 45000),
+        ("abc", 45000),
+        ("0", 45000),
+        ("-3", 45000),
+        ("1e3", 45000),
+    ],
+)
 def test_parse_env_int_positive_digits_only(raw: str, expected: int) -> None:
     assert parse_env_value(spec("int", default=45000, min=1), raw) == expected
 
@@ -65,9 +109,15 @@ def test_parse_env_string_empty_means_unset(raw: str, expected: str) -> None:
     assert parse_env_value(spec("string", default="dflt"), raw) == expected
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ("a, b,,c ", ["a", "b", "c"]), ("", []), ("single", ["single"]), (" , ", []),
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("a, b,,c ", ["a", "b", "c"]),
+        ("", []),
+        ("single", ["single"]),
+        (" , ", []),
+    ],
+)
 def test_parse_env_list_comma_separated_trimmed(raw: str, expected: list[str]) -> None:
     assert parse_env_value(spec("list", default=["d"]), raw) == expected
 
