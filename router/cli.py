@@ -157,7 +157,8 @@ def serve() -> None:
 @app.command("import")
 def import_(
     source: Annotated[Path | None, typer.Argument(help="pi-cuttle.json (default: in the agent dir)")] = None,
-    target: Annotated[Path | None, typer.Option(help="the policy to write (default: the user's router.yaml)")] = None,
+    target: Annotated[Path | None, typer.Option(
+        help="the policy to write (default: the user's router.yaml)")] = None,
     force: Annotated[bool, typer.Option(help="replace an existing vars.cuttle")] = False,
 ) -> None:
     """Convert an existing ~/.pi/agent/pi-cuttle.json into the YAML policy."""

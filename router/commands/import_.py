@@ -46,4 +46,5 @@ def import_cuttle(source: Path, target: Path, *, force: bool = False) -> tuple[i
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(out.getvalue(), encoding="utf-8")
     return 0, (f"imported {source} into {target} (vars.cuttle, use: cuttle)\n"
-               f"the JSON file still works; remove it once you edit the YAML instead\nnext: router lint {target}")
+               "the JSON file still works; remove it once you edit the YAML instead\n"
+               f"next: router lint {target}")
