@@ -1,12 +1,15 @@
 """Bridge and sidecar costs inside and around a real Pi 1.6.0 (figures printed, nothing asserted).
 
-Run: python bench/bench_bridge.py [--only a1,a2,b,c] [--calls 200] [--batch 10] [--events 2000]
+Run: python bench/bench_bridge.py [--only a1,a2,b,c] [--calls 200] [--batches 1,10] [--events 2000]
 
 (a1) tool_call overhead inside Pi: a scripted provider makes the model call `read` on a tiny
-     file `--calls` times (`--batch` calls per assistant message). Per call, the time from the
-     RPC event `tool_execution_start` to `tool_execution_end` (as the RPC client receives them)
-     is compared across: no bridge, the bridge with a policy that has no tool_call rule (the
-     event is not forwarded), and the bridge with 100 tool_call rules of which none matches.
+     file `--calls` times (1 and 10 calls per assistant message by default). Per call, the time
+     from the RPC event `tool_execution_start` to `tool_execution_end` (as the RPC client receives
+     them; Pi's records carry no timestamps) is compared across: no bridge, the bridge with a
+     policy that has no tool_call rule (the event is not forwarded), and the bridge with 100
+     tool_call rules of which none matches. With 10 parallel calls per message a call's span also
+     holds the tool_call hooks of its batch-mates (Pi runs them one after another), so the
+     per-event cost is about the added time / 10; with 1 call per message it is the added time.
 (a2) sidecar round trip from Node 22 (the bridge's runtime), no Pi: spawn `python -m router
      serve`, say hello, then `--events` sequential `event` requests of type tool_call against the
      same 100-rule policy (and against a policy without tool_call rules: the protocol floor).
@@ -15,13 +18,15 @@ Run: python bench/bench_bridge.py [--only a1,a2,b,c] [--calls 200] [--batch 10] 
      (sys.executable) and for the `python3` found on PATH (a pyenv shim here).
      Target: <= 150 ms.
 (c)  added wall time per turn: `pi -p` with 3 prompts against the fake provider, with and
-     without the bridge (default policy only), median of 5 after a warm-up each.
+     without the bridge (default policy only), median of 5 after a warm-up each; the same with
+     1 prompt separates the one-off start-up cost (sidecar spawn) from the per-turn cost.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -36,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.e2e.fake_provider import FakeProvider, Reply  # noqa: E402
 from tests.e2e.helpers_router import BRIDGE, SERVE_ARGV, router_env, write_policy  # noqa: E402
-from tests.e2e.pi_harness import PiInstall, ensure_pi, make_agent_dir, run_print  # noqa: E402
+from tests.e2e.pi_harness import PI_VERSION, PiInstall, ensure_pi, make_agent_dir, run_print  # noqa: E402
 from tests.e2e.pi_rpc import RpcPi  # noqa: E402
 
 RULES_100 = "rules:\n" + "".join(
@@ -180,23 +185,40 @@ def tool_call_run(install: PiInstall, base: Path, label: str, policy: str | None
     return [(ends[k] - starts[k]) * 1000 for k in ends]
 
 
-def bench_a1(install: PiInstall, calls: int, batch: int) -> None:
-    print(f"(a1) tool_execution_start -> tool_execution_end inside Pi, {calls} read calls, "
-          f"{batch} per message")
+def bench_a1(install: PiInstall, calls: int, batches: list[int]) -> None:
     configs = [("no bridge", None, False), ("bridge, no tool_call rules", NO_TOOL_CALL_RULES, True),
                ("bridge, 100 tool_call rules", RULES_100, True)]
-    results: dict[str, list[float]] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-a1-") as tmp:
-        for label, policy, bridge in configs:
-            slug = label.replace(" ", "-").replace(",", "")
-            results[label] = tool_call_run(install, Path(tmp), slug, policy, bridge, calls, batch)
-    base = results["no bridge"]
-    for label, samples in results.items():
-        line = f"  {label:30s} p50 {pct(samples, 0.5):7.2f} ms  p99 {pct(samples, 0.99):7.2f} ms"
-        if label != "no bridge":
-            line += (f"   added: p50 {pct(samples, 0.5) - pct(base, 0.5):+7.2f} ms"
-                     f"  p99 {pct(samples, 0.99) - pct(base, 0.99):+7.2f} ms")
-        print(line)
+    for batch in batches:
+        print(f"(a1) tool_execution_start -> tool_execution_end inside Pi, {calls} read calls, "
+              f"{batch} per message")
+        results: dict[str, list[float]] = {}
+        with tempfile.TemporaryDirectory(prefix="bench-a1-") as tmp:
+            for label, policy, bridge in configs:
+                slug = label.replace(" ", "-").replace(",", "")
+                results[label] = tool_call_run(install, Path(tmp), slug, policy, bridge, calls, batch)
+        base = results["no bridge"]
+        for label, samples in results.items():
+            line = f"  {label:30s} p50 {pct(samples, 0.5):7.2f} ms  p99 {pct(samples, 0.99):7.2f} ms"
+            if label != "no bridge":
+                added50 = pct(samples, 0.5) - pct(base, 0.5)
+                added99 = pct(samples, 0.99) - pct(base, 0.99)
+                line += (f"   added: p50 {added50:+7.2f} ms  p99 {added99:+7.2f} ms"
+                         f"  (per event ~{added50 / batch:+.2f} ms)")
+            print(line)
+
+
+def python3_candidates() -> list[str]:
+    """Each distinct `python3` on PATH (shims such as pyenv's included) that has the router."""
+    found: list[str] = []
+    for entry in os.environ.get("PATH", "").split(os.pathsep):
+        candidate = Path(entry or ".") / "python3"
+        if not (candidate.is_file() and os.access(candidate, os.X_OK)) or str(candidate) in found:
+            continue
+        probe = subprocess.run([str(candidate), "-c", "import router"], capture_output=True, timeout=60,
+                               check=False)
+        if probe.returncode == 0:
+            found.append(str(candidate))
+    return found[:3]
 
 
 # -- (a2), (b) ----------------------------------------------------------------------------------
@@ -214,7 +236,7 @@ def node_client(install: PiInstall, script: Path, mode: str, argv: list[str], ag
     return result
 
 
-def bench_a2_b(install: PiInstall, events: int) -> None:
+def bench_a2_b(install: PiInstall, events: int, parts: set[str]) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-a2-") as tmp:
         base = Path(tmp)
         script = base / "client.mjs"
@@ -224,71 +246,87 @@ def bench_a2_b(install: PiInstall, events: int) -> None:
         floor = base / "floor" / "agent"
         write_policy(floor / "router.yaml", NO_TOOL_CALL_RULES)
 
-        print(f"(a2) sidecar round trip from Node 22, {events} sequential tool_call events "
-              "(after 200 warm-up); targets p50 <= 0.3 ms, p99 <= 1 ms")
-        for label, agent in (("100 tool_call rules, none match", rich),
-                             ("no tool_call rules (floor)", floor)):
-            print(f"  {label:34s} {fmt(node_client(install, script, 'roundtrip', SERVE_ARGV, agent, events))}")
+        if "a2" in parts:
+            print(f"(a2) sidecar round trip from Node 22, {events} sequential tool_call events "
+                  "(after 200 warm-up); targets p50 <= 0.3 ms, p99 <= 1 ms")
+            for label, agent in (("100 tool_call rules, none match", rich),
+                                 ("no tool_call rules (floor)", floor)):
+                result = node_client(install, script, "roundtrip", SERVE_ARGV, agent, events)
+                print(f"  {label:34s} {fmt(result)}")
+        if "b" not in parts:
+            return
 
         print("(b)  sidecar ready time: spawn -> hello answered, 10 spawns (100-rule policy); "
               "target <= 150 ms")
-        shim = shutil.which("python3")
         variants = [("sys.executable", [sys.executable, "-m", "router", "serve"])]
-        if shim:
-            variants.append((f"python3 on PATH ({shim})", [shim, "-m", "router", "serve"]))
+        for shim in python3_candidates():
+            variants.append((f"python3 on PATH: {shim}", [shim, "-m", "router", "serve"]))
         router_cli = shutil.which("router")
         if router_cli:
-            variants.append((f"router console script ({router_cli})", [router_cli, "serve"]))
-        for label, argv in variants:
-            result = node_client(install, script, "ready", argv, rich, 10)
+            variants.append((f"router console script: {router_cli}", [router_cli, "serve"]))
+        empty = base / "empty" / "agent"  # no user policy: the default pack only
+        empty.mkdir(parents=True)
+        runs = [(label, argv, rich) for label, argv in variants]
+        runs.append(("sys.executable, default pack only (no router.yaml)", variants[0][1], empty))
+        for label, argv, agent in runs:
+            result = node_client(install, script, "ready", argv, agent, 10)
             print(f"  {label:60s} median {statistics.median(result['samples']):7.1f} ms  "
                   f"min {min(result['samples']):7.1f}  max {max(result['samples']):7.1f}")
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import router.server"], check=True)
+        print(f"  for scale: `{Path(sys.executable).name} -c 'import router.server'` alone took "
+              f"{(time.perf_counter() - started) * 1000:.0f} ms")
 
 
 # -- (c) ----------------------------------------------------------------------------------------
 
 
 def bench_c(install: PiInstall, repeat: int) -> None:
-    prompts = ["first prompt", "second prompt", "third prompt"]
     with tempfile.TemporaryDirectory(prefix="bench-c-") as tmp, FakeProvider() as fake:
         base = Path(tmp)
         agent = make_agent_dir(base, fake, settings={"retry": {"enabled": False}})
         work = base / "work"
         work.mkdir()
         env = router_env(agent, install)
-        times: dict[bool, list[float]] = {False: [], True: []}
+        times: dict[tuple[int, bool], list[float]] = {(n, b): [] for n in (1, 3) for b in (False, True)}
         for round_ in range(repeat + 1):
-            for bridge in (False, True):
-                args = (["-e", str(BRIDGE)] if bridge else []) + ["--no-session", *prompts]
+            for prompts, bridge in times:
+                args = (["-e", str(BRIDGE)] if bridge else []) + ["--no-session"]
+                args += [f"prompt number {i + 1}" for i in range(prompts)]
                 started = time.perf_counter()
                 done = run_print(args, cwd=work, env=env, install=install, timeout=120)
                 elapsed = (time.perf_counter() - started) * 1000
                 if done.returncode != 0:
                     raise RuntimeError(done.stderr[-2000:])
                 if round_ > 0:  # round 0 warms caches (jiti, Python bytecode)
-                    times[bridge].append(elapsed)
-    without, with_ = statistics.median(times[False]), statistics.median(times[True])
-    print(f"(c)  pi -p with 3 prompts (fake provider), median of {repeat}")
-    print(f"  without the bridge {without:8.1f} ms   with the bridge (default policy) {with_:8.1f} ms")
-    print(f"  added {with_ - without:+8.1f} ms per run ({(with_ - without) / 3:+.1f} ms per turn), "
-          f"ratio {with_ / without:.2f}")
+                    times[(prompts, bridge)].append(elapsed)
+    med = {key: statistics.median(values) for key, values in times.items()}
+    print(f"(c)  pi -p against the fake provider, median of {repeat} (interleaved, after a warm-up)")
+    for prompts in (3, 1):
+        without, with_ = med[(prompts, False)], med[(prompts, True)]
+        print(f"  {prompts} prompt(s): without the bridge {without:7.1f} ms, with it (default policy) "
+              f"{with_:7.1f} ms: added {with_ - without:+7.1f} ms, ratio {with_ / without:.2f}")
+    added3 = med[(3, True)] - med[(3, False)]
+    added1 = med[(1, True)] - med[(1, False)]
+    print(f"  added per run / 3 turns: {added3 / 3:+.1f} ms per turn; start-up vs per turn "
+          f"(3-prompt minus 1-prompt added, / 2): {(added3 - added1) / 2:+.1f} ms per extra turn")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--only", default="a1,a2,b,c", help="comma-separated parts to run")
     parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--batch", type=int, default=10)
+    parser.add_argument("--batches", default="1,10", help="read calls per assistant message")
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     parts = set(args.only.split(","))
     install = ensure_pi()
-    print(f"Pi {install.cli.parent.parent.parent.name} on {install.node}; python {sys.executable}")
+    print(f"Pi {PI_VERSION} on {install.node}; python {sys.executable}")
     if "a1" in parts:
-        bench_a1(install, args.calls, args.batch)
+        bench_a1(install, args.calls, [int(b) for b in args.batches.split(",")])
     if parts & {"a2", "b"}:
-        bench_a2_b(install, args.events)
+        bench_a2_b(install, args.events, parts)
     if "c" in parts:
         bench_c(install, args.repeat)
 

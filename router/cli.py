@@ -131,7 +131,7 @@ def install(
 ) -> None:
     """Register the bridge extension with Pi (idempotent), recording this Python for the sidecar."""
     from router.commands import install as command
-    from router.loader import agent_dir
+    from router.paths import agent_dir
 
     action = command.uninstall if uninstall else command.install
     _finish(*action(agent=agent_dir(), cwd=Path.cwd(), project=project))
@@ -141,7 +141,7 @@ def install(
 def doctor() -> None:
     """Check pi, Node, the bridge, the policy, the sidecar and the models the policy names."""
     from router.commands import doctor as command
-    from router.loader import agent_dir
+    from router.paths import agent_dir
 
     _finish(*command.run(Path.cwd(), agent_dir()))
 
@@ -163,7 +163,7 @@ def import_(
 ) -> None:
     """Convert an existing ~/.pi/agent/pi-cuttle.json into the YAML policy."""
     from router.commands.import_ import import_cuttle
-    from router.loader import agent_dir
+    from router.paths import agent_dir
 
     agent = agent_dir()
     _finish(*import_cuttle(source or agent / "pi-cuttle.json", target or agent / "router.yaml", force=force))

@@ -135,6 +135,12 @@ _ENTRIES = [
              "Examples are executable documentation; a failing one documents the wrong behaviour.",
              "examples: [{event: {type: input, text: hi}, expect: {fires: true}}]",
              "Run `router test` for the diff and fix the rule or the example."),
+    CodeInfo("RT309", "action has no effect on the rule's events",
+             "An action that only means something on some event types (`block` on tool_call, `route` "
+             "on route, `section` on before_agent_start …) is used by a rule that listens to none of them.",
+             "The bridge would ignore it; the rule does less than it says.",
+             "- id: no-rm\n  on: input\n  do: [{block: no}]",
+             "on: tool_call (docs/reference/actions.md lists where each action applies)"),
     CodeInfo("RT310", "signal cycle", "Signals depend on each other in a loop.",
              "Evaluating any of them would never finish.",
              "signals:\n  a: {expr: signals.b}\n  b: {expr: signals.a}", "Break the loop."),

@@ -33,9 +33,10 @@ from router.expr import (
 )
 from router.fields import check_path, scope_tree
 from router.functions import FUNCTIONS
-from router.loader import PolicyFile, agent_dir, layer_paths, load_layers
+from router.loader import PolicyFile, load_layers
 from router.model import SIGNAL_KINDS, EnvVar, Rule, Signal
-from router.query import JMESPATH_BUILTINS, Query, compile_query
+from router.paths import agent_dir, layer_paths
+from router.query import JMESPATH_ARITY, JMESPATH_BUILTINS, Query, compile_query
 from router.source import KeyPath, SourceDoc, format_key_path
 from router.suggest import did_you_mean
 from router.validation import validation_diagnostics
@@ -165,8 +166,8 @@ def _place(ordered: list[_Entry], entry: _Entry, f: PolicyFile, diagnostics: lis
     if anchor is None:
         key = "before" if rule.before else "after"
         diagnostics.append(Diagnostic(
-            "RT122", f"rule '{rule.id}' is placed {key} unknown rule '{anchor_id}'",
-            f.doc.span(("rules", entry.index, key)), rule_id=rule.id,
+            "RT122", f"rule '{rule.id}' is placed {key} unknown rule '{anchor_id}'; it goes last",
+            f.doc.span(("rules", entry.index, key)), Severity.WARNING, rule_id=rule.id,
             help=did_you_mean(anchor_id, [e.rule.id for e in ordered])))
         ordered.append(entry)
         return
@@ -337,13 +338,19 @@ class _Checker:
                 self.ctx.error("RT208", f"unknown function '{name}' in {self._where(key_path)}",
                                self.doc.span(key_path), rule_id=self.rule_id,
                                help=did_you_mean(name, names) or "see docs/functions.md")
-            elif spec is not None and not (jmespath and spec.native_jmespath) and (
-                    arity < spec.min_args or (spec.max_args is not None and arity > spec.max_args)):
-                expected = str(spec.min_args) if spec.max_args == spec.min_args else \
-                    f"{spec.min_args} to {spec.max_args if spec.max_args is not None else 'any'}"
+                continue
+            if jmespath and name in JMESPATH_ARITY and (spec is None or spec.native_jmespath):
+                low, high = JMESPATH_ARITY[name]
+                example = f"see the JMESPath specification of {name}()"
+            elif spec is not None:
+                low, high, example = spec.min_args, spec.max_args, f"example: {spec.example}"
+            else:
+                continue
+            if arity < low or (high is not None and arity > high):
+                expected = str(low) if high == low else f"{low} to {high if high is not None else 'any'}"
                 self.ctx.error("RT209", f"{name}() takes {expected} arguments, got {arity} in "
                                f"{self._where(key_path)}", self.doc.span(key_path), rule_id=self.rule_id,
-                               help=f"example: {spec.example}")
+                               help=example)
 
     def _check_paths(self, paths: Iterable[tuple[str, ...]], key_path: KeyPath, *,
                      jmespath: bool = False) -> None:

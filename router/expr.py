@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import operator as op
 import re
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -73,7 +74,8 @@ class Expression:
     def conjuncts(self) -> list[Expression]:
         """Split a top-level `a and b and c` into its parts (for `router explain`)."""
         if isinstance(self.tree, ast.BoolOp) and isinstance(self.tree.op, ast.And):
-            return [replace(_from_tree(ast.get_source_segment(self.source, part) or "?", part),
+            parsed = f"({self.source}\n)"
+            return [replace(_from_tree(ast.get_source_segment(parsed, part) or "?", part),
                             run=_closures(part)) for part in self.tree.values]
         return [self]
 
@@ -100,17 +102,22 @@ def compile_expression(source: str) -> Expression:
     text = source.strip()
     lead = len(source) - len(source.lstrip())
     try:  # parenthesized, so an expression may span lines (YAML folded scalars)
-        tree = ast.parse(f"({text}\n)", mode="eval").body
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(f"({text}\n)", mode="eval").body
     except SyntaxError as exc:
         offset = max(0, (exc.offset or 2) - 2) + lead if exc.lineno in (None, 1) else lead
         raise ExpressionSyntaxError(f"invalid expression: {exc.msg}", offset) from None
     except (RecursionError, MemoryError, ValueError):
         raise ExpressionSyntaxError("expression is nested too deeply") from None
     nodes = list(ast.walk(tree))
-    _check_tree(nodes, lead)
+    _check_tree(nodes, lead - 1)  # the parse added "(" in front
     expression = _from_tree(text, tree, nodes)
-    _prepare_calls(nodes, lead)
-    return replace(expression, run=_closures(tree))
+    _prepare_calls(nodes, lead - 1)
+    try:
+        return replace(expression, run=_closures(tree))
+    except RecursionError:
+        raise ExpressionSyntaxError("expression is nested too deeply") from None
 
 
 def compile_template(source: str) -> Template:
@@ -118,7 +125,8 @@ def compile_template(source: str) -> Template:
     if "{" not in source and "}" not in source:
         return Template(source, constant=source)
     inner = source.strip()
-    if inner.startswith("{") and inner.endswith("}") and _single_placeholder(inner):
+    if inner.startswith("{") and not inner.startswith("{{") and inner.endswith("}") \
+            and _single_placeholder(inner):
         return Template(source, expression=compile_expression(inner[1:-1]))
     try:
         tree = ast.parse("f" + repr(_join_placeholder_lines(source)), mode="eval").body
@@ -129,7 +137,10 @@ def compile_template(source: str) -> Template:
     _check_tree(nodes, 0)
     expression = _from_tree(source, tree, nodes)
     _prepare_calls(nodes, 0)
-    return Template(source, expression=replace(expression, run=_closures(tree)))
+    try:
+        return Template(source, expression=replace(expression, run=_closures(tree)))
+    except RecursionError:
+        raise ExpressionSyntaxError("template is nested too deeply", code="RT204") from None
 
 
 def _closures(tree: ast.AST) -> Run:
@@ -209,7 +220,7 @@ def _outside_brackets(text: str) -> str:
 
 def _check_tree(nodes: list[ast.AST], lead: int) -> None:
     for node in nodes:
-        offset = lead + getattr(node, "col_offset", 0)
+        offset = max(0, lead + getattr(node, "col_offset", 0))
         if not isinstance(node, _ALLOWED_NODES):
             raise ExpressionSyntaxError(f"{_describe(node)} is not allowed in expressions", offset,
                                         code="RT203")
@@ -270,7 +281,7 @@ def _from_tree(source: str, tree: ast.expr, nodes: list[ast.AST] | None = None) 
 def _paths(nodes: list[ast.AST], bound: set[str]) -> list[tuple[str, ...]]:
     """Root-anchored field paths such as ('signals', 'p_complex')."""
     found: list[tuple[str, ...]] = []
-    inner: set[int] = set()
+    inner: set[int] = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
     for node in nodes:
         if id(node) in inner or not isinstance(node, (ast.Attribute, ast.Subscript, ast.Name)):
             continue
@@ -320,11 +331,20 @@ def _limited(limits: Limits) -> dict[type[ast.AST], Callable[..., Any]]:
     def power(a: Any, b: Any) -> Any:
         if abs(a) > limits.max_power or abs(b) > limits.max_power:
             raise ExpressionError(f"{a} ** {b} exceeds the power limit {limits.max_power}", code="RT403")
-        return a**b
+        result = a**b
+        if isinstance(result, complex):
+            raise ExpressionError(f"{a} ** {b} is not a real number")
+        return result
+
+    def modulo(a: Any, b: Any) -> Any:
+        if isinstance(a, (str, bytes)):
+            raise ExpressionError("'%' formatting is not supported; use a template such as '{x:.2f}'",
+                                  code="RT403")
+        return a % b
 
     return {
         ast.Add: add, ast.Sub: op.sub, ast.Mult: mult, ast.Div: op.truediv, ast.FloorDiv: op.floordiv,
-        ast.Mod: op.mod, ast.Pow: power, ast.Eq: op.eq, ast.NotEq: op.ne, ast.Gt: _ordering(op.gt),
+        ast.Mod: modulo, ast.Pow: power, ast.Eq: op.eq, ast.NotEq: op.ne, ast.Gt: _ordering(op.gt),
         ast.Lt: _ordering(op.lt), ast.GtE: _ordering(op.ge), ast.LtE: _ordering(op.le),
         ast.Not: op.not_, ast.USub: op.neg,
         ast.UAdd: op.pos, ast.In: lambda x, y: op.contains(y, x),
@@ -354,7 +374,8 @@ class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
             raise ExpressionError(exc.message, source=expression.source, code=exc.code) from None
         except InvalidExpression as exc:
             raise ExpressionError(str(exc), source=expression.source, code="RT403") from None
-        except (TypeError, ValueError, ZeroDivisionError, OverflowError, KeyError, IndexError) as exc:
+        except (TypeError, ValueError, ZeroDivisionError, OverflowError, KeyError, IndexError,
+                AttributeError) as exc:
             raise ExpressionError(_python_error(exc), source=expression.source) from None
         except RecursionError:
             raise ExpressionError("expression nested too deeply", source=expression.source,

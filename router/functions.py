@@ -151,7 +151,8 @@ def replace(value: Any, old: Any, new: Any) -> str:
           native_jmespath=True)
 def join(sep: Any, items: Any) -> str:
     """Join an array of strings with a separator (JMESPath's argument order)."""
-    return _text("join", sep).join(str(item) for item in _list("join", items))
+    separator = _text("join", sep)
+    return separator.join(_text("join", item) for item in _list("join", items))
 
 
 @function("to_json", min_args=1, max_args=2, example="to_json({'a': 1}) == '{\"a\": 1}'")
@@ -208,7 +209,7 @@ def compile_regex(pattern: str, flags: str = "") -> re.Pattern[str]:
     bits = 0
     for letter in flags:
         if letter not in "ims":
-            raise ExpressionError(f"unknown regex flag {letter!r}; expected i, m or s", code="RT402")
+            raise ExpressionError(f"unknown regex flag {letter!r}; expected i, m or s", code="RT210")
         bits |= {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}[letter]
     try:
         return re.compile(pattern, bits)
@@ -259,7 +260,7 @@ def _keyword_pattern(keywords: tuple[str, ...]) -> re.Pattern[str]:
 
 def _prepare_keywords(args: tuple[Any, ...]) -> dict[int, Any]:
     words = args[1] if len(args) > 1 else NOT_LITERAL
-    if isinstance(words, list) and words and all(isinstance(w, str) for w in words):
+    if isinstance(words, list) and any(words) and all(isinstance(w, str) for w in words):
         return {1: _keyword_pattern(tuple(w for w in words if w))}
     return {}
 
@@ -498,8 +499,10 @@ def _level_rank(name: str, level: Any) -> int:
 
 
 @function("cap_level", min_args=2, max_args=2, example="cap_level('medium', 'low') == 'low'")
-def cap_level(level: Any, ceiling: Any) -> str:
+def cap_level(level: Any, ceiling: Any) -> str | None:
     """The lower of two thinking levels (off < minimal < low < medium < high < xhigh < max)."""
+    if level is None:
+        return None
     if ceiling is None:
         return str(level)
     return THINKING_LEVELS[min(_level_rank("cap_level", level), _level_rank("cap_level", ceiling))]
@@ -510,7 +513,10 @@ def cap_level(level: Any, ceiling: Any) -> str:
 def map_score(score: Any, table: Any, default: Any) -> Any:
     """First entry, by ascending `score`, whose score is at least the given one; else `default`."""
     value = _number("map_score", score)
-    entries = sorted(_list("map_score", table), key=lambda e: _number("map_score", e.get("score")))
+    rows = _list("map_score", table)
+    if not all(isinstance(e, Mapping) for e in rows):
+        raise _fail("map_score", "expected an array of objects with `score`")
+    entries = sorted(rows, key=lambda e: _number("map_score", e.get("score")))
     for entry in entries:
         if value <= entry["score"]:
             return entry.get("level", entry.get("value"))
@@ -544,7 +550,8 @@ def pick_model(refs: Any, strategy: Any, models: Any, score: Any = 0, capabiliti
     largest), `largest`, `smallest`, `cheapest` (lowest input+output price among those that fit,
     else among all; catalog order breaks ties). Refs missing from `models` are skipped.
     """
-    catalog = models if isinstance(models, Mapping) else {}
+    given = models if isinstance(models, Mapping) else {}
+    catalog = {k: v for k, v in given.items() if isinstance(v, Mapping)}
     caps = capabilities if isinstance(capabilities, Mapping) else {}
     known = [r for r in _list("pick_model", refs) if r in catalog or r in caps]
     if not known:

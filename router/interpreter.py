@@ -214,7 +214,7 @@ def _fast_match(rule: CompiledRule, scope: dict[str, Any]) -> bool | None:
 
 
 _EVAL_ERRORS = (ExpressionError, JMESPathError, TypeError, ValueError, ZeroDivisionError,
-                OverflowError, KeyError, IndexError, RecursionError)
+                OverflowError, KeyError, IndexError, RecursionError, AttributeError)
 
 
 def _truthy(value: Any) -> bool:

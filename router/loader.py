@@ -7,7 +7,6 @@ most once), then its own rules. The layers are the built-in `default` pack, then
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,10 +16,11 @@ from pydantic import ValidationError
 from router.diagnostics import Diagnostic, Span
 from router.errors import SourceError
 from router.model import Policy
+from router.paths import agent_dir, display_path, layer_paths, pack_names, packs_dir
 from router.source import SourceDoc, read_source
 from router.validation import validation_diagnostics
 
-PACKS_DIR = Path(__file__).resolve().parent.parent / "rules"
+__all__ = ["PolicyFile", "agent_dir", "layer_paths", "load_layers", "pack_names", "packs_dir"]
 
 
 @dataclass(frozen=True)
@@ -33,51 +33,6 @@ class PolicyFile:
     layer: str
     group: str
     source: Path | None = None
-
-
-def display_path(path: Path) -> str:
-    """A path as people want to read it: relative to the working directory, or with ~."""
-    absolute = path.absolute()
-    try:
-        return str(absolute.relative_to(Path.cwd()))
-    except ValueError:
-        pass
-    try:
-        return "~/" + str(absolute.relative_to(Path.home()))
-    except ValueError:
-        return str(absolute)
-
-
-def packs_dir() -> Path:
-    """Where the built-in packs live (the installed `router.packs`, else the checkout's rules/)."""
-    try:
-        import router.packs as packs  # type: ignore[import-not-found,unused-ignore]
-
-        return Path(next(iter(packs.__path__)))
-    except (ImportError, StopIteration):
-        return PACKS_DIR
-
-
-def pack_names() -> list[str]:
-    return sorted(p.stem for p in packs_dir().glob("*.yaml") if not p.stem.endswith(".test"))
-
-
-def agent_dir(environ: dict[str, str] | None = None) -> Path:
-    env = os.environ if environ is None else environ
-    configured = env.get("PI_CODING_AGENT_DIR")
-    return Path(configured).expanduser() if configured else Path.home() / ".pi" / "agent"
-
-
-def layer_paths(cwd: Path, *, agent: Path, include_project: bool = True) -> list[tuple[str, Path]]:
-    """The default layers that exist: (layer name, path)."""
-    layers = [("pack", packs_dir() / "default.yaml")]
-    user = agent / "router.yaml"
-    if user.is_file():
-        layers.append(("user", user))
-    project = cwd / ".pi" / "router.yaml"
-    if include_project and project.is_file():
-        layers.append(("project", project))
-    return layers
 
 
 def load_layers(layers: Iterable[tuple[str, Path]]) -> tuple[list[PolicyFile], list[Diagnostic]]:

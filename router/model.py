@@ -165,7 +165,7 @@ class Rule(_Model):
 
     id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
     description: str | None = None
-    on: list[str] = Field(description="event types")
+    on: list[str] = Field(min_length=1, description="event types")
     match: str | None = Field(None, description="JMESPath over the event; truthy to match")
     when: str | None = Field(None, description="safe expression; true to match")
     do: list[dict[str, Any]] = Field(default_factory=list, description="actions, in order")

@@ -18,11 +18,15 @@ from router.expr import ExpressionSyntaxError
 from router.functions import FUNCTIONS, Function
 from router.jmespath_compiler import Compiled, compile_node
 
-JMESPATH_BUILTINS = frozenset({
-    "abs", "avg", "ceil", "contains", "ends_with", "floor", "join", "keys", "length", "map", "max",
-    "max_by", "merge", "min", "min_by", "not_null", "reverse", "sort", "sort_by", "starts_with",
-    "sum", "to_array", "to_number", "to_string", "type", "values",
-})
+# JMESPath's built-in functions and their arity (min, max; None: any number).
+JMESPATH_ARITY: dict[str, tuple[int, int | None]] = {
+    "abs": (1, 1), "avg": (1, 1), "ceil": (1, 1), "contains": (2, 2), "ends_with": (2, 2),
+    "floor": (1, 1), "join": (2, 2), "keys": (1, 1), "length": (1, 1), "map": (2, 2), "max": (1, 1),
+    "max_by": (2, 2), "merge": (1, None), "min": (1, 1), "min_by": (2, 2), "not_null": (1, None),
+    "reverse": (1, 1), "sort": (1, 1), "sort_by": (2, 2), "starts_with": (2, 2), "sum": (1, 1),
+    "to_array": (1, 1), "to_number": (1, 1), "to_string": (1, 1), "type": (1, 1), "values": (1, 1),
+}
+JMESPATH_BUILTINS = frozenset(JMESPATH_ARITY)
 
 
 def _adapter(spec: Function) -> Callable[..., Any]:
@@ -71,8 +75,11 @@ class Query:
             raise ExpressionError(exc.message, source=self.source, code=exc.code) from None
         except jexc.JMESPathError as exc:
             raise ExpressionError(_jmespath_message(exc), source=self.source) from None
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError,
+                ZeroDivisionError) as exc:
             raise ExpressionError(str(exc), source=self.source) from None
+        except RecursionError:
+            raise ExpressionError("nested too deeply", source=self.source, code="RT403") from None
 
     def conjuncts(self) -> list[Query]:
         """Split a top-level `a && b` into separately compiled parts (for `router explain`)."""
@@ -147,8 +154,16 @@ def _root_paths(node: dict[str, Any]) -> list[tuple[str, ...]]:
     if chain is not None:
         return [chain]
     kind, children = node["type"], node.get("children", [])
-    if kind in ("subexpression", "index_expression", "pipe", "projection", "filter_projection",
-                "value_projection", "flatten"):
+    if kind == "subexpression":
+        prefix: list[str] = []
+        for child in children:
+            part = _chain(child)
+            if part is None:
+                break
+            prefix += part
+        return [tuple(prefix)] if prefix else (_root_paths(children[0]) if children else [])
+    if kind in ("index_expression", "pipe", "projection", "filter_projection", "value_projection",
+                "flatten"):
         return _root_paths(children[0]) if children else []
     if kind in ("comparator", "and_expression", "or_expression", "not_expression",
                 "function_expression", "multi_select_list", "multi_select_dict", "key_val_pair"):

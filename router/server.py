@@ -24,8 +24,8 @@ from router.decision import Decision, SignalOutcome
 from router.diagnostics import Diagnostic, has_errors
 from router.executor import Executor
 from router.interpreter import evaluate
-from router.loader import agent_dir as default_agent_dir
 from router.normalize import model_catalog, normalize
+from router.paths import agent_dir as default_agent_dir
 
 MAX_SIGNALS = 16
 SIGNAL_BUDGET_MS = {"classify": 4000, "complete": 45000, "child": 45000, "load": 1000, "read": 1000,

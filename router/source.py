@@ -10,11 +10,14 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from ruamel.yaml.reader import ReaderError
 
 from router.diagnostics import Diagnostic, Span
 from router.errors import SourceError
 
 KeyPath = tuple[str | int, ...]
+MAX_NODES = 1_000_000
+MAX_ALIAS_NODES = 10_000
 
 _BOOL_TAG = "tag:yaml.org,2002:bool"
 _INT_TAG = "tag:yaml.org,2002:int"
@@ -87,6 +90,12 @@ def parse_source(text: str, path: str) -> SourceDoc:
         node = yaml.compose(text)
     except MarkedYAMLError as exc:
         raise SourceError([_yaml_diagnostic(exc, path)]) from None
+    except ReaderError as exc:
+        before = text[: max(0, exc.position)]
+        line, col = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
+        raise SourceError([Diagnostic(
+            "RT101", f"invalid YAML: character {exc.character!r} is not allowed", Span(path, line, col),
+            help="remove control characters; YAML files are printable UTF-8 text")]) from None
     except YAMLError as exc:
         raise SourceError([Diagnostic("RT101", f"invalid YAML: {exc}", Span(path))]) from None
     builder = _Builder(path, yaml)
@@ -116,8 +125,32 @@ class _Builder:
         self.styles: dict[KeyPath, str] = {}
         self.errors: list[Diagnostic] = []
         self._depth = 0
+        self._nodes = 0
+        self._alias_nodes = 0
+        self._in_alias = 0
+        self._too_big = False
+        self._built: set[int] = set()
 
     def build(self, node: Node, key_path: KeyPath) -> Any:
+        repeated = id(node) in self._built  # an alias: the node is expanded once more
+        self._built.add(id(node))
+        self._nodes += 1
+        self._alias_nodes += repeated or self._in_alias > 0
+        if self._nodes > MAX_NODES or self._alias_nodes > MAX_ALIAS_NODES:
+            if not self._too_big:
+                self._too_big = True
+                self._error("RT101", "the document expands to too many values (aliases repeated too "
+                            f"often; at most {MAX_ALIAS_NODES} values may come from aliases)", node)
+            return None
+        if repeated and not isinstance(node, ScalarNode):
+            self._in_alias += 1
+            try:
+                return self._build(node, key_path)
+            finally:
+                self._in_alias -= 1
+        return self._build(node, key_path)
+
+    def _build(self, node: Node, key_path: KeyPath) -> Any:
         self.value_pos[key_path] = (node.start_mark.line + 1, node.start_mark.column + 1)
         if isinstance(node, ScalarNode):
             if node.style:
@@ -163,9 +196,11 @@ class _Builder:
         if merges:  # explicit keys win, then earlier merged mappings; explicit positions are kept
             explicit = {k: v for k, v in self.value_pos.items() if k[: len(key_path)] == key_path}
             explicit_keys = {k: v for k, v in self.key_pos.items() if k[: len(key_path)] == key_path}
-            for source in merges:
-                for merged_key, merged_value in self._mapping(source, key_path).items():
-                    result.setdefault(merged_key, merged_value)
+            merged: dict[str, Any] = {}
+            for source in reversed(merges):  # the earliest mapping is built last and wins
+                merged.update(self._mapping(source, key_path))
+            for merged_key, merged_value in merged.items():
+                result.setdefault(merged_key, merged_value)
             self.value_pos.update(explicit)
             self.key_pos.update(explicit_keys)
         return result

@@ -164,7 +164,7 @@ def compare(decision: Decision, expect: Expectation, *, rule_id: str | None = No
             problems.append(_diff("actions", expect.actions, actual))
     if expect.state is not None:
         flat = _flatten(decision.state)
-        wanted = _flatten(expect.state)
+        wanted = _leaves(expect.state)
         if any(flat.get(k, _MISSING) != v for k, v in wanted.items()):
             problems.append(_diff("state", wanted, {k: flat.get(k) for k in wanted}))
     for error in decision.errors:
@@ -173,6 +173,18 @@ def compare(decision: Decision, expect: Expectation, *, rule_id: str | None = No
 
 
 _MISSING = object()
+
+
+def _leaves(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Expected state as dotted leaf keys: `{ds: {band: x}}` checks `ds.band` only."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            flat.update(_leaves(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
 
 
 def _subset(expected: Any, actual: Any) -> bool:

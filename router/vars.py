@@ -44,14 +44,25 @@ def parse_env_value(spec: EnvVar, raw: str | None) -> Any:
     return raw if raw != "" else spec.default
 
 
+_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|Infinity)")
+_RADIX = {"0x": 16, "0o": 8, "0b": 2}
+
+
 def _js_number(raw: str) -> float | None:
+    """JavaScript's `Number(text)`: blanks are 0, decimal or 0x/0o/0b literals, else NaN (None)."""
     text = raw.strip()
     if text == "":
         return 0.0
-    try:
-        return float(text)
-    except ValueError:
+    base = _RADIX.get(text[:2].lower())
+    if base is not None:
+        digits = text[2:]
+        try:
+            return float(int(digits, base)) if digits.isalnum() else None
+        except ValueError:
+            return None
+    if not _DECIMAL.fullmatch(text):
         return None
+    return float(text.replace("Infinity", "inf"))
 
 
 def _bounded(spec: EnvVar, value: float | int | None) -> Any:

@@ -166,11 +166,6 @@ def test_compile_forbidden_construct_rt203_on_its_line(tmp_path: Path, text: str
     assert where(diag)[0] == 4 and diag.rule_id == "a"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: RT203 columns are one character right of the construct "
-    "(compile_expression parses f'({text}\\n)', shifting every col_offset by one)",
-)
 @pytest.mark.parametrize(("text", "col"), FORBIDDEN)
 def test_compile_forbidden_construct_rt203_column(tmp_path: Path, text: str, col: int) -> None:
     diag = only(diagnose(tmp_path, f"rules:\n  - id: a\n    on: input\n    {text}\n"), "RT203")
@@ -235,11 +230,6 @@ def test_compile_wrong_arity_help_shows_example(tmp_path: Path) -> None:
     assert "tail() takes 2 arguments, got 1" in diag.message and "tail(" in (diag.help or "")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: arity of JMESPath built-ins (length, sort_by, …) is not checked "
-    'at load; `match: "length(text, text)"` compiles clean and fails on every event',
-)
 def test_compile_jmespath_builtin_wrong_arity_rt209(tmp_path: Path) -> None:
     assert "RT209" in codes(
         diagnose(tmp_path, 'rules:\n  - id: a\n    on: input\n    match: "length(text, text) > `1`"\n')

@@ -97,7 +97,6 @@ OFFSET_BUG = (
 )
 
 
-@pytest.mark.xfail(strict=True, reason=OFFSET_BUG)
 @pytest.mark.parametrize(
     ("source", "offset"),
     [
@@ -183,12 +182,6 @@ def test_template_unclosed_or_bad_spec_is_rt204(source: str) -> None:
     assert info.value.code == "RT204"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a template that is only an escaped placeholder ('{{n}}') is "
-    "taken for a single placeholder and refused as a set literal (RT203) instead of "
-    "rendering the text '{n}'",
-)
 def test_template_only_escaped_braces_renders_literal_text() -> None:
     assert render("{{n}}", n=1) == "{n}"
 
@@ -324,11 +317,6 @@ def test_expression_paths_root_anchored_dotted_and_string_subscripts() -> None:
     assert set(expr.paths) >= {("a", "b", "c"), ("d", "e", "f"), ("g",), ("state", "x")}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Expression.paths lists called function names as paths "
-    "(('lower',) for lower(x)), so explain shows bindings like lower=null",
-)
 def test_expression_paths_exclude_function_names() -> None:
     assert compile_expression("lower(text) == 'x'").paths == (("text",),)
 
@@ -344,7 +332,6 @@ def test_expression_conjuncts_values_of_each_part() -> None:
     assert values == [True, 0, True]
 
 
-@pytest.mark.xfail(strict=True, reason=OFFSET_BUG)
 def test_expression_conjuncts_sources() -> None:
     parts = compile_expression("a > 1 and (b or c) and lower(d) == 'x'").conjuncts()
     assert [p.source for p in parts] == ["a > 1", "b or c", "lower(d) == 'x'"]
@@ -359,7 +346,6 @@ def test_literal_regex_compiled_at_load_rt210() -> None:
     assert refused("regex(text, '(unclosed')").code == "RT210"
 
 
-@pytest.mark.xfail(strict=True, reason=OFFSET_BUG)
 def test_literal_regex_error_offset_at_the_call() -> None:
     assert refused("regex(text, '(unclosed')").offset == 0
 

@@ -76,11 +76,6 @@ def test_query_paths_three_part_chain_flattened_by_jmespath() -> None:
     assert compile_query("a.b.c.d").paths == (("a", "b", "c", "d"),)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a field chain followed by a function (`tool.nmae.lower(@)`) "
-    "yields only the first field as a path, so RT301 misses typos in the chain",
-)
 def test_query_paths_field_chain_before_function() -> None:
     assert compile_query("a.b.c.lower(@)").paths == (("a", "b", "c"),)
 

@@ -120,11 +120,6 @@ def test_parse_source_merge_key_explicit_keys_win() -> None:
     assert doc.value_pos[("other", "y")] == (5, 6)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: with `<<: [*b, *m]` a key present in both merged mappings "
-    "takes its value from *b (the first, correctly) but its position from *m (the last)",
-)
 def test_parse_source_merge_key_position_follows_the_value() -> None:
     doc = parse_source("base: &b {x: 1}\nmore: &m {x: 9}\nother:\n  <<: [*b, *m]\n", "p.yaml")
     assert doc.data["other"] == {"x": 1}
@@ -176,11 +171,6 @@ def _laughs(levels: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: aliases are expanded without bound (billion laughs): "
-    "each extra line of 10 aliases multiplies load time by 10",
-)
 def test_parse_source_alias_bomb_refused_rt101() -> None:
     with pytest.raises(SourceError) as info:
         parse_source(_laughs(5), "p.yaml")  # 6 lines expanding to 123,456 nodes
@@ -193,12 +183,6 @@ def test_parse_source_control_character_rt101() -> None:
     assert info.value.diagnostics[0].code == "RT101"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: reader errors (control characters, NUL) are reported at 1:1 "
-    "with a two-line message ('\\n  in \"<unicode string>\", position 16'), which breaks "
-    "the one-line `path:line:col: severity: message [CODE]` format",
-)
 def test_parse_source_control_character_located_on_one_line() -> None:
     with pytest.raises(SourceError) as info:
         parse_source("rules:\n  - id: a\x07b\n", "p.yaml")

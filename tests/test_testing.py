@@ -215,12 +215,6 @@ def test_compare_state_subset_with_dotted_keys() -> None:
     assert compare(decision, Expectation(state={"missing": None}))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: `expect: {state: ...}` is documented as a subset, but a nested "
-    "mapping must equal the whole object: {ds: {band: react}} fails when state.ds has "
-    "other keys, while {ds.band: react} passes",
-)
 def test_compare_state_nested_mapping_is_a_subset() -> None:
     decision = Decision("input", state={"ds": {"band": "react", "n": 1}})
     assert compare(decision, Expectation(state={"ds": {"band": "react"}})) == []

@@ -68,20 +68,10 @@ def test_parse_env_number_js_number_rules_within_bounds(raw: str, expected: floa
     assert value == expected and type(value) is type(expected)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: number vars claim JavaScript Number() rules but use Python "
-    "float(): '0x10' (16 in JS) falls back to the default",
-)
 def test_parse_env_number_hex_like_javascript() -> None:
     assert parse_env_value(spec("number", default=95, min=0, max=100), "0x10") == 16
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: number vars claim JavaScript Number() rules but use Python "
-    "float(): '5_0' (NaN in JS, so the default) parses as 50",
-)
 def test_parse_env_number_underscore_is_not_a_number() -> None:
     assert parse_env_value(spec("number", default=95, min=0, max=100), "5_0") == 95
 

@@ -25,7 +25,7 @@ def unreachable_rules(policy: CompiledPolicy) -> Iterator[Diagnostic]:
     stoppers: dict[tuple[str, str], CompiledRule] = {}
     for rule in policy.rules:
         blockers = [stoppers.get((rule.group, e)) for e in rule.on]
-        if all(blockers):
+        if blockers and all(blockers):
             first = blockers[0]
             assert first is not None
             yield Diagnostic(

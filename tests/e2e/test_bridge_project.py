@@ -44,7 +44,7 @@ def test_untrusted_project_policy_is_ignored_and_user_told(rig: RouterRig) -> No
     done = rig.print("hello")
 
     assert done.returncode == 0, done.stderr
-    assert BUILTIN <= set(rig.fake.chat_requests()[0].tools)
+    assert set(rig.fake.chat_requests()[0].tools) >= BUILTIN
     assert done.stderr.count("is not loaded because the project is not trusted") == 1, done.stderr
 
 
@@ -54,7 +54,7 @@ def test_untrusted_project_policy_rpc_notify(rig: RouterRig) -> None:
 
     rpc.prompt_and_wait("hello")
 
-    assert BUILTIN <= set(rig.fake.chat_requests()[0].tools)
+    assert set(rig.fake.chat_requests()[0].tools) >= BUILTIN
     assert [r for r in helpers_router.notices(rpc) if "not trusted" in r]
 
 
@@ -97,7 +97,7 @@ def test_gated_project_without_decision_is_skipped(rig: RouterRig) -> None:
     done = rig.print("hello")
 
     assert done.returncode == 0, done.stderr
-    assert BUILTIN <= set(rig.fake.chat_requests()[0].tools)
+    assert set(rig.fake.chat_requests()[0].tools) >= BUILTIN
 
 
 @pytest.mark.parametrize("decision", [True, False])

@@ -1,0 +1,53 @@
+"""Where things live: the agent dir, the built-in packs, the policy layers (no heavy imports)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PACKS_DIR = Path(__file__).resolve().parent.parent / "rules"
+
+
+def display_path(path: Path) -> str:
+    """A path as people want to read it: relative to the working directory, or with ~."""
+    absolute = path.absolute()
+    try:
+        return str(absolute.relative_to(Path.cwd()))
+    except ValueError:
+        pass
+    try:
+        return "~/" + str(absolute.relative_to(Path.home()))
+    except ValueError:
+        return str(absolute)
+
+
+def packs_dir() -> Path:
+    """Where the built-in packs live (the installed `router.packs`, else the checkout's rules/)."""
+    try:
+        import router.packs as packs  # type: ignore[import-not-found,unused-ignore]
+
+        return Path(next(iter(packs.__path__)))
+    except (ImportError, StopIteration):
+        return PACKS_DIR
+
+
+def pack_names() -> list[str]:
+    return sorted(p.stem for p in packs_dir().glob("*.yaml") if not p.stem.endswith(".test"))
+
+
+def agent_dir(environ: dict[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    configured = env.get("PI_CODING_AGENT_DIR")
+    return Path(configured).expanduser() if configured else Path.home() / ".pi" / "agent"
+
+
+def layer_paths(cwd: Path, *, agent: Path, include_project: bool = True) -> list[tuple[str, Path]]:
+    """The default layers that exist: (layer name, path)."""
+    layers = [("pack", packs_dir() / "default.yaml")]
+    user = agent / "router.yaml"
+    if user.is_file():
+        layers.append(("user", user))
+    project = cwd / ".pi" / "router.yaml"
+    if include_project and project.is_file():
+        layers.append(("project", project))
+    return layers
