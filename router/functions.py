@@ -550,8 +550,9 @@ def pick_model(refs: Any, strategy: Any, models: Any, score: Any = 0, capabiliti
     largest), `largest`, `smallest`, `cheapest` (lowest input+output price among those that fit,
     else among all; catalog order breaks ties). Refs missing from `models` are skipped.
     """
-    given = models if isinstance(models, Mapping) else {}
-    catalog = {k: v for k, v in given.items() if isinstance(v, Mapping)}
+    catalog = models if isinstance(models, Mapping) else {}
+    if not all(isinstance(v, Mapping) for v in catalog.values()):
+        raise _fail("pick_model", "expected `models` to map refs to model objects")
     caps = capabilities if isinstance(capabilities, Mapping) else {}
     known = [r for r in _list("pick_model", refs) if r in catalog or r in caps]
     if not known:

@@ -89,11 +89,6 @@ def test_pick_model_unknown_strategy_rt402() -> None:
     assert error.code == "RT402" and "cheapest" in error.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a catalog entry that is not an object raises a raw "
-    "AttributeError instead of ExpressionError",
-)
 def test_pick_model_non_object_entry_rt402() -> None:
     assert fails("pick_model(['a'], 'cheapest', m, 0)", m={"a": "oops"}).code == "RT402"
 
