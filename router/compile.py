@@ -101,14 +101,15 @@ def compile_policy(files: list[PolicyFile]) -> tuple[CompiledPolicy | None, list
         rules=rules,
         by_event={k: tuple(v) for k, v in by_event.items()},
         vars=literals,
-        env_vars=env_vars,
+        env_vars={name: spec.model_dump() for name, spec in env_vars.items()},
         signals={k: v for k, v in signals.items() if v is not None},
-        commands=tuple(_by_name(files, "commands", "name")),
-        virtual_models=tuple(_by_name(files, "virtual_models", "ref")),
-        tools=tuple(_by_name(files, "tools", "name")),
+        commands=tuple(c.model_dump() for c in _by_name(files, "commands", "name")),
+        virtual_models=tuple(v.model_dump() for v in _by_name(files, "virtual_models", "ref")),
+        tools=tuple(t.model_dump() for t in _by_name(files, "tools", "name")),
         env_names=frozenset(env_names),
         files=tuple(files),
         warnings=tuple(d for d in ctx.diagnostics if d.severity is Severity.WARNING),
+        file_refs=tuple((f.path, str(f.source or f.path)) for f in files),
     )
     return compiled, ctx.diagnostics
 
@@ -257,7 +258,7 @@ def _compile_action(item: dict[str, Any], key_path: KeyPath, rule: Rule, doc: So
             ctx.diagnostics.extend(replace(d, code="RT207", rule_id=rule.id) for d in found)
         return None
     tree = checker.params(validated.model_dump(), (*key_path, name))
-    return CompiledAction(name, spec, tree, span)
+    return CompiledAction(name, tree, span)
 
 
 _PATH_PROBLEMS = {"vars": ("RT303", "undefined var"), "signals": ("RT304", "undefined signal"),

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from router.actions import ActionSpec
 from router.diagnostics import Diagnostic, Span
 from router.expr import Expression, Template
-from router.loader import PolicyFile
-from router.model import Command, EnvVar, Example, Tool, VirtualModel
 from router.query import Query
 from router.vars import resolve_vars
+
+if TYPE_CHECKING:  # the serve path loads compiled policies without pydantic
+    from router.loader import PolicyFile
+    from router.model import Example
 
 ParamTree = Any  # dict[str, ParamTree] | list[ParamTree] | Template | scalar
 
@@ -20,9 +21,14 @@ ParamTree = Any  # dict[str, ParamTree] | list[ParamTree] | Template | scalar
 @dataclass(frozen=True, eq=False)
 class CompiledAction:
     name: str
-    spec: ActionSpec
     params: ParamTree
     span: Span
+
+    def describe(self, params: Any) -> str:
+        """What the executor would do with these (rendered) parameters."""
+        from router.actions import ACTIONS
+
+        return ACTIONS[self.name].describe(params)
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,14 +94,15 @@ class CompiledPolicy:
     rules: tuple[CompiledRule, ...]
     by_event: Mapping[str, tuple[CompiledRule, ...]]
     vars: Mapping[str, Any]
-    env_vars: Mapping[str, EnvVar]
+    env_vars: Mapping[str, Mapping[str, Any]]
     signals: Mapping[str, CompiledSignal]
-    commands: tuple[Command, ...] = ()
-    virtual_models: tuple[VirtualModel, ...] = ()
-    tools: tuple[Tool, ...] = ()
+    commands: tuple[dict[str, Any], ...] = ()
+    virtual_models: tuple[dict[str, Any], ...] = ()
+    tools: tuple[dict[str, Any], ...] = ()
     env_names: frozenset[str] = frozenset()
     files: tuple[PolicyFile, ...] = ()
     warnings: tuple[Diagnostic, ...] = ()
+    file_refs: tuple[tuple[str, str], ...] = ()  # (display path, absolute path) of every file
     _vars_cache: dict[tuple[tuple[str, str], ...], dict[str, Any]] = field(default_factory=dict,
                                                                           repr=False)
 

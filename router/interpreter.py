@@ -159,7 +159,7 @@ class _Run:
             if not rule.shadow:
                 self._apply_state(action, params)
             if self.tracer:
-                self._trace("action", rule, f"then {action.name}: {action.spec.describe(params)}",
+                self._trace("action", rule, f"then {action.name}: {action.describe(params)}",
                             depth=2, span=action.span)
 
     def _apply_state(self, action: CompiledAction, params: Any) -> None:

@@ -17,8 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from router import protocol
-from router.compile import load_policy
+from router import policy_cache, protocol
 from router.compiled import CompiledPolicy
 from router.decision import Decision, SignalOutcome
 from router.diagnostics import Diagnostic, has_errors
@@ -26,6 +25,7 @@ from router.executor import Executor
 from router.interpreter import evaluate
 from router.normalize import model_catalog, normalize
 from router.paths import agent_dir as default_agent_dir
+from router.paths import packs_dir
 
 MAX_SIGNALS = 16
 SIGNAL_BUDGET_MS = {"classify": 4000, "complete": 45000, "child": 45000, "load": 1000, "read": 1000,
@@ -50,8 +50,19 @@ class Engine:
     # --- policy -------------------------------------------------------------------------------
 
     def load(self) -> list[Diagnostic]:
-        policy, diagnostics = load_policy(self.cwd, agent=self.agent, include_project=self.trusted,
-                                          extra=self.extra)
+        """Load the layered policy: from the cache when no file changed, else compile it."""
+        candidates = [p.absolute() for p in self._candidates()]
+        cache = policy_cache.cache_path(self.agent, policy_cache.cache_key(
+            self.cwd.absolute(), self.agent.absolute(), self.trusted, *candidates))
+        policy = policy_cache.load(cache, candidates)
+        diagnostics: list[Diagnostic] = []
+        if policy is None:
+            from router.compile import load_policy
+
+            policy, diagnostics = load_policy(self.cwd, agent=self.agent,
+                                              include_project=self.trusted, extra=self.extra)
+            if policy is not None and not has_errors(diagnostics):
+                policy_cache.save(cache, policy, candidates)
         self.fingerprint = self._fingerprint(policy)
         if policy is not None and not has_errors(diagnostics):
             self.policy = policy
@@ -59,19 +70,18 @@ class Engine:
         return diagnostics
 
     def _candidates(self) -> list[Path]:
-        paths = [self.agent / "router.yaml", *self.extra]
+        paths = [packs_dir() / "default.yaml", self.agent / "router.yaml", *self.extra]
         if self.trusted:
             paths.append(self.cwd / ".pi" / "router.yaml")
         return paths
 
     def _fingerprint(self, policy: CompiledPolicy | None) -> tuple[Any, ...]:
-        files = {Path(f.path).absolute() for f in policy.files} if policy else set()
+        files = {Path(source).absolute() for _, source in policy.file_refs} if policy else set()
         return tuple(_stat(p) for p in sorted(files | {p.absolute() for p in self._candidates()}))
 
     def reload_if_changed(self) -> list[str]:
         """Reload when a policy file changed; return warnings for the user."""
-        files = {Path(f.path).absolute() for f in self.policy.files} if self.policy else set()
-        current = tuple(_stat(p) for p in sorted(files | {p.absolute() for p in self._candidates()}))
+        current = self._fingerprint(self.policy)
         if current == self.fingerprint:
             return []
         previous = self.policy
@@ -92,9 +102,9 @@ class Engine:
             return {"events": [], "commands": [], "tools": [], "virtual_models": []}
         return {
             "events": list(policy.event_types),
-            "commands": [c.model_dump() for c in policy.commands],
-            "tools": [t.model_dump() for t in policy.tools],
-            "virtual_models": [v.model_dump() for v in policy.virtual_models],
+            "commands": list(policy.commands),
+            "tools": list(policy.tools),
+            "virtual_models": list(policy.virtual_models),
         }
 
     # --- requests -----------------------------------------------------------------------------
@@ -112,7 +122,8 @@ class Engine:
         if self.policy is None:
             warnings.insert(0, "the router policy has errors; Pi runs without it (run `router lint`)")
         return {"protocol": protocol.PROTOCOL_VERSION, "engine": _version(), **self.declarations(),
-                "warnings": warnings, "files": [f.path for f in self.policy.files] if self.policy else []}
+                "warnings": warnings,
+                "files": [path for path, _ in self.policy.file_refs] if self.policy else []}
 
     async def event(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
         warnings = self.reload_if_changed()
@@ -167,8 +178,13 @@ class Connection:
         self.closing = asyncio.Event()
 
     def send(self, message: dict[str, Any]) -> None:
-        self.writer.write(protocol.encode(message))
-        self.writer.flush()
+        if self.closing.is_set() and "id" not in message:
+            return
+        try:
+            self.writer.write(protocol.encode(message))
+            self.writer.flush()
+        except (BrokenPipeError, ValueError, OSError):  # the bridge is gone: stop quietly
+            self.closing.set()
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         self.send({"method": method, "params": params})

@@ -7,21 +7,24 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from router.model import EnvVar
-
 _FALSE_WORDS = {"0", "false", "off", "no"}
 
 
-def resolve_vars(literals: Mapping[str, Any], env_vars: Mapping[str, EnvVar],
+def resolve_vars(literals: Mapping[str, Any], env_vars: Mapping[str, Any],
                  env: Mapping[str, str]) -> dict[str, Any]:
     """Literal vars plus environment-bound ones (default when unset or invalid)."""
     resolved = dict(literals)
     for name, spec in env_vars.items():
-        resolved[name] = parse_env_value(spec, env.get(spec.env))
+        resolved[name] = parse_env_value(spec, env.get(_field(spec, "env")))
     return resolved
 
 
-def parse_env_value(spec: EnvVar, raw: str | None) -> Any:
+def _field(spec: Any, name: str) -> Any:
+    """A field of a var spec, given as a mapping or as the pydantic `EnvVar`."""
+    return spec.get(name) if isinstance(spec, Mapping) else getattr(spec, name, None)
+
+
+def parse_env_value(spec: Any, raw: str | None) -> Any:
     """Parse one environment value by the var's type; fall back to its default.
 
     - bool: off for 0/false/off/no (trimmed, any case), on for anything else, '' included;
@@ -30,18 +33,19 @@ def parse_env_value(spec: EnvVar, raw: str | None) -> Any:
     - string: the raw value, '' meaning unset;
     - list: comma-separated, trimmed, empty items dropped.
     """
+    default, kind = _field(spec, "default"), _field(spec, "type") or "string"
     if raw is None:
-        return spec.default
-    if spec.type == "bool":
+        return default
+    if kind == "bool":
         return raw.strip().lower() not in _FALSE_WORDS
-    if spec.type == "number":
+    if kind == "number":
         return _bounded(spec, _js_number(raw))
-    if spec.type == "int":
+    if kind == "int":
         text = raw.strip()
-        return _bounded(spec, int(text)) if re.fullmatch(r"[+-]?\d+", text) else spec.default
-    if spec.type == "list":
+        return _bounded(spec, int(text)) if re.fullmatch(r"[+-]?\d+", text) else default
+    if kind == "list":
         return [item.strip() for item in raw.split(",") if item.strip()]
-    return raw if raw != "" else spec.default
+    return raw if raw != "" else default
 
 
 _DECIMAL = re.compile(r"[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|Infinity)")
@@ -65,11 +69,12 @@ def _js_number(raw: str) -> float | None:
     return float(text.replace("Infinity", "inf"))
 
 
-def _bounded(spec: EnvVar, value: float | int | None) -> Any:
+def _bounded(spec: Any, value: float | int | None) -> Any:
+    default, low, high = _field(spec, "default"), _field(spec, "min"), _field(spec, "max")
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return spec.default
-    if (spec.min is not None and value < spec.min) or (spec.max is not None and value > spec.max):
-        return spec.default
+        return default
+    if (low is not None and value < low) or (high is not None and value > high):
+        return default
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value

@@ -84,7 +84,7 @@ def test_action_shorthand_expands_to_params(tmp_path: Path, item: str, action: s
 @pytest.mark.parametrize("name", sorted(ACTIONS))
 def test_action_describe_returns_text(name: str, tmp_path: Path) -> None:
     (action,) = _compiled_example(name, tmp_path).rules[0].actions
-    text = action.spec.describe(_plain(action.params))
+    text = action.describe(_plain(action.params))
     assert isinstance(text, str) and text.strip()
 
 

@@ -108,7 +108,7 @@ def test_vars_later_layer_overrides(tmp_path: Path) -> None:
 
 def test_vars_literal_replaced_by_env_var_and_back(tmp_path: Path) -> None:
     policy, _ = layered(tmp_path, "vars:\n  x: {env: MY_X, type: number, default: 5}\n")
-    assert "x" not in policy.vars and policy.env_vars["x"].env == "MY_X"
+    assert "x" not in policy.vars and policy.env_vars["x"]["env"] == "MY_X"
     assert policy.vars_for({"MY_X": "7"})["x"] == 7 and policy.vars_for({})["x"] == 5
     assert "MY_X" in policy.env_names
 
@@ -135,8 +135,8 @@ def test_commands_and_tools_merged_by_name(tmp_path: Path) -> None:
         "top.yaml",
     )
     policy, _ = compile_files([("file", top)])
-    assert {c.name: c.description for c in policy.commands} == {"c1": "new", "c2": ""}
-    assert [t.description for t in policy.tools] == ["new"]
+    assert {c["name"]: c["description"] for c in policy.commands} == {"c1": "new", "c2": ""}
+    assert [t["description"] for t in policy.tools] == ["new"]
 
 
 def test_use_same_file_twice_loaded_once(tmp_path: Path) -> None:

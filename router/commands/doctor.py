@@ -144,7 +144,7 @@ def run(cwd: Path, agent: Path) -> tuple[int, str]:
                         + (f"; {len(errors)} errors (run `router lint`)" if errors else "")))
     checks.append(check_sidecar(cwd, agent))
     if policy is not None:
-        virtual = {f"{v.provider}/{v.id}" for v in policy.virtual_models}
+        virtual = {f"{v['provider']}/{v['id']}" for v in policy.virtual_models}
         checks += check_models(pi, policy_models(policy), virtual)
     ok = all(c.ok for c in checks)
     return (0 if ok else 1), "\n".join(c.render() for c in checks)
