@@ -11,13 +11,15 @@ from router.interpreter import evaluate
 from router.paths import packs_dir
 from router.policy_cache import cache_key, cache_path, from_ir, load, save, to_ir
 
+TOOLS = ["read", "bash", "edit", "write", "grep"]
 EVENTS = [
     {"type": "input", "text": "build a new tool", "source": "rpc", "model": {"id": "deepseek-v4-pro"},
-     "tools": {"active": ["read", "bash", "edit", "write", "grep"], "all": ["read", "bash", "edit", "write", "grep"]}},
+     "tools": {"active": TOOLS, "all": TOOLS}},
     {"type": "before_agent_start", "model": {"id": "deepseek-v4-pro"}},
     {"type": "turn_end", "usage": {"percent": 97}, "tool_calls": 1},
     {"type": "command", "name": "decision-router-toggle", "tools": {"active": ["decision_request"]}},
-    {"type": "command", "name": "router", "args": "status", "argv": ["status"], "model": {"id": "deepseek-x"}},
+    {"type": "command", "name": "router", "args": "status", "argv": ["status"],
+     "model": {"id": "deepseek-x"}},
 ]
 STATE = {"dr": {"enabled": True, "auto_compaction": True, "armed": True, "in_flight": False}}
 
