@@ -214,8 +214,8 @@ def python3_candidates() -> list[str]:
         candidate = Path(entry or ".") / "python3"
         if not (candidate.is_file() and os.access(candidate, os.X_OK)) or str(candidate) in found:
             continue
-        probe = subprocess.run([str(candidate), "-c", "import router"], capture_output=True, timeout=60,
-                               check=False)
+        probe = subprocess.run([str(candidate), "-c", "import router.cli"], capture_output=True,
+                               timeout=60, check=False, cwd="/")
         if probe.returncode == 0:
             found.append(str(candidate))
     return found[:3]
@@ -269,7 +269,11 @@ def bench_a2_b(install: PiInstall, events: int, parts: set[str]) -> None:
         runs = [(label, argv, rich) for label, argv in variants]
         runs.append(("sys.executable, default pack only (no router.yaml)", variants[0][1], empty))
         for label, argv, agent in runs:
-            result = node_client(install, script, "ready", argv, agent, 10)
+            try:
+                result = node_client(install, script, "ready", argv, agent, 10)
+            except RuntimeError as exc:
+                print(f"  {label:60s} skipped: {str(exc).strip().splitlines()[-1][:80]}")
+                continue
             print(f"  {label:60s} median {statistics.median(result['samples']):7.1f} ms  "
                   f"min {min(result['samples']):7.1f}  max {max(result['samples']):7.1f}")
         started = time.perf_counter()

@@ -126,8 +126,8 @@ class Engine:
                 "files": [path for path, _ in self.policy.file_refs] if self.policy else []}
 
     async def event(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
-        warnings = self.reload_if_changed()
         before = self.declarations()["events"]
+        warnings = self.reload_if_changed()
         policy = self.policy
         event_type = str(params.get("type"))
         if policy is None or event_type not in policy.by_event:

@@ -1,8 +1,10 @@
 """Shared helpers for the router's end-to-end tests (real Pi 1.6.0 + bridge + ``router serve``).
 
-The ``rig`` fixture (registered in ``tests/e2e/conftest.py`` style via ``pytest_plugins`` in each
-test module) bundles one fake provider, one isolated agent dir with a policy, a work dir and an
-environment whose ``ROUTER_SERVE`` starts this interpreter's sidecar::
+The ``rig`` fixture bundles one fake provider, one isolated agent dir (retry off) for the user
+policy, a work dir and an environment whose ``ROUTER_SERVE`` starts this interpreter's sidecar.
+A test module picks it up with ``rig = helpers_router.rig`` (conftest.py is not ours)::
+
+    rig = helpers_router.rig
 
     def test_x(rig: RouterRig) -> None:
         rig.policy('''

@@ -77,12 +77,6 @@ def test_policy_edit_takes_effect_and_broken_edit_keeps_last_good(rig: RouterRig
     assert "policy reloaded" in rig.log("router.log")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: router/server.py after a failed reload stores the fingerprint without the last good "
-    "policy's files (the default pack), so reload_if_changed() sees a change on every event, "
-    "re-parses the policy and warns again on every forwarded event",
-)
 def test_broken_policy_edit_warns_once(rig: RouterRig) -> None:
     rig.policy(ONLY_READ)
     rpc = rig.rpc()
@@ -96,12 +90,6 @@ def test_broken_policy_edit_warns_once(rig: RouterRig) -> None:
     assert sum("policy reload failed" in n for n in notices(rpc)) == 1, notices(rpc)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: router/server.py Engine.event computes `before` after reload_if_changed(), so a "
-    "reload that adds event types never sends `declarations`; the bridge keeps forwarding only "
-    "the old types and the new rule never fires",
-)
 def test_policy_edit_adding_an_event_type_takes_effect(rig: RouterRig) -> None:
     rig.policy(ONLY_READ)
     rpc = rig.rpc()
