@@ -461,6 +461,28 @@ def not_null(*items: Any) -> Any:
     return next((item for item in items if item is not None), None)
 
 
+@function("range", min_args=1, max_args=1, example="range(3) == [0, 1, 2]")
+def range_(count: Any) -> list[int]:
+    """The numbers 0 to count - 1 (at most 10,000)."""
+    size = int(_number("range", count))
+    if size > 10_000:
+        raise _fail("range", f"at most 10000 numbers, asked for {size}")
+    return list(range(max(0, size)))
+
+
+@function("zip", min_args=2, max_args=None, example="zip([1, 2], ['a', 'b']) == [[1, 'a'], [2, 'b']]")
+def zip_(*arrays: Any) -> list[list[Any]]:
+    """Arrays side by side: the i-th items together, as long as the shortest."""
+    return [list(items) for items in zip(*(_list("zip", a) for a in arrays), strict=False)]
+
+
+@function("to_array", min_args=1, max_args=1, example="to_array('a') == ['a'] and to_array(['a']) == ['a']",
+          native_jmespath=True)
+def to_array(value: Any) -> list[Any]:
+    """An array as is; any other value as a one-item array."""
+    return list(value) if isinstance(value, Sequence) and not isinstance(value, str) else [value]
+
+
 @function("intersect", min_args=2, max_args=2, example="intersect(['a', 'b', 'c'], ['c', 'a']) == ['a', 'c']")
 def intersect(first: Any, second: Any) -> list[Any]:
     """Elements of the first array that are also in the second, in the first array's order."""

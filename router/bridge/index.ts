@@ -22,6 +22,8 @@ const MAX_BACKOFF_MS = 30000;
 const STATE_ENTRY = "pi-policy-router.state";
 const STATUS_KEY = "pi-policy-router";
 const EXCERPT_ENTRIES = 12;
+const RPIV_PROMPT = "rpiv:ask-user:prompt";
+const RPIV_BLOCKED = "rpiv:ask-user:blocked";
 /** What Pi 1.6 itself gates behind project trust in `<cwd>/.pi/` (trust-manager.js). */
 const PI_GATED = ["settings.json", "mcp.json", "extensions", "skills", "prompts", "themes", "SYSTEM.md", "APPEND_SYSTEM.md"];
 
@@ -249,6 +251,7 @@ export default async function (pi: any) {
 	let compactionQueued: Json = null;
 	let starting: Promise<boolean> | null = null;
 	let preloading = false;
+	let pendingCustom: Promise<Json> | null = null;
 	const shownWarnings = new Set<string>();
 
 	// --- lifecycle ----------------------------------------------------------------------------
@@ -462,6 +465,7 @@ export default async function (pi: any) {
 						{ deliverAs: params.deliver ?? "followUp", triggerTurn: true },
 					);
 				} else if (action === "compact") compact(params, ctx);
+				else if (action === "entry") pi.appendEntry(String(params.type), params.data ?? undefined);
 			} catch (error: any) {
 				warn(`router: action ${action} failed: ${error.message}`);
 			}
@@ -638,9 +642,11 @@ export default async function (pi: any) {
 		const calls = (event.message?.content ?? []).filter((b: Json) => b?.type === "toolCall").length;
 		const results = event.toolResults?.length ?? 0;
 		if (calls || results) toolActivity = true;
+		const message = event.message ?? {};
 		await forward("turn_end", {
 			turnIndex: event.turnIndex, outcome: event.outcome, toolCalls: calls, toolResults: results,
-			stopReason: event.message?.stopReason,
+			stopReason: message.stopReason, usage: message.usage ?? null,
+			answeredBy: message.provider && message.model ? `${message.provider}/${message.model}` : null,
 		}, ctx);
 	});
 
@@ -772,6 +778,7 @@ export default async function (pi: any) {
 					lastIsToolResult: messages.length > 0 && messages[messages.length - 1].role === "toolResult", messageCount: messages.length,
 				}, ctxRef);
 				const [route] = actions(result, "route");
+				if (route?.error) throw new Error(String(route.error));
 				const chosen = route ? findModel(ctxRef, String(route.model)) : undefined;
 				if (chosen) return { model: chosen, thinkingLevel: route.thinking ?? request.thinkingLevel, state: route.state ?? undefined };
 				if (route) warn(`router: route to unknown model ${route.model}; using a fallback`);
@@ -806,10 +813,36 @@ export default async function (pi: any) {
 			ui.input = (title: string, placeholder?: string, opts?: Json) =>
 				ask("input", { title, placeholder }, () => native.input(title, placeholder, opts));
 			ui.editor = (title: string, prefill?: string) => ask("editor", { title, prefill }, () => native.editor(title, prefill));
+			if (native.custom) {
+				ui.custom = async (factory: Json, opts?: Json) => {
+					const decided = pendingCustom;
+					pendingCustom = null;
+					const value = decided ? await decided : undefined;
+					return value !== undefined && value !== null ? value : native.custom(factory, opts);
+				};
+			}
 			ui.__routerPatched = true;
 		} catch (error: any) {
 			logLine(`cannot patch ctx.ui: ${error.message}`);
 		}
+	}
+
+	/**
+	 * The rpiv questionnaire protocol (seed 000): an extension emits `rpiv:ask-user:prompt` with a
+	 * questionnaire on Pi's event bus, then opens `ctx.ui.custom`. The questionnaire is sent as a
+	 * `question` event (source "event"); the answer a rule gives is what that `custom` call returns.
+	 * `rpiv:ask-user:blocked` with `active: false` drops a pending answer.
+	 */
+	function listenToQuestionnaires(): void {
+		attempt(() => pi.events.on(RPIV_PROMPT, (payload: Json) => {
+			if (!subscribed.has("question")) return;
+			pendingCustom = forward("question", {
+				toolName: RPIV_PROMPT, source: "event", input: payload, excerpt: excerpt(ctxRef),
+			}, ctxRef).then((result) => actions(result, "answer")[0]?.value ?? null).catch(() => null);
+		}), undefined);
+		attempt(() => pi.events.on(RPIV_BLOCKED, (payload: Json) => {
+			if (payload?.active === false) pendingCustom = null;
+		}), undefined);
 	}
 
 	// --- requests from the engine ---------------------------------------------------------------
@@ -876,5 +909,6 @@ export default async function (pi: any) {
 		return { value: (await ui.input(String(params.title ?? ""), params.placeholder ?? undefined)) ?? null };
 	}
 
+	listenToQuestionnaires();
 	await preload();
 }
