@@ -13,7 +13,7 @@ import ast
 import operator as op
 import re
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -21,7 +21,8 @@ from simpleeval import EvalWithCompoundTypes, InvalidExpression
 
 from router.errors import ExpressionError
 from router.expr_compiler import Run, compile_tree
-from router.functions import FUNCTIONS, NOT_LITERAL
+from router.functions import FUNCTIONS, NOT_LITERAL, type_name
+from router.scanning import top_level
 
 CONSTANTS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
 MAX_SOURCE_LENGTH = 20_000
@@ -202,20 +203,7 @@ def _join_placeholder_lines(source: str) -> str:
 
 
 def _outside_brackets(text: str) -> str:
-    out, depth, quote = [], 0, ""
-    for ch in text:
-        if quote:
-            quote = "" if ch == quote else quote
-            continue
-        if ch in "'\"":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif depth == 0:
-            out.append(ch)
-    return "".join(out)
+    return "".join(text[i] for i in top_level(text))
 
 
 def _check_tree(nodes: list[ast.AST], lead: int) -> None:
@@ -404,7 +392,7 @@ class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
             return base.get(node.attr)
         if base is None:
             return None
-        raise ExpressionError(f"cannot read field '{node.attr}' of a {_kind(base)}")
+        raise ExpressionError(f"cannot read field '{node.attr}' of a {type_name(base)}")
 
     def _eval_subscript(self, node: ast.Subscript) -> Any:
         base = self._eval(node.value)
@@ -418,7 +406,7 @@ class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
                 return base[key]
             except IndexError:
                 return None
-        raise ExpressionError(f"cannot index a {_kind(base)} with a {_kind(key)}")
+        raise ExpressionError(f"cannot index a {type_name(base)} with a {type_name(key)}")
 
     def _eval_call(self, node: ast.Call) -> Any:
         assert isinstance(node.func, ast.Name)  # checked at compile time: a plain name
@@ -428,22 +416,6 @@ class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
             raise ExpressionError(f"unknown function '{name}'", code="RT208")
         args = [self._eval(arg) for arg in node.args]
         return spec.impl(*args)
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, Sequence):
-        return "array"
-    return "value"
 
 
 def _python_error(exc: Exception) -> str:

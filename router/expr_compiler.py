@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from router.errors import ExpressionError
-from router.functions import FUNCTIONS
+from router.functions import FUNCTIONS, type_name
 
 Run = Callable[[Mapping[str, Any]], Any]
 _RAW_ORDERING: dict[type[ast.AST], Callable[[Any, Any], Any]] = {
@@ -26,6 +26,15 @@ def compile_tree(node: ast.AST, *, operators: Mapping[type[ast.AST], Callable[..
                  constants: Mapping[str, Any], fallback: Fallback, max_string: int) -> Run:
     """Closures for `node`; unsupported node types go through `fallback(scope, node)`."""
     return _Compiler(operators, constants, fallback, max_string).build(node)
+
+
+def _field(value: Any, attr: str) -> Any:
+    """`value.attr`: a field of an object, null for null, an error for anything else."""
+    if type(value) is dict or isinstance(value, Mapping):
+        return value.get(attr)
+    if value is None:
+        return None
+    raise ExpressionError(f"cannot read field '{attr}' of a {type_name(value)}")
 
 
 class _Compiler:
@@ -56,28 +65,10 @@ class _Compiler:
     def _Attribute(self, node: ast.Attribute) -> Run:
         attr = node.attr
         if isinstance(node.value, ast.Name) and node.value.id not in self.constants:
-            name = node.value.id
-
-            def field_of_name(scope: Mapping[str, Any]) -> Any:
-                value = scope.get(name)
-                if type(value) is dict or isinstance(value, Mapping):
-                    return value.get(attr)
-                if value is None:
-                    return None
-                raise ExpressionError(f"cannot read field '{attr}' of a {_kind(value)}")
-
-            return field_of_name
+            name = node.value.id  # `state.x`: one closure instead of two
+            return lambda scope: _field(scope.get(name), attr)
         base = self.build(node.value)
-
-        def attribute(scope: Mapping[str, Any]) -> Any:
-            value = base(scope)
-            if type(value) is dict or isinstance(value, Mapping):
-                return value.get(attr)
-            if value is None:
-                return None
-            raise ExpressionError(f"cannot read field '{attr}' of a {_kind(value)}")
-
-        return attribute
+        return lambda scope: _field(base(scope), attr)
 
     def _Subscript(self, node: ast.Subscript) -> Run:
         if isinstance(node.slice, ast.Slice):
@@ -97,7 +88,7 @@ class _Compiler:
                     return value[index]
                 except IndexError:
                     return None
-            raise ExpressionError(f"cannot index a {_kind(value)} with a {_kind(index)}")
+            raise ExpressionError(f"cannot index a {type_name(value)} with a {type_name(index)}")
 
         return subscript
 
@@ -225,15 +216,3 @@ class _Compiler:
                        if isinstance(v, ast.Constant))
         pattern = "{:" + spec + "}"
         return lambda scope: pattern.format(inner(scope))
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    return "value"

@@ -60,7 +60,8 @@ def _fail(name: str, message: str) -> ExpressionError:
     return ExpressionError(f"{name}(): {message}", code="RT402")
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
+    """The JSON name of a value's type, for messages (null, boolean, number, …)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -79,19 +80,19 @@ def _type_name(value: Any) -> str:
 def _text(name: str, value: Any) -> str:
     if isinstance(value, str):
         return value
-    raise _fail(name, f"expected a string, got {_type_name(value)}")
+    raise _fail(name, f"expected a string, got {type_name(value)}")
 
 
 def _number(name: str, value: Any) -> float | int:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
-    raise _fail(name, f"expected a number, got {_type_name(value)}")
+    raise _fail(name, f"expected a number, got {type_name(value)}")
 
 
 def _list(name: str, value: Any) -> Sequence[Any]:
     if isinstance(value, Sequence) and not isinstance(value, str):
         return value
-    raise _fail(name, f"expected an array, got {_type_name(value)}")
+    raise _fail(name, f"expected an array, got {type_name(value)}")
 
 
 # --- text -------------------------------------------------------------------------------------
@@ -366,7 +367,7 @@ def length(value: Any) -> int:
     """Length of a string (code points), array or object."""
     if isinstance(value, (str, Sequence, Mapping)):
         return len(value)
-    raise _fail("length", f"expected a string, array or object, got {_type_name(value)}")
+    raise _fail("length", f"expected a string, array or object, got {type_name(value)}")
 
 
 @function("contains", min_args=2, max_args=2, example="contains(['a', 'b'], 'b')",
@@ -397,7 +398,7 @@ def keys(value: Any) -> list[str]:
     """Keys of an object."""
     if isinstance(value, Mapping):
         return list(value)
-    raise _fail("keys", f"expected an object, got {_type_name(value)}")
+    raise _fail("keys", f"expected an object, got {type_name(value)}")
 
 
 @function("values", min_args=1, max_args=1, example="values({'a': 1}) == [1]",
@@ -406,7 +407,7 @@ def values(value: Any) -> list[Any]:
     """Values of an object."""
     if isinstance(value, Mapping):
         return list(value.values())
-    raise _fail("values", f"expected an object, got {_type_name(value)}")
+    raise _fail("values", f"expected an object, got {type_name(value)}")
 
 
 @function("get", min_args=2, max_args=3, example="get({'a': 1}, 'b', 0) == 0")
@@ -426,7 +427,7 @@ def merge(*objects: Any) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for obj in objects:
         if not isinstance(obj, Mapping):
-            raise _fail("merge", f"expected objects, got {_type_name(obj)}")
+            raise _fail("merge", f"expected objects, got {type_name(obj)}")
         result.update(obj)
     return result
 
@@ -449,7 +450,7 @@ def deep_merge(*objects: Any) -> Any:
         if obj is None:
             continue
         if not isinstance(obj, Mapping):
-            raise _fail("deep_merge", f"expected objects, got {_type_name(obj)}")
+            raise _fail("deep_merge", f"expected objects, got {type_name(obj)}")
         result = _deep_merge(result, obj)
     return result
 
@@ -607,7 +608,7 @@ def function_names() -> list[str]:
 def omit_nulls(value: Any) -> Any:
     """A copy of an object without its null-valued keys."""
     if not isinstance(value, Mapping):
-        raise _fail("omit_nulls", f"expected an object, got {_type_name(value)}")
+        raise _fail("omit_nulls", f"expected an object, got {type_name(value)}")
     return {k: v for k, v in value.items() if v is not None}
 
 

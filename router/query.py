@@ -17,6 +17,7 @@ from router.errors import ExpressionError
 from router.expr import ExpressionSyntaxError
 from router.functions import FUNCTIONS, Function
 from router.jmespath_compiler import Compiled, compile_node
+from router.scanning import top_level
 
 # JMESPath's built-in functions and their arity (min, max; None: any number).
 JMESPATH_ARITY: dict[str, tuple[int, int | None]] = {
@@ -172,24 +173,10 @@ def _root_paths(node: dict[str, Any]) -> list[tuple[str, ...]]:
 
 
 def _split_top_level(source: str, sep: str) -> list[str]:
-    parts, depth, quote, start, i = [], 0, "", 0, 0
-    while i < len(source):
-        ch = source[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"`":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif depth == 0 and source.startswith(sep, i):
+    parts, start = [], 0
+    for i in top_level(source, "'\"`"):
+        if i >= start and source.startswith(sep, i):
             parts.append(source[start:i].strip())
             start = i + len(sep)
-            i += len(sep) - 1
-        i += 1
     parts.append(source[start:].strip())
     return parts

@@ -22,20 +22,15 @@ from router.diagnostics import Diagnostic, Span
 from router.errors import EventError, SourceError
 from router.event_docs import complete_event
 from router.interpreter import evaluate
-from router.model import Expectation
+from router.model import Example, Expectation
 from router.source import SourceDoc, read_source
 from router.validation import validation_diagnostics
 
 
-class Case(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Case(Example):
+    """A test-file case: an inline example with a required name."""
 
     name: str
-    event: dict[str, Any]
-    state: dict[str, Any] = Field(default_factory=dict)
-    signals: dict[str, Any] = Field(default_factory=dict)
-    signal_errors: dict[str, str] = Field(default_factory=dict)
-    expect: Expectation
 
 
 class TestFile(BaseModel):

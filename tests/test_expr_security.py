@@ -85,7 +85,6 @@ def test_statements_are_not_expressions(source: str) -> None:
         "str",
         "list",
         "dict",
-        "range",
         "len",
         "format",
     ],

@@ -14,6 +14,8 @@ from router.query import _OPTIONS, compile_query
 
 # JMESPath spellings of the examples of the functions JMESPath does not have natively.
 JMESPATH_EXAMPLES = {
+    "range": "range(`3`) == [`0`, `1`, `2`]",
+    "zip": "zip([`1`, `2`], ['a', 'b']) == [[`1`, 'a'], [`2`, 'b']]",
     "lower": "lower('DeepSeek-V4') == 'deepseek-v4'",
     "upper": "upper('ok') == 'OK'",
     "trim": "trim('  yes ') == 'yes'",
