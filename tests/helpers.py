@@ -7,11 +7,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from router.compile import compile_files
 from router.compiled import CompiledPolicy
 from router.decision import Decision, SignalOutcome
 from router.diagnostics import Diagnostic, Severity
+from router.errors import ExpressionError
 from router.event_docs import complete_event
+from router.expr import Evaluator, ExpressionSyntaxError, compile_expression, compile_template
 from router.interpreter import evaluate
 from router.trace import Tracer
 
@@ -79,3 +83,27 @@ def decide(
 def texts(decision: Decision, action: str = "notify") -> list[Any]:
     """The `text` parameter of every effect of `action`."""
     return [p.get("text") if isinstance(p, dict) else p for p in decision.actions(action)]
+
+
+def run(source: str, **scope: Any) -> Any:
+    """Evaluate an expression against keyword names."""
+    return Evaluator(scope).value(compile_expression(source))
+
+
+def render(source: str, **scope: Any) -> Any:
+    """Render a template against keyword names."""
+    return Evaluator(scope).render(compile_template(source))
+
+
+def refused(source: str) -> ExpressionSyntaxError:
+    """The compile error of an expression that must not compile."""
+    with pytest.raises(ExpressionSyntaxError) as info:
+        compile_expression(source)
+    return info.value
+
+
+def fails(source: str, **scope: Any) -> ExpressionError:
+    """The evaluation error of an expression that must fail."""
+    with pytest.raises(ExpressionError) as info:
+        run(source, **scope)
+    return info.value

@@ -8,26 +8,7 @@ import pytest
 
 from router.errors import ExpressionError
 from router.expr import Evaluator, ExpressionSyntaxError, compile_expression, compile_template
-
-
-def run(source: str, **scope: Any) -> Any:
-    return Evaluator(scope).value(compile_expression(source))
-
-
-def render(source: str, **scope: Any) -> Any:
-    return Evaluator(scope).render(compile_template(source))
-
-
-def refused(source: str) -> ExpressionSyntaxError:
-    with pytest.raises(ExpressionSyntaxError) as info:
-        compile_expression(source)
-    return info.value
-
-
-def fails(source: str, **scope: Any) -> ExpressionError:
-    with pytest.raises(ExpressionError) as info:
-        run(source, **scope)
-    return info.value
+from tests.helpers import fails, refused, render, run
 
 
 @pytest.mark.parametrize(

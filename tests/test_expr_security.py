@@ -12,23 +12,8 @@ from typing import Any
 import pytest
 
 from router.errors import ExpressionError
-from router.expr import Evaluator, ExpressionSyntaxError, compile_expression, compile_template
-
-
-def run(source: str, **scope: Any) -> Any:
-    return Evaluator(scope).value(compile_expression(source))
-
-
-def refused(source: str) -> ExpressionSyntaxError:
-    with pytest.raises(ExpressionSyntaxError) as info:
-        compile_expression(source)
-    return info.value
-
-
-def fails(source: str, **scope: Any) -> ExpressionError:
-    with pytest.raises(ExpressionError) as info:
-        run(source, **scope)
-    return info.value
+from router.expr import Evaluator, ExpressionSyntaxError, compile_template
+from tests.helpers import fails, refused, run
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,9 @@ from typing import Any
 import jmespath
 import pytest
 
-from router.errors import ExpressionError
-from router.expr import Evaluator, compile_expression
 from router.functions import FUNCTIONS
 from router.query import _OPTIONS, compile_query
+from tests.helpers import fails, run
 
 # JMESPath spellings of the examples of the functions JMESPath does not have natively.
 JMESPATH_EXAMPLES = {
@@ -132,14 +131,8 @@ SEED_TABLE = [
 ]
 
 
-def run(source: str, **scope: Any) -> Any:
-    return Evaluator(scope).value(compile_expression(source))
 
 
-def fails(source: str, **scope: Any) -> ExpressionError:
-    with pytest.raises(ExpressionError) as info:
-        run(source, **scope)
-    return info.value
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))

@@ -7,18 +7,7 @@ from typing import Any
 
 import pytest
 
-from router.errors import ExpressionError
-from router.expr import Evaluator, compile_expression
-
-
-def run(source: str, **scope: Any) -> Any:
-    return Evaluator(scope).value(compile_expression(source))
-
-
-def fails(source: str, **scope: Any) -> ExpressionError:
-    with pytest.raises(ExpressionError) as info:
-        run(source, **scope)
-    return info.value
+from tests.helpers import fails, run
 
 
 @pytest.mark.parametrize(
