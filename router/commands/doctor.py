@@ -104,9 +104,7 @@ def policy_models(policy: Any) -> set[str]:
         for action in rule.actions:
             if action.name in ("model", "route"):
                 visit(action.params)
-    for name, value in policy.vars.items():
-        if "model" in name or "catalog" in name:
-            visit(value)
+    visit(dict(policy.vars))
     return refs
 
 
