@@ -119,9 +119,18 @@ def check_models(pi: str | None, refs: set[str], virtual: set[str]) -> list[Chec
         parts = line.split()
         if len(parts) >= 2:
             known.add(f"{parts[0]}/{parts[1]}")
-    return [Check(ref in known or ref in virtual, f"model {ref}",
-                  "" if ref in known or ref in virtual else "not in `pi --list-models` (no credentials?)")
-            for ref in sorted(refs)]
+    providers = {ref.split("/", 1)[0] for ref in known | virtual}
+    checks = []
+    for ref in sorted(refs):
+        provider = ref.split("/", 1)[0]
+        if ref in known or ref in virtual:
+            checks.append(Check(True, f"model {ref}"))
+        elif provider in providers:
+            checks.append(Check(False, f"model {ref}", f"{provider} has no such model in `pi --list-models`"))
+        else:
+            checks.append(Check(True, f"model {ref}", f"not checked: `pi --list-models` lists no {provider} "
+                                "models (a classifier, or a provider without credentials)"))
+    return checks
 
 
 def run(cwd: Path, agent: Path) -> tuple[int, str]:
