@@ -60,6 +60,10 @@ def explain(
     no_color: Annotated[bool, typer.Option("--no-color")] = False,
 ) -> None:
     """Dry-run one event through the policy and show every rule's verdict and the decision."""
+    if fmt not in ("text", "json"):
+        _finish(2, f"unknown format {fmt!r}; expected text or json", err=True)
+    if mode not in ("full", "fails", "matched"):
+        _finish(2, f"unknown mode {mode!r}; expected full, fails or matched", err=True)
     from router.codes import CODES, render_code
     from router.commands import explain as command
     from router.compile import compile_files, load_policy
@@ -87,6 +91,8 @@ def explain(
 @app.command("test")
 def test_(paths: Paths = None, fmt: Format = "text") -> None:
     """Run policy test files (*.test.yaml) and every rule's inline examples."""
+    if fmt not in ("text", "json"):
+        _finish(2, f"unknown format {fmt!r}; expected text or json", err=True)
     from router.commands import test as command
 
     report = command.run_tests(paths or [], cwd=Path.cwd())

@@ -1,7 +1,7 @@
 """The catalogue of diagnostic codes: stable, grouped by stage, never reused.
 
 RT1xx reading and structure, RT2xx compiling expressions and actions, RT3xx lint semantics,
-RT4xx evaluation, RT5xx executor and bridge. `docs/codes.md` is generated from this table and
+RT4xx evaluation, RT5xx executor and bridge. `docs/reference/codes.md` is generated from this table and
 `router explain <CODE>` prints one entry.
 """
 
@@ -83,11 +83,11 @@ _ENTRIES = [
              "notify: \"p={signals.p:.2f}\""),
     CodeInfo("RT205", "unknown event type",
              "A rule's `on:` names an event type the router does not know.",
-             "The rule would never run.", "on: [tool_cal]", "on: [tool_call] (see docs/events.md)"),
+             "The rule would never run.", "on: [tool_cal]", "on: [tool_call] (see docs/reference/events.md)"),
     CodeInfo("RT206", "unknown action",
              "A `do:` item names an action outside the fixed vocabulary.",
              "The executor has no such capability; there is no shell or arbitrary command.",
-             "do: [{notfy: hi}]", "do: [{notify: hi}] (see docs/actions.md)"),
+             "do: [{notfy: hi}]", "do: [{notify: hi}] (see docs/reference/actions.md)"),
     CodeInfo("RT207", "invalid action parameters",
              "An action's parameters are missing, unknown or of the wrong type.",
              "The executor could not carry the action out.", "- tools: {only: [read], add: [bash]}",
@@ -95,7 +95,7 @@ _ENTRIES = [
     CodeInfo("RT208", "unknown function",
              "An expression or match calls a function that is not registered.",
              "The call would fail on every event.", "when: \"lowercase(text) == 'x'\"",
-             "when: \"lower(text) == 'x'\" (see docs/functions.md)"),
+             "when: \"lower(text) == 'x'\" (see docs/reference/functions.md)"),
     CodeInfo("RT209", "wrong number of arguments",
              "A helper function is called with too few or too many arguments.",
              "The call would fail on every event.", "when: \"clamp(x, 0)\"", "when: \"clamp(x, 0, 1) > 0\""),
@@ -163,8 +163,8 @@ _ENTRIES = [
              "A condition or action template failed while evaluating one event (a type error, a "
              "missing value). The rule is treated as not matching (or the action is skipped).",
              "The agent keeps working; the error is logged and shown by `router explain`.",
-             "when: \"usage.percent > 95\"  # usage is null right after a compaction",
-             "when: \"usage.percent != null and usage.percent > 95\""),
+             "when: \"usage.tokens + 1000 > 5000\"  # usage.tokens is null right after a compaction",
+             "when: \"usage.tokens != null and usage.tokens + 1000 > 5000\""),
     CodeInfo("RT402", "helper function failed",
              "A helper function rejected its arguments at evaluation time.",
              "As RT401: the rule does not match, the agent keeps working.",

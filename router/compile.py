@@ -338,7 +338,7 @@ class _Checker:
             if name not in names:
                 self.ctx.error("RT208", f"unknown function '{name}' in {self._where(key_path)}",
                                self.doc.span(key_path), rule_id=self.rule_id,
-                               help=did_you_mean(name, names) or "see docs/functions.md")
+                               help=did_you_mean(name, names) or "see docs/reference/functions.md")
                 continue
             if jmespath and name in JMESPATH_ARITY and (spec is None or spec.native_jmespath):
                 low, high = JMESPATH_ARITY[name]

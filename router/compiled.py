@@ -57,7 +57,8 @@ class CompiledRule:
         if self.match is not None:
             conditions.append(("match", self.match, self.match.run))
         if self.when is not None and self.when.run is not None:
-            conditions.append(("when", self.when, self.when.run))
+            run = self.when.run  # Python truthiness for expressions: 0, '' and [] are false
+            conditions.append(("when", self.when, lambda scope: bool(run(scope))))
         object.__setattr__(self, "conditions", tuple(conditions))
         object.__setattr__(self, "runs", tuple(c[2] for c in conditions))
 

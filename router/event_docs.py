@@ -31,11 +31,27 @@ def complete_event(data: Any, *, doc: SourceDoc | None = None, base: KeyPath = (
     except ValidationError as exc:
         raise EventError([_event_diagnostic(err, doc, base, span) for err in exc.errors()]) from None
     document = event.model_dump(mode="json")
+    _derive(document, data)
     if event_type == "dialog" and "questions" not in data:
         document["questions"] = dialog_questions(
             document["kind"], title=document["title"], message=document["message"],
             options=document["options"], placeholder=document["placeholder"], prefill=document["prefill"])
     return document
+
+
+def _derive(document: dict[str, Any], given: dict[str, Any]) -> None:
+    """Fill what Pi's normalizer would: model refs, usage percent, command argv."""
+    for key in ("model", "previous_model"):
+        model = document.get(key)
+        if isinstance(model, dict) and not model.get("ref") and model.get("id"):
+            provider = model.get("provider") or ""
+            model["ref"] = f"{provider}/{model['id']}" if provider else model["id"]
+    usage = document.get("usage")
+    if isinstance(usage, dict) and usage.get("percent") is None and usage.get("tokens") is not None \
+            and usage.get("context_window"):
+        usage["percent"] = usage["tokens"] / usage["context_window"] * 100
+    if document.get("type") == "command" and "argv" not in given:
+        document["argv"] = str(document.get("args") or "").split()
 
 
 def _event_diagnostic(err: Any, doc: SourceDoc | None, base: KeyPath, span: Span) -> Diagnostic:
@@ -44,6 +60,6 @@ def _event_diagnostic(err: Any, doc: SourceDoc | None, base: KeyPath, span: Span
     place = doc.span((*base, *loc), key=err["type"] == "extra_forbidden") if doc else span
     if err["type"] == "extra_forbidden":
         return Diagnostic("RT131", f"unknown event field '{path}'", place, key_path=path,
-                          help="see docs/events.md for the fields of each event type")
+                          help="see docs/reference/events.md for the fields of each event type")
     message = err["msg"][0].lower() + err["msg"][1:]
     return Diagnostic("RT131", f"event field '{path}': {message}", place, key_path=path)

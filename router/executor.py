@@ -111,7 +111,10 @@ class Executor:
     async def _child(self, request: SignalRequest) -> SignalOutcome:
         params = request.params
         timeout_ms = _int(params.get("timeout_ms"), 45000)
-        pi_bin = params.get("pi_bin") or shutil.which("pi") or "pi"
+        pi_bin = str(params.get("pi_bin") or shutil.which("pi") or "pi")
+        if not _is_pi(pi_bin):
+            return SignalOutcome(error=f"child: {pi_bin!r} is not a pi binary (its name must be pi, "
+                                 "pi-… or pi.…); the rules run no other program")
         argv = [str(pi_bin), *CHILD_FLAGS]
         for flag in ("provider", "model"):
             if params.get(flag):
@@ -257,8 +260,10 @@ class Executor:
         params = effect.params
         try:
             if effect.action == "log":
-                target = _path(params.get("file")) or self.log_file
-                if target is not None:
+                target = _path(params.get("file"))
+                if target is None:
+                    self.log(f"rule {effect.rule_id}: {params.get('text', '')}")
+                else:
                     append_line(target, str(params.get("text", "")))
             elif effect.action == "audit":
                 target = _path(params.get("file"))
@@ -297,6 +302,11 @@ def _for_bridge(effect: Effect) -> dict[str, Any]:
             level = cap_level(level, params.get("ceiling"))
         params = {"level": level}
     return {"action": effect.action, "params": params, "rule": effect.rule_id}
+
+
+def _is_pi(path: str) -> bool:
+    name = Path(path).name
+    return name == "pi" or name.startswith(("pi-", "pi.", "pi_"))
 
 
 def _try_slots(directory: Path, count: int) -> tuple[int, int] | None:

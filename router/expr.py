@@ -20,7 +20,7 @@ from typing import Any
 from simpleeval import EvalWithCompoundTypes, InvalidExpression
 
 from router.errors import ExpressionError
-from router.expr_compiler import Run, compile_tree
+from router.expr_compiler import Run, as_text, compile_tree
 from router.functions import FUNCTIONS, NOT_LITERAL, type_name
 from router.scanning import top_level
 
@@ -226,6 +226,9 @@ def _check_tree(nodes: list[ast.AST], lead: int) -> None:
                                             code="RT203")
             if any(isinstance(a, ast.Starred) for a in node.args):
                 raise ExpressionSyntaxError("*args are not supported", offset, code="RT203")
+        if isinstance(node, ast.FormattedValue) and node.conversion != -1:
+            raise ExpressionSyntaxError("conversions such as !r and !s are not supported in templates",
+                                        offset, code="RT204")
         if isinstance(node, ast.FormattedValue) and node.format_spec is not None:
             spec = node.format_spec
             if not all(isinstance(v, ast.Constant) for v in getattr(spec, "values", [])):
@@ -347,6 +350,7 @@ class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
     def __init__(self, scope: Mapping[str, Any], *, limits: Limits | None = None) -> None:
         super().__init__(operators=_limited(limits or Limits()), functions={}, names=scope)
         self.scope = scope
+        self.max_string = (limits or Limits()).max_string
         self.nodes[ast.Name] = self._eval_name
         self.nodes[ast.Attribute] = self._eval_attribute
         self.nodes[ast.Subscript] = self._eval_subscript
@@ -364,7 +368,7 @@ class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
             raise ExpressionError(str(exc), source=expression.source, code="RT403") from None
         except (TypeError, ValueError, ZeroDivisionError, OverflowError, KeyError, IndexError,
                 AttributeError) as exc:
-            raise ExpressionError(_python_error(exc), source=expression.source) from None
+            raise ExpressionError(python_error(exc), source=expression.source) from None
         except RecursionError:
             raise ExpressionError("expression nested too deeply", source=expression.source,
                                   code="RT403") from None
@@ -374,6 +378,16 @@ class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
         if template.expression is None:
             return template.constant
         return self.value(template.expression)
+
+    def _eval_joinedstr(self, node: ast.JoinedStr) -> str:
+        parts, length = [], 0
+        for value in node.values:
+            text = as_text(self._eval(value))
+            length += len(text)
+            if length > self.max_string:
+                raise ExpressionError(f"result longer than {self.max_string} items", code="RT403")
+            parts.append(text)
+        return "".join(parts)
 
     def _eval(self, node: ast.AST) -> Any:
         handler = self.nodes.get(type(node))
@@ -418,8 +432,13 @@ class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
         return spec.impl(*args)
 
 
-def _python_error(exc: Exception) -> str:
+_PYTHON_WORDS = (("'NoneType'", "null"), ("NoneType", "null"), ("'str'", "string"), ("'int'", "number"),
+                 ("'float'", "number"), ("'dict'", "object"), ("'list'", "array"), ("'bool'", "boolean"))
+
+
+def python_error(exc: BaseException) -> str:
+    """A Python error's text in the words of the policy language (null, number, array …)."""
     text = str(exc)
-    text = text.replace("NoneType", "null").replace("'str'", "string").replace("'int'", "number")
-    text = text.replace("'float'", "number").replace("'dict'", "object").replace("'list'", "array")
+    for python, ours in _PYTHON_WORDS:
+        text = text.replace(python, ours)
     return text or type(exc).__name__

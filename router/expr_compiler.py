@@ -9,6 +9,7 @@ semantics stay one: `tests/test_expr_compiler.py` checks with hypothesis that bo
 from __future__ import annotations
 
 import ast
+import json
 import operator
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -26,6 +27,15 @@ def compile_tree(node: ast.AST, *, operators: Mapping[type[ast.AST], Callable[..
                  constants: Mapping[str, Any], fallback: Fallback, max_string: int) -> Run:
     """Closures for `node`; unsupported node types go through `fallback(scope, node)`."""
     return _Compiler(operators, constants, fallback, max_string).build(node)
+
+
+def as_text(value: Any) -> str:
+    """A value inside a text template: strings as they are, null/true/false and arrays as JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None or isinstance(value, (bool, list, tuple, dict)):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return str(value)
 
 
 def _field(value: Any, attr: str) -> Any:
@@ -199,7 +209,7 @@ class _Compiler:
         def joined(scope: Mapping[str, Any]) -> str:
             out, length = [], 0
             for part in parts:
-                text = str(part(scope))
+                text = as_text(part(scope))
                 length += len(text)
                 if length > limit:
                     raise ExpressionError(f"result longer than {limit} items", code="RT403")

@@ -56,6 +56,15 @@ def function(
     return register
 
 
+MAX_TEXT = 1_000_000  # characters a text helper may produce
+
+
+def _bounded_text(name: str, length: int) -> None:
+    if length > MAX_TEXT:
+        raise ExpressionError(f"{name}(): the result would be longer than {MAX_TEXT} characters",
+                              code="RT403")
+
+
 def _fail(name: str, message: str) -> ExpressionError:
     return ExpressionError(f"{name}(): {message}", code="RT402")
 
@@ -145,7 +154,12 @@ def split(value: Any, sep: Any) -> list[str]:
 @function("replace", min_args=3, max_args=3, example="replace('a-b', '-', '+') == 'a+b'")
 def replace(value: Any, old: Any, new: Any) -> str:
     """Replace every occurrence of `old` with `new`."""
-    return _text("replace", value).replace(_text("replace", old), _text("replace", new))
+    text, before, after = _text("replace", value), _text("replace", old), _text("replace", new)
+    if before:
+        _bounded_text("replace", len(text) + text.count(before) * (len(after) - len(before)))
+    else:
+        _bounded_text("replace", len(text) + (len(text) + 1) * len(after))
+    return text.replace(before, after)
 
 
 @function("join", min_args=2, max_args=2, example="join(', ', ['a', 'b']) == 'a, b'",
@@ -153,7 +167,9 @@ def replace(value: Any, old: Any, new: Any) -> str:
 def join(sep: Any, items: Any) -> str:
     """Join an array of strings with a separator (JMESPath's argument order)."""
     separator = _text("join", sep)
-    return separator.join(_text("join", item) for item in _list("join", items))
+    parts = [_text("join", item) for item in _list("join", items)]
+    _bounded_text("join", sum(map(len, parts)) + len(separator) * max(0, len(parts) - 1))
+    return separator.join(parts)
 
 
 @function("to_json", min_args=1, max_args=2, example="to_json({'a': 1}) == '{\"a\": 1}'")
@@ -616,7 +632,10 @@ def omit_nulls(value: Any) -> Any:
 def join_values(value: Any, sep: Any = ", ") -> str:
     """An array's items joined with `sep` (default ', '); any other value as text."""
     if isinstance(value, Sequence) and not isinstance(value, str):
-        return _text("join_values", sep).join(str(v) for v in value)
+        parts = [str(v) for v in value]
+        separator = _text("join_values", sep)
+        _bounded_text("join_values", sum(map(len, parts)) + len(separator) * max(0, len(parts) - 1))
+        return separator.join(parts)
     return "" if value is None else str(value)
 
 

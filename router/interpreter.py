@@ -20,9 +20,9 @@ from router.compiled import CompiledAction, CompiledPolicy, CompiledRule, Compil
 from router.decision import Decision, Effect, SignalOutcome, SignalRequest
 from router.diagnostics import Diagnostic, Span
 from router.errors import ExpressionError
-from router.expr import Evaluator, Expression, Template
+from router.expr import Evaluator, Expression, Template, python_error
 from router.query import Query
-from router.scope import SignalNeeded, Signals, lookup, show_value
+from router.scope import SignalErrors, SignalNeeded, Signals, lookup, show_value
 from router.trace import TraceEvent, Tracer
 
 
@@ -56,7 +56,7 @@ class _Run:
         self.scope["vars"] = policy.vars_for(event.get("env") or {})
         self.scope["state"] = self.state
         self.scope["signals"] = self.signals
-        self.scope["signal_errors"] = self.signals.errors
+        self.scope["signal_errors"] = SignalErrors(self.signals)
         self.evaluator = Evaluator(self.scope)
         self.signals.evaluator = self.evaluator
         self.tracer = tracer
@@ -100,7 +100,7 @@ class _Run:
             try:
                 value = run(self.scope)
             except _EVAL_ERRORS as exc:
-                message = exc.message if isinstance(exc, ExpressionError) else str(exc)
+                message = exc.message if isinstance(exc, ExpressionError) else python_error(exc)
                 self._error(rule, f"{kind} failed: {message}",
                             rule.match_span if kind == "match" else rule.when_span)
                 return False
@@ -168,7 +168,7 @@ class _Run:
                 _write(self.state, key.split("."), copy.deepcopy(value))
             self.signals.state_changed()
         elif action.name == "unset":
-            for key in params:
+            for key in [params] if isinstance(params, str) else params:
                 _remove(self.state, key.split("."))
             self.signals.state_changed()
 

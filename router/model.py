@@ -214,7 +214,6 @@ class Tool(_Model):
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object",
                                                                  "additionalProperties": True})
     sequential: bool = True
-    active_when: str | None = Field(None, description="expression: keep the tool active only when true")
 
 
 class Policy(_Model):

@@ -10,7 +10,7 @@ PACKS_DIR = Path(__file__).resolve().parent.parent / "rules"
 
 def display_path(path: Path) -> str:
     """A path as people want to read it: relative to the working directory, or with ~."""
-    absolute = path.absolute()
+    absolute = Path(os.path.normpath(path.absolute()))
     try:
         return str(absolute.relative_to(Path.cwd()))
     except ValueError:

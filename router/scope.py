@@ -116,6 +116,29 @@ class Signals(Mapping[str, Any]):
             return None
 
 
+class SignalErrors(Mapping[str, Any]):
+    """`signal_errors.<name>`: the failure text of a signal (computing the signal first), or null."""
+
+    def __init__(self, signals: Signals) -> None:
+        self.signals = signals
+
+    def get(self, name: str, default: Any = None) -> Any:
+        if name in self.signals.policy.signals:
+            self.signals.get(name)
+        return self.signals.errors.get(name, default)
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.signals.policy.signals:
+            raise KeyError(name)
+        return self.get(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.signals.errors)
+
+    def __len__(self) -> int:
+        return len(self.signals.errors)
+
+
 def lookup(scope: Mapping[str, Any], path: tuple[str, ...]) -> Any:
     """Read a dotted path from the scope (for trace bindings)."""
     value: Any = scope

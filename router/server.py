@@ -244,8 +244,14 @@ async def _run(args: argparse.Namespace) -> int:
     connection = Connection(sys.stdout.buffer)
     connection.engine = Engine(connection, cwd=Path(args.cwd), agent=Path(args.agent_dir),
                                extra=[Path(p) for p in args.policy])
+    closing = asyncio.ensure_future(connection.closing.wait())
     while not connection.closing.is_set():
-        line = await reader.readline()
+        reading = asyncio.ensure_future(reader.readline())
+        await asyncio.wait({reading, closing}, return_when=asyncio.FIRST_COMPLETED)
+        if not reading.done():  # `shutdown` answered: stop without waiting for stdin to close
+            reading.cancel()
+            break
+        line = reading.result()
         if not line:
             break
         try:

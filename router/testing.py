@@ -68,7 +68,9 @@ class TestReport:
 
 def read_test_file(path: Path) -> tuple[TestFile, SourceDoc]:
     """Parse and validate a test file; raise SourceError with located diagnostics."""
-    doc = read_source(path)
+    from router.paths import display_path
+
+    doc = read_source(path, display=display_path(path))
     try:
         return TestFile.model_validate(doc.data or {}), doc
     except ValidationError as exc:
@@ -147,9 +149,12 @@ def compare(decision: Decision, expect: Expectation, *, rule_id: str | None = No
                         f"under `signals:` or expect `pending: {decision.pending.name}`")
     elif expect.pending is not None and decision.pending is None:
         problems.append(f"expected evaluation to wait for signal '{expect.pending}', it did not")
-    if expect.fires is not None and rule_id is not None and (rule_id in decision.fired) != expect.fires:
-        problems.append(f"expected rule '{rule_id}' {'to fire' if expect.fires else 'not to fire'}; "
-                        f"fired: {list(decision.fired) or 'none'}")
+    if expect.fires is not None:
+        fired = rule_id in decision.fired if rule_id is not None else bool(decision.fired)
+        if fired != expect.fires:
+            subject = f"rule '{rule_id}'" if rule_id is not None else "a rule"
+            problems.append(f"expected {subject} {'to fire' if expect.fires else 'not to fire'}; "
+                            f"fired: {list(decision.fired) or 'none'}")
     if expect.fired is not None and list(decision.fired) != expect.fired:
         problems.append(_diff("fired", expect.fired, list(decision.fired)))
     if expect.actions is not None:
@@ -160,7 +165,8 @@ def compare(decision: Decision, expect: Expectation, *, rule_id: str | None = No
     if expect.state is not None:
         flat = _flatten(decision.state)
         wanted = _leaves(expect.state)
-        if any(flat.get(k, _MISSING) != v for k, v in wanted.items()):
+        if any(flat.get(k) is not None if v is None else flat.get(k, _MISSING) != v
+               for k, v in wanted.items()):
             problems.append(_diff("state", wanted, {k: flat.get(k) for k in wanted}))
     for error in decision.errors:
         problems.append(f"evaluation error: {error.message}")
@@ -207,4 +213,4 @@ def _diff(what: str, expected: Any, actual: Any) -> str:
     left = json.dumps(expected, indent=2, ensure_ascii=False, default=str).splitlines()
     right = json.dumps(actual, indent=2, ensure_ascii=False, default=str).splitlines()
     body = "\n".join(difflib.unified_diff(left, right, f"expected {what}", f"actual {what}", lineterm=""))
-    return f"{what} differ:\n{body}"
+    return f"{what} differ\n{body}"

@@ -142,7 +142,7 @@ def test_template_single_placeholder_yields_typed_value(
         ("{{literal}} {n}", {"n": 1}, "{literal} 1"),
         ("{{a}} {{b}}", {}, "{a} {b}"),
         ("{p:.1%}", {"p": 0.5}, "50.0%"),
-        ("x{n}y", {"n": None}, "xNoney"),
+        ("x{n}y", {"n": None}, "xnully"),
     ],
 )
 def test_template_fstring_formats(source: str, scope: dict[str, Any], expected: Any) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from pydantic import BaseModel, ConfigDict
 
 
@@ -10,6 +12,6 @@ class Params(BaseModel):
 
 
 def show(value: object) -> str:
-    """Short display of a parameter value for `describe`."""
-    text = repr(value) if not isinstance(value, str) else value
+    """Short display of a parameter value for `describe` (JSON for anything but text)."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 120 else text[:117] + "..."

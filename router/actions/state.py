@@ -23,10 +23,11 @@ def describe_set(params: dict[str, Any]) -> str:
     return "set state " + ", ".join(f"{k}={show(v)}" for k, v in params.items())
 
 
-class UnsetParams(RootModel[list[str]]):
-    """Remove session state keys (dotted keys remove nested ones)."""
+class UnsetParams(RootModel[list[str] | str]):
+    """Remove session state keys (dotted keys remove nested ones); one key or a list."""
 
 
 @action("unset", example="- unset: [band, snapshot]")
 def describe_unset(params: Any) -> str:
-    return "unset state " + ", ".join(str(k) for k in params)
+    keys = [params] if isinstance(params, str) else params
+    return "unset state " + ", ".join(str(k) for k in keys)

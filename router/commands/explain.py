@@ -90,7 +90,8 @@ def render_text(explanation: Explanation, policy: CompiledPolicy, *, mode: str, 
     lines.append("")
     for name, value in decision.signals.items():
         error = decision.signal_errors.get(name)
-        lines.append(f"signal {name} = {show_value(value)}" + (f"  (fallback: {error})" if error else ""))
+        lines.append(f"signal {name} = {show_value(value)}" + (f"  (failed: {error}; fallback used)"
+                                                                if error else ""))
     for name, error in decision.signal_errors.items():
         if name not in decision.signals:
             lines.append(f"signal {name} failed: {error}")

@@ -9,7 +9,7 @@ from router.commands import schema
 STARTER = """\
 # yaml-language-server: $schema=./router.schema.json
 #
-# Project policy for pi-policy-router (https: see docs/guide.md in the router's repository).
+# Project policy for pi-policy-router (see docs/guide.md in the router's repository).
 # Layers: the built-in `default` pack, then ~/.pi/agent/router.yaml, then this file. A rule here
 # with the id of an earlier rule replaces it; `disable: [id]` switches one off.
 # Check it with `router lint`, try an event with `router explain --event event.json`,

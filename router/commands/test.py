@@ -48,14 +48,20 @@ def run_tests(paths: list[Path], *, cwd: Path) -> TestReport:
         policy = _compile_into(seen, policy_paths_for(path, test), report)
         if policy is not None:
             report.results += run_cases(policy, test, doc)
-    fired: set[str] = set()
+    done: set[tuple[str, int, int]] = set()  # an example runs once, whatever loads its file
     for policy in seen.values():
-        examples = run_examples(policy)
-        report.results += examples
-    for result in report.results:
-        fired.update(result.fired)
-    report.unexercised = [r for p in seen.values() for r in p.rules
-                          if r.id not in fired and r.file.endswith(".yaml")]
+        for result in run_examples(policy):
+            key = (result.span.path, result.span.line, result.span.col)
+            if key not in done:
+                done.add(key)
+                report.results.append(result)
+    fired = {rule_id for result in report.results for rule_id in result.fired}
+    listed: set[tuple[str, str]] = set()
+    for policy in seen.values():
+        for rule in policy.rules:
+            if rule.id not in fired and (rule.file, rule.id) not in listed:
+                listed.add((rule.file, rule.id))
+                report.unexercised.append(rule)
     return report
 
 
@@ -72,6 +78,7 @@ def _compile_into(seen: dict[tuple[str, ...], CompiledPolicy], paths: list[Path]
 
 
 def render(report: TestReport, *, fmt: str) -> str:
+    """The report as text (one line per case, diffs, a summary) or JSON."""
     if fmt == "json":
         return json.dumps({
             "results": [r.to_dict() for r in report.results],
