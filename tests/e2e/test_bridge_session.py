@@ -112,7 +112,7 @@ def test_compact_from_agent_settled(rig: RouterRig) -> None:
     assert start["reason"] == "manual"
     assert end.get("errorMessage") in (None, ""), end
     assert end.get("aborted") in (None, False)
-    assert done["message"] == "COMPACTED by_router=True reason=manual"
+    assert done["message"] == "COMPACTED by_router=true reason=manual"
     chats = rig.fake.chat_requests()
     assert summaries >= 1 and len(chats) == 2 + summaries + 1
     assert all("ROUTER_COMPACT_INSTRUCTIONS" in json.dumps(c.body) for c in chats[2:-1])
