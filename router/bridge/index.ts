@@ -484,6 +484,15 @@ export default async function (pi: any) {
 		if (next.length !== active.length || next.some((n, i) => n !== active[i])) pi.setActiveTools(next);
 	}
 
+	/**
+	 * Whether a compaction is the one a `compact` action started: `ctx.compact()` reports reason
+	 * "manual". Pi's own threshold or overflow compaction can start in the gap while the aborted
+	 * run winds down; it is not the router's, and it does not clear the flag.
+	 */
+	function isRouters(reason: string): boolean {
+		return routerCompaction && reason === "manual";
+	}
+
 	function compact(params: Json, ctx: Ctx): void {
 		const run = () => {
 			routerCompaction = true;
@@ -687,20 +696,20 @@ export default async function (pi: any) {
 
 	pi.on("session_before_compact", async (event: Json, ctx: Ctx) => {
 		const result = await forward("compaction_before", {
-			reason: event.reason, tokensBefore: event.preparation?.tokensBefore, byRouter: routerCompaction,
+			reason: event.reason, tokensBefore: event.preparation?.tokensBefore, byRouter: isRouters(event.reason),
 		}, ctx);
 		return actions(result, "cancel").length > 0 ? { cancel: true } : undefined;
 	});
 
 	pi.on("session_compact", async (event: Json, ctx: Ctx) => {
-		const byRouter = routerCompaction || (!!event.fromExtension && event.reason === "manual" && routerCompaction);
-		routerCompaction = false;
+		const byRouter = isRouters(event.reason);
+		if (byRouter) routerCompaction = false;
 		await forward("compaction_done", { reason: event.reason, byRouter, tokensBefore: event.compactionEntry?.tokensBefore }, ctx);
 	});
 
 	pi.on("session_compact_failed", async (event: Json, ctx: Ctx) => {
-		const byRouter = routerCompaction;
-		routerCompaction = false;
+		const byRouter = isRouters(event.reason);
+		if (byRouter) routerCompaction = false;
 		await forward("compaction_failed", { reason: event.reason, byRouter, error: event.errorMessage, aborted: !!event.aborted }, ctx);
 	});
 

@@ -1,0 +1,398 @@
+"""The built-in pack `decision` (seed 000, pi-decision-router) inside a real Pi 1.6.0.
+
+A user policy `use: [decision]` switches the pack on. The fake provider answers both the parent
+session and the decision delegate: the delegate's requests carry its system prompt ("You are the
+decision delegate ..."), whether they come from the child `pi --print ...` process or, with
+PI_DECISION_ROUTER_VIA=registry, from Pi's model registry in-process. The child's argv is
+recorded by a stub `PI_DECISION_ROUTER_PI_BIN` that execs the real pi shim.
+
+This module holds the shared helpers (the other test_pack_decision_*.py files import them) and
+the tests of the tool surface, the child call, the fallbacks and the registry path.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import deque
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e import helpers_router
+from tests.e2e.fake_chat import ChatSummary, content_text
+from tests.e2e.fake_provider import Reply
+from tests.e2e.helpers_router import RouterRig, process_state, wait_until
+
+pytestmark = pytest.mark.e2e
+rig = helpers_router.rig
+
+JsonDict = dict[str, Any]
+POLICY = "use: [decision]\n"
+DELEGATE_MARK = "You are the decision delegate"
+SUMMARY_MARK = "context summarization assistant"
+MARKER = "[pi-decision-router]"
+ALIASES = ("question", "questionnaire", "ask_question", "ask_user_question", "AskUserQuestion")
+CHILD_FLAGS = ["--print", "--no-session", "--no-tools", "--no-extensions", "--no-skills",
+               "--no-prompt-templates", "--no-themes", "--no-context-files", "--thinking", "off"]
+FALLBACK_REASON = ("The child agent was unavailable or gave no valid answer, so the recommended, "
+                   "default or first option was used.")
+STATUS_ON = "Decision Router: [ON] | Enter /decision-router-toggle to switch"
+STATUS_OFF = "Decision Router: [OFF] | Enter /decision-router-toggle to switch"
+AUDIT_KEYS = ["timestamp", "cwd", "toolName", "questions", "answers", "child"]
+ANSWER_KEYS = ["id", "value", "label", "reason", "confidence", "source"]
+
+
+# -- the fake provider's two audiences ---------------------------------------------------------
+
+
+def is_delegate(body: JsonDict) -> bool:
+    """Whether a chat request body comes from the decision delegate (child or registry)."""
+    messages = body.get("messages") or []
+    return bool(messages) and DELEGATE_MARK in content_text(messages[0].get("content"))
+
+
+def is_summary(body: JsonDict) -> bool:
+    """Whether a chat request body is Pi's compaction summary request."""
+    messages = body.get("messages") or []
+    return bool(messages) and SUMMARY_MARK in content_text(messages[0].get("content"))
+
+
+def delegate_prompt(body: JsonDict) -> JsonDict:
+    """The JSON decision prompt (the delegate request's last user message)."""
+    return dict(json.loads(content_text(body["messages"][-1]["content"])))
+
+
+ChildFn = Callable[[JsonDict], Reply]
+
+
+class Provider:
+    """The fake provider's script: the parent gets ``parent`` replies in order (then "done"),
+    the delegate gets ``child(prompt)``, and compaction summary requests get a short summary."""
+
+    def __init__(self, rig: RouterRig, parent: Iterable[Reply] = (), child: ChildFn | None = None) -> None:
+        self.parent: deque[Reply] = deque(parent)
+        self.child: ChildFn = child or (lambda _prompt: Reply(text="not json at all"))
+        rig.fake.script.fn = self
+
+    def __call__(self, body: JsonDict) -> Reply:
+        if is_delegate(body):
+            return self.child(delegate_prompt(body))
+        if is_summary(body):
+            return Reply(text="SUMMARY OF THE EARLIER WORK", prompt_tokens=300)
+        return self.parent.popleft() if self.parent else Reply(text="done")
+
+
+def delegate_requests(rig: RouterRig) -> list[ChatSummary]:
+    return [r for r in rig.fake.chat_requests() if is_delegate(r.body)]
+
+
+def parent_requests(rig: RouterRig) -> list[ChatSummary]:
+    return [r for r in rig.fake.chat_requests() if not is_delegate(r.body) and not is_summary(r.body)]
+
+
+def answers_json(answers: list[JsonDict]) -> Reply:
+    return Reply(text=json.dumps({"answers": answers}))
+
+
+def pick_first(prompt: JsonDict) -> Reply:
+    """A child that answers every question with its first option's label (all labels for multi)."""
+    answers = []
+    for question in prompt["questions"]:
+        labels = [o["label"] for o in question["options"]] or ["free text from the child"]
+        value: Any = labels if question["multiSelect"] else labels[0]
+        answers.append({"id": question["id"], "value": value, "reason": "child picked it", "confidence": 0.9})
+    return answers_json(answers)
+
+
+def call(name: str, arguments: Any, **reply: Any) -> Reply:
+    """An assistant reply that calls one tool."""
+    return Reply(text="", tool_calls=[{"name": name, "arguments": arguments}], **reply)
+
+
+def decide(arguments: Any, **reply: Any) -> Reply:
+    return call("decision_request", arguments, **reply)
+
+
+# -- files and the environment -------------------------------------------------------------------
+
+
+def audit_path(rig: RouterRig) -> Path:
+    return rig.tmp / "audit" / "decisions.jsonl"
+
+
+def decision_env(rig: RouterRig, **extra: str) -> dict[str, str]:
+    """The rig's environment plus the audit log in tmp and ``extra``."""
+    return {**rig.env, "PI_DECISION_ROUTER_AUDIT_LOG": str(audit_path(rig)), **extra}
+
+
+def audit_records(rig: RouterRig) -> list[JsonDict]:
+    path = audit_path(rig)
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def recording_pi(rig: RouterRig) -> tuple[Path, Path]:
+    """A PI_DECISION_ROUTER_PI_BIN stub that records argv, cwd and pid, then execs the real pi."""
+    log = rig.tmp / "child-argv.jsonl"
+    stub = rig.tmp / "pi-recording"  # the router runs only binaries named pi, pi-…
+    stub.write_text(
+        f"#!{sys.executable}\n"
+        "import json, os, sys\n"
+        f"with open({str(log)!r}, 'a') as fh:\n"
+        "    fh.write(json.dumps({'argv': sys.argv[1:], 'cwd': os.getcwd(), 'pid': os.getpid()}) + '\\n')\n"
+        f"os.execv({str(rig.install.bin_dir / 'pi')!r}, ['pi', *sys.argv[1:]])\n"
+    )
+    stub.chmod(0o755)
+    return stub, log
+
+
+def recorded_calls(log: Path) -> list[JsonDict]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
+
+
+def failing_pi(rig: RouterRig, code: int = 3) -> Path:
+    """A PI_DECISION_ROUTER_PI_BIN that exits with ``code`` at once (a child that fails)."""
+    stub = rig.tmp / f"pi-failing-{code}"
+    stub.write_text(f"#!/bin/sh\necho 'child broke' >&2\nexit {code}\n")
+    stub.chmod(0o755)
+    return stub
+
+
+def tool_text(chat: ChatSummary) -> str:
+    [text] = chat.texts("tool")[-1:]
+    return text
+
+
+# -- 1. the tool surface ---------------------------------------------------------------------------
+
+
+def test_one_registered_tool_and_guidance_once_per_request(rig: RouterRig) -> None:
+    rig.policy(POLICY)
+    Provider(rig, [decide({"question": "Go?", "options": ["yes", "no"]}), Reply(text="fine")])
+
+    rpc = rig.rpc(env=decision_env(rig, PI_DECISION_ROUTER_CHILD="0"))
+    rpc.prompt_and_wait("first")
+    rpc.prompt_and_wait("second")
+
+    requests = parent_requests(rig)
+    assert len(requests) == 3  # tool call, its continuation, the second prompt
+    first = requests[0]
+    assert "decision_request" in first.tools
+    assert not set(ALIASES) & set(first.tools)
+    assert not [name for name in first.tools if "question" in name.lower() and name != "decision_request"]
+    declared = next(t["function"] for t in first.body["tools"] if t["function"]["name"] == "decision_request")
+    assert declared["parameters"] == {"type": "object", "additionalProperties": True}
+    assert ("- decision_request: answer routine choices automatically (options, confirmations, short inputs)"
+            in first.system)
+    guideline = "- Use decision_request when a routine choice is needed instead of waiting for a human."
+    assert guideline in first.system
+    for request in requests:
+        assert request.system.count(MARKER) == 1, request.system[-400:]
+    commands = {c["name"] for c in rpc.command("get_commands")["commands"]}
+    assert {"decision-router-toggle", "decision-router-status", "decision-router-log"} <= commands
+
+
+# -- 2. shapes, the child call and its argv ---------------------------------------------------------
+
+SHAPES = {
+    "questionnaire": (
+        {"questions": [
+            {"id": "scope", "prompt": "Scope?",
+             "options": [{"value": "full", "label": "Full"}, {"value": "mvp", "label": "MVP (Recommended)"}]},
+            {"key": "db", "question": "Database?",
+             "options": [{"id": "pg", "name": "Postgres", "help": "a server"},
+                         {"value": "sqlite", "label": "SQLite (default)"}]}]},
+        [{"id": "scope", "prompt": "Scope?",
+          "options": [{"value": "full", "label": "Full"}, {"value": "mvp", "label": "MVP (Recommended)"}],
+          "allowOther": True, "multiSelect": False},
+         {"id": "db", "prompt": "Database?",
+          "options": [{"value": "pg", "label": "Postgres", "description": "a server"},
+                      {"value": "sqlite", "label": "SQLite (default)"}],
+          "allowOther": True, "multiSelect": False}],
+        ["- scope: Full (full) — child picked it", "- db: Postgres (pg) — child picked it"],
+    ),
+    "AskUserQuestion": (
+        {"questions": [
+            {"question": "Which scope?", "header": "Scope", "multiSelect": False,
+             "options": [{"label": "Full", "description": "everything"},
+                         {"label": "MVP (Recommended)", "description": "the core"}]},
+            {"question": "Which channels?", "header": "Channels", "multiSelect": True,
+             "options": [{"label": "Blog"}, {"label": "X"}]}]},
+        [{"id": "q1", "header": "Scope", "prompt": "Which scope?",
+          "options": [{"value": "Full", "label": "Full", "description": "everything"},
+                      {"value": "MVP (Recommended)", "label": "MVP (Recommended)",
+                       "description": "the core"}],
+          "allowOther": True, "multiSelect": False},
+         {"id": "q2", "header": "Channels", "prompt": "Which channels?",
+          "options": [{"value": "Blog", "label": "Blog"}, {"value": "X", "label": "X"}],
+          "allowOther": True, "multiSelect": True}],
+        ["- q1: Full (Full) — child picked it", "- q2: Blog, X (Blog, X) — child picked it"],
+    ),
+    "bare question": (
+        {"question": "Ship now?", "options": ["Later", "  Now (Recommended) ", ""], "extra": {"ignored": 1}},
+        [{"id": "q1", "prompt": "Ship now?",
+          "options": [{"value": "Later", "label": "Later"},
+                      {"value": "Now (Recommended)", "label": "Now (Recommended)"}],
+          "allowOther": True, "multiSelect": False}],
+        ["- q1: Later (Later) — child picked it"],
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_child_answer_wins_for_each_question_shape(rig: RouterRig, shape: str) -> None:
+    arguments, normalized, lines = SHAPES[shape]
+    rig.policy(POLICY)
+    stub, argv_log = recording_pi(rig)
+    Provider(rig, [decide(arguments), Reply(text="thanks")], child=pick_first)
+
+    rpc = rig.rpc(env=decision_env(rig, PI_DECISION_ROUTER_PI_BIN=str(stub)))
+    rpc.prompt_and_wait("plan the release")
+
+    # one child request holding every question, with the delegate system prompt
+    [child] = delegate_requests(rig)
+    prompt = delegate_prompt(child.body)
+    assert list(prompt) == ["cwd", "context", "questions"]
+    assert prompt["cwd"] == str(rig.work)
+    assert prompt["context"] == "user: plan the release"
+    assert prompt["questions"] == normalized
+    assert child.system.startswith(DELEGATE_MARK)
+    assert "Reply with JSON only" in child.system
+    assert child.tools == []
+    # the child process: one spawn, the seed's flags, the session's model, the prompt last
+    [spawn] = recorded_calls(argv_log)
+    argv = spawn["argv"]
+    assert argv[: len(CHILD_FLAGS)] == CHILD_FLAGS
+    assert argv[len(CHILD_FLAGS): len(CHILD_FLAGS) + 5] == [
+        "--provider", "fake", "--model", "fake-local", "--system-prompt"]
+    assert argv[len(CHILD_FLAGS) + 5].startswith(DELEGATE_MARK)
+    assert len(argv) == len(CHILD_FLAGS) + 7
+    assert json.loads(argv[-1]) == prompt
+    assert argv[-1] == json.dumps(prompt, indent=2, ensure_ascii=False)
+    assert spawn["cwd"] == str(rig.work)
+    # the child's answer reached the parent model
+    _, after = parent_requests(rig)
+    assert tool_text(after).splitlines() == ["Automated decision (child-agent)", *lines]
+    [record] = audit_records(rig)
+    assert [a["source"] for a in record["answers"]] == ["child-agent"] * len(normalized)
+    assert record["child"] == {"attempted": True, "status": "selected", "model": "fake-local",
+                               "command": str(stub)}
+    [end] = rpc.events(type_="tool_execution_end")
+    assert end["result"]["details"]["child"]["status"] == "selected"
+
+
+# -- 3. fallbacks ------------------------------------------------------------------------------------
+
+
+def test_invalid_child_answer_sends_every_question_to_fallback(rig: RouterRig) -> None:
+    rig.policy(POLICY)
+    questions = {"questions": [
+        {"id": "scope", "prompt": "Scope?", "allowOther": False,
+         "options": [{"value": "full", "label": "Full"}, {"value": "mvp", "label": "MVP (Recommended)"}]},
+        {"id": "db", "prompt": "Database?", "options": ["pg", "sqlite"]}]}
+    child = answers_json([{"id": "scope", "value": "unknown"}, {"id": "db", "value": "pg"}])
+    Provider(rig, [decide(questions), Reply(text="ok")], child=lambda _prompt: child)
+
+    rig.rpc(env=decision_env(rig)).prompt_and_wait("decide")
+
+    assert len(delegate_requests(rig)) == 1
+    _, after = parent_requests(rig)
+    assert tool_text(after).splitlines() == [
+        "Automated decision (fallback)",
+        f"- scope: MVP (Recommended) (mvp) — {FALLBACK_REASON}",
+        f"- db: pg (pg) — {FALLBACK_REASON}",  # valid on its own, but all or nothing
+    ]
+    [record] = audit_records(rig)
+    assert [(a["id"], a["value"], a["source"], a["confidence"]) for a in record["answers"]] == [
+        ("scope", "mvp", "fallback", 0.75), ("db", "pg", "fallback", 0.35)]
+    assert record["child"]["status"] == "fallback"
+    assert record["child"]["attempted"] is True
+    assert record["child"]["error"] == (
+        "invalid result: validate_answers(): incomplete or invalid JSON answers")
+
+
+def test_slow_child_times_out_and_is_killed(rig: RouterRig) -> None:
+    rig.policy(POLICY)
+    stub, argv_log = recording_pi(rig)
+    question = {"question": "Scope?", "options": ["Full", "MVP (Recommended)"]}
+    Provider(rig, [decide(question), Reply(text="ok")],
+             child=lambda _prompt: Reply(text='{"answers": []}', delay_s=20))
+
+    rig.rpc(env=decision_env(rig, PI_DECISION_ROUTER_PI_BIN=str(stub),
+                             PI_DECISION_ROUTER_TIMEOUT_MS="300")).prompt_and_wait("decide")
+
+    [record] = audit_records(rig)
+    assert record["child"]["error"] == "timeout after 300ms"
+    assert record["answers"][0]["value"] == "MVP (Recommended)"
+    assert record["answers"][0]["source"] == "fallback"
+    _, after = parent_requests(rig)
+    assert tool_text(after).startswith("Automated decision (fallback)\n- q1: MVP (Recommended)")
+    [spawn] = recorded_calls(argv_log)  # the child was started, then killed at the deadline
+    wait_until(lambda: process_state(spawn["pid"]) in (None, "Z"), 5, "the timed-out child to be killed")
+
+
+def test_child_disabled_never_spawns_and_open_prompts_fall_back(rig: RouterRig) -> None:
+    rig.policy(POLICY)
+    stub, argv_log = recording_pi(rig)
+    questions = {"questions": [
+        {"id": "scope", "prompt": "Scope?", "options": ["Full", "MVP (Recommended)"]},
+        {"id": "publish", "prompt": "Do you want to publish this release?"},
+        {"id": "name", "prompt": "Name the branch"},
+        {"id": "pick", "prompt": "Pick one", "options": ["alpha", "beta"]}]}
+    Provider(rig, [decide(questions), Reply(text="ok")], child=pick_first)
+
+    rig.rpc(env=decision_env(rig, PI_DECISION_ROUTER_CHILD="0",
+                             PI_DECISION_ROUTER_PI_BIN=str(stub))).prompt_and_wait("decide")
+
+    assert delegate_requests(rig) == []
+    assert recorded_calls(argv_log) == []
+    [record] = audit_records(rig)
+    assert [(a["value"], a["confidence"]) for a in record["answers"]] == [
+        ("MVP (Recommended)", 0.75), ("yes", 0.15), ("auto", 0.15), ("alpha", 0.35)]
+    assert record["child"] == {"attempted": False, "status": "fallback", "command": "disabled"}
+    _, after = parent_requests(rig)
+    assert tool_text(after).splitlines()[:3] == [
+        "Automated decision (fallback)",
+        f"- scope: MVP (Recommended) (MVP (Recommended)) — {FALLBACK_REASON}",
+        f"- publish: yes (yes) — {FALLBACK_REASON}",
+    ]
+
+
+def test_failing_child_exit_code_is_reported(rig: RouterRig) -> None:
+    rig.policy(POLICY)
+    Provider(rig, [decide({"question": "Overwrite the file?"}), Reply(text="ok")])
+
+    rig.rpc(env=decision_env(rig, PI_DECISION_ROUTER_PI_BIN=str(failing_pi(rig)))).prompt_and_wait("go")
+
+    [record] = audit_records(rig)
+    assert record["child"]["error"] == "child exited with code 3: child broke"
+    assert record["answers"][0]["value"] == "yes"
+    assert delegate_requests(rig) == []
+
+
+# -- 4. the registry path ------------------------------------------------------------------------------
+
+
+def test_registry_path_answers_in_process(rig: RouterRig) -> None:
+    rig.policy(POLICY)
+    stub, argv_log = recording_pi(rig)
+    arguments, normalized, lines = SHAPES["questionnaire"]
+    Provider(rig, [decide(arguments), Reply(text="ok")], child=pick_first)
+
+    rig.rpc(env=decision_env(rig, PI_DECISION_ROUTER_VIA="registry",
+                             PI_DECISION_ROUTER_PI_BIN=str(stub))).prompt_and_wait("plan it")
+
+    assert recorded_calls(argv_log) == []  # no child process
+    [request] = delegate_requests(rig)
+    assert request.model == "fake-local"
+    assert request.system.startswith(DELEGATE_MARK)
+    assert delegate_prompt(request.body)["questions"] == normalized
+    _, after = parent_requests(rig)
+    assert tool_text(after).splitlines() == ["Automated decision (child-agent)", *lines]
+    [record] = audit_records(rig)
+    assert record["child"] == {"attempted": True, "status": "selected", "model": "fake-local",
+                               "command": "registry"}

@@ -1,0 +1,232 @@
+"""The `decision` pack's audit log, its informational commands, concurrent writers and project trust."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import threading
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from tests.e2e import helpers_router
+from tests.e2e.fake_provider import Reply
+from tests.e2e.helpers_router import SERVE_ARGV, RouterRig, is_notify, ui_requests
+from tests.e2e.pi_rpc import RpcPi
+from tests.e2e.test_pack_decision import (
+    ANSWER_KEYS,
+    AUDIT_KEYS,
+    POLICY,
+    Provider,
+    audit_path,
+    audit_records,
+    decision_env,
+    is_delegate,
+    parent_requests,
+)
+
+pytestmark = pytest.mark.e2e
+rig = helpers_router.rig
+
+
+def decision_calls(count: int, tag: str = "") -> Reply:
+    """One assistant message calling decision_request ``count`` times."""
+    return Reply(text="", tool_calls=[
+        {"name": "decision_request",
+         "arguments": {"question": f"{tag}Question {i}?", "options": ["A", "B (Recommended)"]}}
+        for i in range(count)])
+
+
+def command(rpc: RpcPi, text: str, fragment: str) -> dict[str, Any]:
+    """Run a slash command over RPC and return the notify it produced."""
+    since = rpc.mark()
+    response = rpc.send({"type": "prompt", "message": text})
+    assert response["data"]["disposition"] == "handled"
+    return rpc.wait_record(is_notify(fragment), since=since)
+
+
+# -- 9. the audit log -----------------------------------------------------------------------------------
+
+
+def test_audit_records_log_and_status_commands(rig: RouterRig) -> None:
+    rig.policy(POLICY)
+    Provider(rig, [decision_calls(12), Reply(text="decided")])
+    rpc = rig.rpc(env=decision_env(rig, PI_DECISION_ROUTER_CHILD="0", PI_DECISION_ROUTER_TIMEOUT_MS="300",
+                                   PI_DECISION_ROUTER_COMPACTION_THRESHOLD_PERCENT="90.5"))
+    empty = command(rpc, "/decision-router-log", "No decision audit entries")
+    assert empty["message"] == "No decision audit entries."
+
+    rpc.prompt_and_wait("decide twelve things")
+
+    records = audit_records(rig)
+    assert len(records) == 12
+    for i, record in enumerate(records):
+        assert list(record) == AUDIT_KEYS
+        datetime.fromisoformat(record["timestamp"].replace("Z", "+00:00"))
+        assert record["cwd"] == str(rig.work)
+        assert record["toolName"] == "decision_request"
+        assert record["questions"][0]["prompt"] == f"Question {i}?"
+        [answer] = record["answers"]
+        assert list(answer) == ANSWER_KEYS
+        assert (answer["value"], answer["source"]) == ("B (Recommended)", "fallback")
+        assert record["child"] == {"attempted": False, "status": "fallback", "command": "disabled"}
+    assert audit_path(rig).stat().st_mode & 0o777 == 0o600
+    entries = [r["entry"] for r in rpc.events(type_="entry_appended")
+               if r["entry"].get("customType") == "pi-decision-router"]
+    assert len(entries) == 12  # each batch result is kept in the session as well
+    assert entries[0]["data"]["toolName"] == "decision_request"
+
+    log = command(rpc, "/decision-router-log", '"toolName"')
+    lines = audit_path(rig).read_text().splitlines()
+    assert log["message"] == "\n".join(lines[-10:])
+    assert "Question 1?" not in log["message"] and "Question 11?" in log["message"]
+
+    status = command(rpc, "/decision-router-status", "registered tool")
+    assert status["message"].splitlines() == [
+        "enabled: true",
+        "toggle: /decision-router-toggle (press Enter to switch)",
+        "child: false",
+        "auto compaction: true",
+        "compaction threshold: 90.5%",
+        "compaction emergency: 100%",
+        "timeout: 300ms",
+        f"audit: {audit_path(rig)}",
+        "registered tool: decision_request",
+        "external adapters: question, questionnaire, ask_question, ask_user_question, AskUserQuestion",
+    ]
+
+
+def test_commands_are_silent_in_print_mode(rig: RouterRig) -> None:
+    rig.policy(POLICY)
+    for text in ("/decision-router-status", "/decision-router-log"):
+        done = rig.print(text, env=decision_env(rig))
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == ""
+        assert "decision" not in done.stderr.lower()
+    assert rig.fake.chat_requests() == []
+
+
+def test_two_pi_processes_append_without_losing_lines(rig: RouterRig) -> None:
+    rig.policy(POLICY)
+    other = rig.tmp / "other"
+    other.mkdir()
+
+    def script(body: dict[str, Any]) -> Reply:
+        messages = body.get("messages") or []
+        if is_delegate(body) or messages[-1].get("role") != "user":
+            return Reply(text="done")
+        return decision_calls(8, tag="x" * 2000)  # long records
+
+    rig.fake.script.fn = script
+    env = decision_env(rig, PI_DECISION_ROUTER_CHILD="0")
+    first = rig.rpc(env=env)
+    second = rig.rpc(env=env, cwd=other)
+    marks = [first.mark(), second.mark()]
+    for rpc in (first, second):
+        rpc.send({"type": "prompt", "message": "decide"})
+    for rpc, since in zip((first, second), marks, strict=True):
+        rpc.wait_event("agent_settled", since=since)
+
+    records = audit_records(rig)  # every line parses
+    assert len(records) == 16
+    assert sorted(r["cwd"] for r in records) == sorted([str(rig.work)] * 8 + [str(other)] * 8)
+    assert len(parent_requests(rig)) == 4
+
+
+SIDECARS = 6
+EVENTS = 20
+
+
+def run_sidecar(rig: RouterRig, env: dict[str, str], index: int, problems: list[str]) -> None:
+    """One `router serve` answering EVENTS question events sent at once (big records)."""
+    proc = subprocess.Popen([*SERVE_ARGV, "--cwd", str(rig.work), "--agent-dir", str(rig.agent)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env=env, cwd=rig.work)
+    assert proc.stdin is not None and proc.stdout is not None
+    ctx = {"cwd": str(rig.work), "mode": "rpc", "hasUI": True, "model": None,
+           "activeTools": [], "allTools": []}
+    requests = [{"id": 1, "method": "hello", "params": {"protocol": 1, "cwd": str(rig.work), "trusted": False,
+                                                        "mode": "rpc", "hasUI": True, "state": None,
+                                                        "models": []}}]
+    for n in range(EVENTS):
+        question = {"question": f"S{index}-E{n} " + "y" * 50_000, "options": ["A", "B (Recommended)"]}
+        requests.append({"id": n + 2, "method": "event", "params": {
+            "type": "question", "ctx": ctx,
+            "payload": {"toolName": "decision_request", "source": "tool", "input": question, "excerpt": []}}})
+    try:
+        proc.stdin.write(b"".join(json.dumps(r).encode() + b"\n" for r in requests))
+        proc.stdin.flush()
+        answered: set[int] = set()
+        while len(answered) < len(requests):
+            line = proc.stdout.readline()
+            if not line:
+                problems.append(f"sidecar {index} ended after {len(answered)} answers")
+                return
+            message = json.loads(line)
+            if "id" in message and "method" not in message:
+                if "error" in message:
+                    problems.append(f"sidecar {index}: {message['error']}")
+                answered.add(message["id"])
+        proc.stdin.write(b'{"id": 999, "method": "shutdown", "params": {}}\n')
+        proc.stdin.close()
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_many_concurrent_sidecars_append_whole_lines(rig: RouterRig) -> None:
+    rig.policy(POLICY)
+    env = decision_env(rig, PI_DECISION_ROUTER_CHILD="0")
+    problems: list[str] = []
+    threads = [threading.Thread(target=run_sidecar, args=(rig, env, i, problems)) for i in range(SIDECARS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+    assert problems == []
+    lines = audit_path(rig).read_text().split("\n")
+    assert lines[-1] == ""
+    records = [json.loads(line) for line in lines[:-1]]  # no torn or interleaved line
+    assert len(records) == SIDECARS * EVENTS
+    tags = [r["questions"][0]["prompt"].split(" ")[0] for r in records]
+    assert sorted(tags) == sorted(f"S{i}-E{n}" for i in range(SIDECARS) for n in range(EVENTS))
+    writers = [tag.split("-")[0] for tag in tags]
+    switches = sum(a != b for a, b in itertools.pairwise(writers))
+    assert switches >= SIDECARS, "the writers did not overlap, so the test proved nothing"
+    assert audit_path(rig).stat().st_mode & 0o777 == 0o600
+
+
+# -- 10. project trust ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["router on", "ENABLED=0"])
+def test_project_trust(rig: RouterRig, enabled: bool) -> None:
+    rig.policy(POLICY)
+    rig.settings(defaultProjectTrust="ask")
+    (rig.work / ".pi").mkdir()
+    # a setting Pi only loads from a trusted project, visible in the first request
+    (rig.work / ".pi" / "settings.json").write_text(json.dumps({"defaultModel": "fake-cloud"}))
+    env = decision_env(rig) if enabled else decision_env(rig, PI_DECISION_ROUTER_ENABLED="0")
+    rpc = rig.rpc(env=env)
+    rpc.prompt_and_wait("hello")
+
+    [request] = parent_requests(rig)
+    assert not [r for r in ui_requests(rpc) if r.get("method") in ("select", "confirm", "input", "editor")]
+    trust_file = rig.agent / "trust.json"
+    if enabled:
+        assert request.model == "fake-cloud"
+        assert json.loads(trust_file.read_text()) == {str(rig.work): True}
+        [record] = audit_records(rig)
+        assert record["toolName"] == "project_trust"
+        assert record["questions"][0]["prompt"] == f"Trust project {rig.work}?"
+        [answer] = record["answers"]
+        assert (answer["id"], answer["value"], answer["source"]) == ("trust", "yes", "fallback")
+    else:
+        assert request.model == "fake-local"  # Pi skipped the project silently
+        assert not trust_file.exists()
+        assert audit_records(rig) == []
