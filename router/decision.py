@@ -7,6 +7,8 @@ from typing import Any
 
 from router.diagnostics import Diagnostic
 
+ROUTER_LOG = "@router"  # the `log` action's default file: the router's own log
+
 
 @dataclass(frozen=True)
 class Effect:

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from router.decision import Decision, Effect, SignalOutcome, SignalRequest
+from router.decision import ROUTER_LOG, Decision, Effect, SignalOutcome, SignalRequest
 from router.filelock import append_line, read_json, update_json
 from router.functions import cap_level
 
@@ -260,11 +260,11 @@ class Executor:
         params = effect.params
         try:
             if effect.action == "log":
-                target = _path(params.get("file"))
-                if target is None:
+                target = params.get("file")
+                if target == ROUTER_LOG:
                     self.log(f"rule {effect.rule_id}: {params.get('text', '')}")
-                else:
-                    append_line(target, str(params.get("text", "")))
+                elif (path := _path(target)) is not None:
+                    append_line(path, str(params.get("text", "")))
             elif effect.action == "audit":
                 target = _path(params.get("file"))
                 if target is None:

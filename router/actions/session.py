@@ -8,6 +8,7 @@ from pydantic import model_validator
 
 from router.actions import action
 from router.actions._base import Params, show
+from router.decision import ROUTER_LOG
 
 
 class CompactParams(Params):
@@ -73,15 +74,23 @@ def describe_status(params: dict[str, Any]) -> str:
 
 
 class LogParams(Params):
-    """Append one line to a debug log file (skipped when `file` renders empty)."""
+    """Append one line to a log file.
+
+    Without `file` (or with `file: "@router"`) the line goes to the router's own log,
+    `<agent dir>/router/router.log`, with a timestamp. A `file` that renders empty or null skips the
+    line, so an opt-in debug log reads `file: "{env.MY_DEBUG}"`.
+    """
 
     text: str
-    file: str | None = None
+    file: str | None = ROUTER_LOG
 
 
 @action("log", shorthand="text", example="- log: {text: 'route tier={state.tier}', file: '{env.MY_DEBUG}'}")
 def describe_log(params: dict[str, Any]) -> str:
-    return f"log to {params.get('file') or 'the router debug log'}: {show(params.get('text'))}"
+    target = params.get("file")
+    if not target:
+        return "skip a log line (no file)"
+    return f"log to {'the router log' if target == ROUTER_LOG else target}: {show(params.get('text'))}"
 
 
 class AuditParams(Params):

@@ -891,10 +891,13 @@ export default async function (pi: any) {
 		}
 		if (!model) return { stopReason: "error", errorMessage: `classifier model not found: ${ref}` };
 		const timeoutMs = Number(params.timeoutMs) || 4000;
+		// Pi's own per-try timeout reports "Request timed out after …ms"; the signal is the last resort
+		const deadline = AbortSignal.timeout(timeoutMs + 500);
 		const reply = await registry.classify(model, { state: params.state ?? {}, questions: params.questions ?? {} }, {
-			signal: AbortSignal.timeout(timeoutMs), timeoutMs, maxRetries: Number(params.maxRetries) || 0,
+			signal: deadline, timeoutMs, maxRetries: Number(params.maxRetries) || 0,
 		});
-		return { answers: reply.answers ?? {}, stopReason: reply.stopReason, errorMessage: reply.errorMessage };
+		const errorMessage = reply.stopReason === "aborted" && deadline.aborted ? `Request timed out after ${timeoutMs}ms` : reply.errorMessage;
+		return { answers: reply.answers ?? {}, stopReason: reply.stopReason, errorMessage };
 	}
 
 	async function complete(params: Json): Promise<Json> {

@@ -1,0 +1,308 @@
+"""The `cuttle` pack end to end: failures, `/cuttle` commands, the slot broker, `router import`.
+
+Routing itself is in test_pack_cuttle.py; the shared setup is helpers_cuttle.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from tests.e2e import helpers_router
+from tests.e2e.fake_provider import Reply
+from tests.e2e.helpers_cuttle import (
+    BIG,
+    CHEAP,
+    CLASSIFIER,
+    PRICEY,
+    SMALL,
+    base_config,
+    chat_models,
+    classifier_calls,
+    command,
+    cuttle,
+    p_complex,
+    read_config,
+    route_lines,
+    setup_cuttle,
+)
+from tests.e2e.helpers_router import RouterRig, rpc_pid, ui_requests
+
+pytestmark = pytest.mark.e2e
+rig = helpers_router.rig
+
+CHAT = "/v1/chat/completions"
+
+
+# -- failures -------------------------------------------------------------------------------------
+
+
+def test_local_failure_retries_on_the_cloud_then_flips_back(rig: RouterRig) -> None:
+    # Pi's retry on (one retry, short delay): the local 500 is retried through route(reason=retry)
+    debug = setup_cuttle(rig, base_config(), retry={"enabled": True, "maxRetries": 1, "baseDelayMs": 10})
+    p_complex(rig, 0.04)
+    rig.fake.script.push(Reply(status=500), model="local-small")
+    rpc = cuttle(rig, "--model", "cuttle/auto")
+
+    records = rpc.prompt_and_wait("list the files")
+    [why] = command(rpc, "/cuttle why")
+    rpc.prompt_and_wait("and the hidden ones")
+
+    assert chat_models(rig) == ["local-small", "cloud-cheap", "local-small"]
+    assert [r["type"] for r in records if r["type"].startswith("auto_retry")] == [
+        "auto_retry_start", "auto_retry_end"
+    ]
+    error = '500: {"message":"fake provider error 500","type":"server_error"}'
+    assert route_lines(debug) == [
+        f"route result tier=local ref={SMALL} reasons=classifier p(complex)=0.04",
+        f"route result tier=cloud ref={CHEAP} reasons=escalation after a failure on {SMALL}: {error}",
+    ]
+    assert f"tier=cloud model={CHEAP} " in why
+    assert classifier_calls(rig) == 1  # the retry reuses the turn's score
+
+
+@pytest.mark.parametrize(
+    ("flavor", "local", "expected"),
+    [("big-local", [SMALL, BIG], "local-big"), ("fast-local", [BIG, SMALL], "local-small"),
+     ("cloud", [SMALL, BIG], "cloud-pricey")],
+)
+def test_flavors_pick_within_their_tier(rig: RouterRig, flavor: str, local: list[str], expected: str) -> None:
+    config = base_config()
+    config["catalog"]["local"] = local
+    setup_cuttle(rig, config)
+    p_complex(rig, 0.86)
+
+    done = rig.print("--offline", "--model", f"cuttle/{flavor}", "a task")
+
+    assert done.returncode == 0, done.stderr
+    assert chat_models(rig) == [expected]
+
+
+def test_big_local_without_a_local_model_fails_the_request(rig: RouterRig) -> None:
+    config = base_config()
+    config["catalog"]["local"] = ["fake/not-installed"]
+    setup_cuttle(rig, config)
+    rpc = cuttle(rig, "--model", "cuttle/big-local")
+
+    records = rpc.prompt_and_wait("orchestrate the work")
+
+    assert rig.fake.chat_requests() == []  # never the cloud
+    ends = [r["message"] for r in records if r["type"] == "message_end"]
+    [answer] = [m for m in ends if m["role"] == "assistant"]
+    assert answer["stopReason"] == "error"
+    assert answer["errorMessage"] == (
+        "cuttle/big-local: no local model is available (catalog.local: fake/not-installed)"
+    )
+
+
+# -- /cuttle why, stats, shadow-report, config, init, doctor ------------------------------------
+
+
+def test_why_stats_config_and_config_set(rig: RouterRig) -> None:
+    setup_cuttle(rig, base_config(policy={"reclassify": "turn"}))
+    rig.fake.script.push(Reply(prompt_tokens=1000, completion_tokens=100), model="local-small")
+    rig.fake.script.push(Reply(prompt_tokens=2000, completion_tokens=300), model="cloud-pricey")
+    rpc = cuttle(rig, "--model", "cuttle/auto")
+    path = rig.agent / "pi-cuttle.json"
+
+    p_complex(rig, 0.04)
+    rpc.prompt_and_wait("list the files")
+    p_complex(rig, 0.86)
+    rpc.prompt_and_wait("design a new storage layer")
+    [why] = command(rpc, "/cuttle why")
+    [stats] = command(rpc, "/cuttle stats")
+    [empty] = command(rpc, "/cuttle shadow-report 3")
+    [config] = command(rpc, "/cuttle config")
+    [updated] = command(rpc, "/cuttle config set policy.threshold 0.7")
+
+    assert why == (
+        f"flavor=auto tier=cloud model={PRICEY} thinking=medium p(complex)=0.86 subagent=false "
+        "reason=classifier p(complex)=0.86"
+    )
+    # the local request priced at the cheapest cloud model ($1 in, $2 out per 1M): 0.001 + 0.0002
+    assert stats == (
+        "cuttle stats, last 7 days: 2 requests; local 50% (1), cloud 1\n"
+        "tokens: local 1000 in / 100 out; cloud 2000 in / 300 out\n"
+        f"estimated saved vs all-cloud ({CHEAP}): $0.0012"
+    )
+    assert empty == "No shadow verdicts in the last 3 days."
+    assert config.startswith(f"cuttle config (edit {path}, or /cuttle config set KEY VALUE):\n")
+    assert f"\nclassifier: {json.dumps(base_config()['classifier'])}\n" in config
+    assert f'\ncatalog.local: ["{SMALL}", "{BIG}"]\n' in config
+    assert updated == (
+        f"cuttle: policy.threshold = 0.7 (in {path}); it applies from the next routing decision"
+    )
+    assert read_config(rig)["policy"] == {"reclassify": "turn", "threshold": 0.7}
+    # the next routing decision: p=0.6 is now local
+    p_complex(rig, 0.6)
+    rpc.prompt_and_wait("one more")
+    assert chat_models(rig)[-1] == "local-big"
+
+
+def test_init_wizard_writes_the_file(rig: RouterRig) -> None:
+    setup_cuttle(rig, None)
+    answers = {
+        "Classifier model": CLASSIFIER,
+        "Local models": f" {BIG}, {SMALL} ",
+        "Cloud models": CHEAP,
+        "Threshold": "0.6",
+    }
+
+    def answer(request: dict[str, Any]) -> dict[str, Any] | None:
+        if request.get("method") == "input":
+            return {"value": next(v for k, v in answers.items() if request["title"].startswith(k))}
+        return None
+
+    rpc = cuttle(rig, "--model", BIG, ui_handler=answer)
+
+    [done] = command(rpc, "/cuttle init")
+
+    path = rig.agent / "pi-cuttle.json"
+    assert done == f"cuttle: wrote {path}; run /cuttle doctor to probe it"
+    assert [r["title"] for r in ui_requests(rpc, "input")] == [
+        "Classifier model (e.g. llama.cpp/Kev-9B)",
+        "Local models, comma-separated",
+        "Cloud models, comma-separated",
+        "Threshold for cloud (0-1)",
+    ]
+    written = read_config(rig)
+    assert written["classifier"]["model"] == CLASSIFIER
+    assert written["catalog"]["local"] == [BIG, SMALL]
+    assert written["catalog"]["cloud"] == [CHEAP]
+    assert written["policy"] == {"threshold": 0.6}
+    # the written file routes: p=0.55 is below the new threshold
+    p_complex(rig, 0.55)
+    command(rpc, "/cuttle on")
+    rpc.prompt_and_wait("a task")
+    assert chat_models(rig) == ["local-big"]
+
+
+def test_doctor_reports_the_failure_when_the_fake_is_down(rig: RouterRig) -> None:
+    setup_cuttle(rig, base_config())
+    rpc = cuttle(rig, "--model", "cuttle/auto")
+    [healthy] = command(rpc, "/cuttle doctor")
+
+    rig.fake.stop()
+    [down] = command(rpc, "/cuttle doctor", timeout=60)
+
+    assert healthy.startswith("cuttle doctor:\nok   classifier llama.cpp/chat-small (")
+    assert "FAIL" not in healthy
+    lines = down.splitlines()
+    assert lines[0] == "cuttle doctor:"
+    assert len(lines) == 6  # the classifier and the four catalog models
+    assert all(line.startswith("FAIL ") for line in lines[1:]), down
+    assert lines[1].startswith(f"FAIL classifier {CLASSIFIER} (")
+    assert "ECONNREFUSED" in lines[1] or "Connection error" in lines[1], lines[1]
+    assert lines[2].startswith(f"FAIL model {SMALL} (")
+
+
+# -- the slot broker ------------------------------------------------------------------------------
+
+
+class Concurrency:
+    """A Script fn that tracks in-flight chat requests; each waits for a partner (up to ``hold_s``)."""
+
+    def __init__(self, hold_s: float) -> None:
+        self.hold_s = hold_s
+        self.lock = threading.Lock()
+        self.now = 0
+        self.peak = 0
+        self.seen = 0
+        self.partner = threading.Event()
+        self.first = threading.Event()
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        with self.lock:
+            self.now += 1
+            self.seen += 1
+            self.peak = max(self.peak, self.now)
+            if self.seen == 2:
+                self.partner.set()
+        self.first.set()
+        self.partner.wait(self.hold_s)  # overlap if the other process is allowed in
+        with self.lock:
+            self.now -= 1
+        return Reply(text="done")
+
+
+@pytest.mark.parametrize(("cap", "peak"), [(1, 1), (0, 2)], ids=["maxConcurrent-1", "no-cap-control"])
+def test_slot_broker_caps_in_flight_turns_across_processes(rig: RouterRig, cap: int, peak: int) -> None:
+    setup_cuttle(rig, base_config(maxConcurrent=cap))
+    p_complex(rig, 0.04)
+    tracker = Concurrency(hold_s=4.0)
+    rig.fake.script.fn = tracker
+    first = cuttle(rig, "--model", "cuttle/auto")
+    second = cuttle(rig, "--model", "cuttle/auto")
+
+    first.send({"type": "prompt", "message": "first task"})
+    assert tracker.first.wait(20), "the first request never arrived"
+    second.prompt_and_wait("second task", timeout=60)
+    first.wait_event("agent_settled", timeout=30)
+
+    assert tracker.seen == 2
+    assert tracker.peak == peak
+
+
+def test_a_killed_process_does_not_keep_its_slot(rig: RouterRig) -> None:
+    setup_cuttle(rig, base_config(maxConcurrent=1))
+    p_complex(rig, 0.04)
+    holding = threading.Event()
+
+    def reply(body: dict[str, Any]) -> Reply:
+        if "HOLD THE SLOT" in json.dumps(body.get("messages")):
+            holding.set()
+            return Reply(text="never seen", delay_s=60)  # cut short when the fake stops
+        return Reply(text="got the slot")
+
+    rig.fake.script.fn = reply
+    holder = cuttle(rig, "--model", "cuttle/auto")
+    other = cuttle(rig, "--model", "cuttle/auto")
+    holder.send({"type": "prompt", "message": "HOLD THE SLOT"})
+    assert holding.wait(20)
+
+    os.kill(rpc_pid(holder), signal.SIGKILL)
+    started = time.monotonic()
+    other.prompt_and_wait("my turn", timeout=60)
+    waited = time.monotonic() - started
+
+    assert waited < 15, f"the slot was not recovered (waited {waited:.1f}s; the broker gives up at 30s)"
+    assert rig.fake.chat_requests()[-1].texts("user") == ["my turn"]
+    states = [r["entry"]["data"]["state"] for r in other.events(type_="entry_appended")
+              if r["entry"].get("customType") == helpers_router.STATE_ENTRY]
+    assert states and states[-1]["cu"].get("slot_wait") is None
+
+
+# -- router import --------------------------------------------------------------------------------
+
+
+def test_router_import_moves_the_json_into_router_yaml(rig: RouterRig) -> None:
+    debug = setup_cuttle(rig, base_config())
+    source = rig.agent / "pi-cuttle.json"
+
+    done = subprocess.run(
+        [sys.executable, "-m", "router", "import", str(source), "--target", str(rig.policy_path)],
+        capture_output=True, text=True, env={**os.environ, "PI_CODING_AGENT_DIR": str(rig.agent)},
+        timeout=60, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    source.unlink()
+    p_complex(rig, 0.86)
+    rpc = cuttle(rig, "--model", "cuttle/auto")
+    rpc.prompt_and_wait("design a new storage layer")
+
+    policy = YAML(typ="safe").load(rig.policy_path.read_text())
+    assert policy["use"] == ["cuttle"]
+    assert policy["vars"]["cuttle"] == base_config()
+    assert chat_models(rig) == ["cloud-pricey"]
+    [factory] = [line for line in debug.read_text().splitlines() if line.startswith("factory ")]
+    assert factory.endswith(f"cloud={PRICEY},{CHEAP} sources=router.yaml vars.cuttle warnings=")
+    assert route_lines(debug) == [f"route result tier=cloud ref={PRICEY} reasons=classifier p(complex)=0.86"]
