@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 from tests.e2e.fake_provider import FakeProvider, Reply  # noqa: E402
 from tests.e2e.helpers_router import BRIDGE, SERVE_ARGV, router_env, write_policy  # noqa: E402
 from tests.e2e.pi_harness import PI_VERSION, PiInstall, ensure_pi, make_agent_dir, run_print  # noqa: E402
-from tests.e2e.pi_rpc import RpcPi  # noqa: E402
+from tests.e2e.pi_rpc import TimedRpc  # noqa: E402
 
 RULES_100 = "rules:\n" + "".join(
     f"  - id: never-{i}\n    on: tool_call\n    match: \"tool.name == 'never-{i}'\"\n"
@@ -138,16 +138,6 @@ def pct(samples: list[float], q: float) -> float:
 
 def fmt(values: dict[str, float], keys: tuple[str, ...] = ("p50", "p99", "max")) -> str:
     return "  ".join(f"{k} {values[k]:8.3f} ms" for k in keys)
-
-
-class TimedRpc(RpcPi):
-    """RpcPi that stamps each record with its arrival time (perf_counter, seconds)."""
-
-    def _on_line(self, line: bytes) -> None:
-        stamp = time.perf_counter()
-        super()._on_line(line)
-        with self._cond:
-            self.records[-1]["_t"] = stamp
 
 
 # -- (a1) ---------------------------------------------------------------------------------------

@@ -28,7 +28,6 @@ import json
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,7 @@ from tests.e2e.fake_chat import content_text  # noqa: E402
 from tests.e2e.fake_provider import FakeProvider, Reply  # noqa: E402
 from tests.e2e.helpers_router import BRIDGE, router_env, write_policy  # noqa: E402
 from tests.e2e.pi_harness import PI_VERSION, PiInstall, ensure_pi, make_agent_dir  # noqa: E402
-from tests.e2e.pi_rpc import RpcPi  # noqa: E402
+from tests.e2e.pi_rpc import TimedRpc  # noqa: E402
 
 DELEGATE_MARK = "You are the decision delegate"
 QUESTIONS = {"questions": [
@@ -51,16 +50,6 @@ PATHS = {
     "registry": {"PI_DECISION_ROUTER_VIA": "registry"},
     "fallback": {"PI_DECISION_ROUTER_CHILD": "0"},
 }
-
-
-class TimedRpc(RpcPi):
-    """RpcPi that stamps each record with its arrival time (perf_counter, seconds)."""
-
-    def _on_line(self, line: bytes) -> None:
-        stamp = time.perf_counter()
-        super()._on_line(line)
-        with self._cond:
-            self.records[-1]["_t"] = stamp
 
 
 def provider_script(calls: int) -> Any:

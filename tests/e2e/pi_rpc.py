@@ -12,6 +12,7 @@ import os
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -261,3 +262,13 @@ class RpcPi:
         if (response.get("data") or {}).get("disposition") != "handled":
             self.wait_event("agent_settled", timeout, since)
         return self.events(since)
+
+
+class TimedRpc(RpcPi):
+    """RpcPi that stamps each record with its arrival time (perf_counter, seconds)."""
+
+    def _on_line(self, line: bytes) -> None:
+        stamp = time.perf_counter()
+        super()._on_line(line)
+        with self._cond:
+            self.records[-1]["_t"] = stamp
