@@ -50,7 +50,7 @@ class CompiledRule:
     match_span: Span | None = None
     when_span: Span | None = None
     conditions: tuple[tuple[str, Query | Expression, Callable[[Any], Any]], ...] = ()
-    runs: tuple[Callable[[Any], Any], ...] = ()
+    runs: tuple[tuple[Callable[[Any], Any], bool], ...] = ()  # (closure, Python truthiness?)
 
     def __post_init__(self) -> None:
         conditions: list[tuple[str, Query | Expression, Callable[[Any], Any]]] = []
@@ -60,7 +60,10 @@ class CompiledRule:
             run = self.when.run  # Python truthiness for expressions: 0, '' and [] are false
             conditions.append(("when", self.when, lambda scope: bool(run(scope))))
         object.__setattr__(self, "conditions", tuple(conditions))
-        object.__setattr__(self, "runs", tuple(c[2] for c in conditions))
+        runs = [(self.match.run, False)] if self.match is not None else []
+        if self.when is not None and self.when.run is not None:
+            runs.append((self.when.run, True))
+        object.__setattr__(self, "runs", tuple(runs))
 
 
 @dataclass(frozen=True, eq=False)

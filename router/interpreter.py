@@ -75,8 +75,20 @@ class _Run:
                                 f"decided by rule {decided[rule.group]}")
                 continue
             try:
-                matched = self._matches(rule) if tracer else _fast_match(rule, scope)
-                if matched is None:  # an evaluation error: evaluate again to record it
+                if tracer is None:  # the hot path: no tracing, conditions inline
+                    matched = True
+                    try:
+                        for run, python_truth in rule.runs:
+                            value = run(scope)
+                            if value is True:
+                                continue
+                            if value is None or value is False or (not value if python_truth else (
+                                    value == "" or value == [] or value == {})):
+                                matched = False
+                                break
+                    except _EVAL_ERRORS:  # evaluate again, slowly, to record the error
+                        matched = self._matches(rule)
+                else:
                     matched = self._matches(rule)
                 if matched:
                     self._fire(rule)
@@ -199,18 +211,6 @@ class _Run:
                span: Span | None = None) -> None:
         assert self.tracer is not None
         self.tracer.emit(TraceEvent(kind, rule.id, span or rule.span, message, depth=depth))
-
-
-def _fast_match(rule: CompiledRule, scope: dict[str, Any]) -> bool | None:
-    """All conditions true? None when one raised (the slow path records the error)."""
-    for run in rule.runs:
-        try:
-            value = run(scope)
-        except _EVAL_ERRORS:
-            return None
-        if value is None or value is False or value == "" or value == [] or value == {}:
-            return False
-    return True
 
 
 _EVAL_ERRORS = (ExpressionError, JMESPathError, TypeError, ValueError, ZeroDivisionError,
