@@ -131,6 +131,11 @@ class _Compiler:
 
     def _BoolOp(self, node: ast.BoolOp) -> Run:
         parts = [self.build(v) for v in node.values]
+        if len(parts) == 2:  # Python's own `and`/`or` have the same value semantics
+            first, second = parts
+            if isinstance(node.op, ast.And):
+                return lambda scope: first(scope) and second(scope)
+            return lambda scope: first(scope) or second(scope)
         if isinstance(node.op, ast.And):
             def all_of(scope: Mapping[str, Any]) -> Any:
                 result: Any = False

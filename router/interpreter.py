@@ -11,6 +11,7 @@ same event. When a rule needs an external signal that has no outcome yet, the de
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,13 +58,17 @@ class _Run:
         self.scope["state"] = self.state
         self.scope["signals"] = self.signals
         self.scope["signal_errors"] = SignalErrors(self.signals)
-        self.evaluator = Evaluator(self.scope)
-        self.signals.evaluator = self.evaluator
+        self.signals.evaluator_of = lambda: self.evaluator
         self.tracer = tracer
         self.effects: list[Effect] = []
         self.shadowed: list[Effect] = []
         self.fired: list[str] = []
         self.errors: list[Diagnostic] = []
+
+    @functools.cached_property
+    def evaluator(self) -> Evaluator:
+        """The simpleeval-based evaluator, made only when templates or fallbacks need it."""
+        return Evaluator(self.scope)
 
     def decide(self) -> Decision:
         decided: dict[str, str] = {}

@@ -142,6 +142,8 @@ def _and(node: dict[str, Any], functions: jfunctions.Functions,
 
     def both(value: Any) -> Any:
         matched = left(value)
+        if matched is True:
+            return right(value)
         return matched if _is_false(matched) else right(value)
 
     return both

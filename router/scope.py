@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from router.compiled import CompiledPolicy, CompiledSignal
@@ -37,8 +37,13 @@ class Signals(Mapping[str, Any]):
         self.provided = dict(values)
         self.values: dict[str, Any] = dict(values)  # type: ignore[assignment]
         self.errors: dict[str, str] = {}
-        self.evaluator: Evaluator | None = None
+        self.evaluator_of: Callable[[], Evaluator] | None = None
         self._busy: set[str] = set()
+
+    @property
+    def evaluator(self) -> Evaluator:
+        assert self.evaluator_of is not None
+        return self.evaluator_of()
 
     def state_changed(self) -> None:
         """Forget expression signals (they may read state); keep external and provided values."""
@@ -74,7 +79,6 @@ class Signals(Mapping[str, Any]):
         return value
 
     def _compute(self, spec: CompiledSignal) -> Any:
-        assert self.evaluator is not None
         if spec.kind == "expr":
             assert spec.expr is not None
             try:
@@ -94,7 +98,6 @@ class Signals(Mapping[str, Any]):
     def _transformed(self, spec: CompiledSignal, result: Any) -> Any:
         if spec.transform is None:
             return result
-        assert self.evaluator is not None
         saved = self.evaluator.scope.get("result")
         scope = self.evaluator.scope
         assert isinstance(scope, dict)
@@ -108,7 +111,6 @@ class Signals(Mapping[str, Any]):
         self.errors[spec.name] = reason
         if spec.fallback is None:
             return None
-        assert self.evaluator is not None
         try:
             return self.evaluator.value(spec.fallback)
         except ExpressionError as exc:
