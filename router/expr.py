@@ -358,9 +358,9 @@ class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
 
     def value(self, expression: Expression) -> Any:
         """Evaluate `expression`; any failure becomes an ExpressionError naming the source."""
+        if expression.run is not None:
+            return run_expression(expression, self.scope)
         try:
-            if expression.run is not None:
-                return expression.run(self.scope)
             return self.eval(expression.source, previously_parsed=expression.tree)
         except ExpressionError as exc:
             raise ExpressionError(exc.message, source=expression.source, code=exc.code) from None
@@ -430,6 +430,23 @@ class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
             raise ExpressionError(f"unknown function '{name}'", code="RT208")
         args = [self._eval(arg) for arg in node.args]
         return spec.impl(*args)
+
+
+def run_expression(expression: Expression, scope: Mapping[str, Any]) -> Any:
+    """Evaluate a compiled expression's closures; any failure becomes an ExpressionError."""
+    assert expression.run is not None
+    try:
+        return expression.run(scope)
+    except ExpressionError as exc:
+        raise ExpressionError(exc.message, source=expression.source, code=exc.code) from None
+    except InvalidExpression as exc:
+        raise ExpressionError(str(exc), source=expression.source, code="RT403") from None
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError, KeyError, IndexError,
+            AttributeError) as exc:
+        raise ExpressionError(python_error(exc), source=expression.source) from None
+    except RecursionError:
+        raise ExpressionError("expression nested too deeply", source=expression.source,
+                              code="RT403") from None
 
 
 _PYTHON_WORDS = (("'NoneType'", "null"), ("NoneType", "null"), ("'str'", "string"), ("'int'", "number"),

@@ -59,6 +59,7 @@ class _Run:
         self.scope["signals"] = self.signals
         self.scope["signal_errors"] = SignalErrors(self.signals)
         self.signals.evaluator_of = lambda: self.evaluator
+        self.signals.scope = self.scope
         self.tracer = tracer
         self.effects: list[Effect] = []
         self.shadowed: list[Effect] = []

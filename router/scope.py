@@ -9,7 +9,7 @@ from typing import Any
 from router.compiled import CompiledPolicy, CompiledSignal
 from router.decision import SignalOutcome
 from router.errors import ExpressionError
-from router.expr import Evaluator
+from router.expr import Evaluator, run_expression
 
 
 class SignalNeeded(Exception):
@@ -38,6 +38,7 @@ class Signals(Mapping[str, Any]):
         self.values: dict[str, Any] = dict(values)  # type: ignore[assignment]
         self.errors: dict[str, str] = {}
         self.evaluator_of: Callable[[], Evaluator] | None = None
+        self.scope: Mapping[str, Any] = {}
         self._busy: set[str] = set()
 
     @property
@@ -82,7 +83,7 @@ class Signals(Mapping[str, Any]):
         if spec.kind == "expr":
             assert spec.expr is not None
             try:
-                return self._transformed(spec, self.evaluator.value(spec.expr))
+                return self._transformed(spec, run_expression(spec.expr, self.scope))
             except ExpressionError as exc:
                 return self._fail(spec, exc.message)
         outcome = self.outcomes.get(spec.name)

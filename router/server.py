@@ -41,6 +41,7 @@ class Engine:
         self.trusted = True
         self.policy: CompiledPolicy | None = None
         self.fingerprint: tuple[Any, ...] = ()
+        self.watched: list[str] = []
         self.state: dict[str, Any] = {}
         self.models: dict[str, Any] = {}
         self.env: dict[str, str] = {}
@@ -63,10 +64,10 @@ class Engine:
                                               include_project=self.trusted, extra=self.extra)
             if policy is not None and not has_errors(diagnostics):
                 policy_cache.save(cache, policy, candidates)
-        self.fingerprint = self._fingerprint(policy)
         if policy is not None and not has_errors(diagnostics):
             self.policy = policy
             self.env = {n: os.environ[n] for n in policy.env_names if n in os.environ}
+        self._watch_files()
         return diagnostics
 
     def _candidates(self) -> list[Path]:
@@ -75,14 +76,16 @@ class Engine:
             paths.append(self.cwd / ".pi" / "router.yaml")
         return paths
 
-    def _fingerprint(self, policy: CompiledPolicy | None) -> tuple[Any, ...]:
-        files = {Path(source).absolute() for _, source in policy.file_refs} if policy else set()
-        return tuple(_stat(p) for p in sorted(files | {p.absolute() for p in self._candidates()}))
+    def _watch_files(self) -> None:
+        """The files whose change means a reload: the layers and what the policy in force uses."""
+        refs = self.policy.file_refs if self.policy else ()
+        files = {str(Path(source).absolute()) for _, source in refs}
+        self.watched = sorted(files | {str(p.absolute()) for p in self._candidates()})
+        self.fingerprint = tuple(_stat(p) for p in self.watched)
 
     def reload_if_changed(self) -> list[str]:
-        """Reload when a policy file changed; return warnings for the user."""
-        current = self._fingerprint(self.policy)
-        if current == self.fingerprint:
+        """Reload when a policy file changed; return warnings for the user (once per change)."""
+        if tuple(_stat(p) for p in self.watched) == self.fingerprint:
             return []
         previous = self.policy
         diagnostics = self.load()
@@ -126,7 +129,7 @@ class Engine:
                 "files": [path for path, _ in self.policy.file_refs] if self.policy else []}
 
     async def event(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
-        before = self.declarations()["events"]
+        before = self.policy.event_types if self.policy else ()
         warnings = self.reload_if_changed()
         policy = self.policy
         event_type = str(params.get("type"))
@@ -147,7 +150,7 @@ class Engine:
             self.executor.log(f"{error.code} {error.message}")
         for name, text in decision.signal_errors.items():
             self.executor.log(f"RT502 signal {name} failed: {text}")
-        if self.declarations()["events"] != before:
+        if (self.policy.event_types if self.policy else ()) != before:
             result["declarations"] = self.declarations()
         return result
 
@@ -277,12 +280,12 @@ def main(argv: list[str]) -> int:
         return 130
 
 
-def _stat(path: Path) -> tuple[str, int, int]:
+def _stat(path: str) -> tuple[int, int]:
     try:
-        info = path.stat()
+        info = os.stat(path)
     except OSError:
-        return (str(path), -1, -1)
-    return (str(path), info.st_mtime_ns, info.st_size)
+        return (-1, -1)
+    return (info.st_mtime_ns, info.st_size)
 
 
 def _budget(params: dict[str, Any], default: int) -> int:
