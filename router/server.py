@@ -178,6 +178,7 @@ class Connection:
         self.pending: dict[str, asyncio.Future[Any]] = {}
         self.ids = itertools.count(1)
         self.tasks: set[asyncio.Task[None]] = set()
+        self.running: dict[Any, asyncio.Task[None]] = {}
         self.closing = asyncio.Event()
 
     def send(self, message: dict[str, Any]) -> None:
@@ -205,6 +206,12 @@ class Connection:
             self.pending.pop(request_id, None)
 
     def dispatch(self, message: dict[str, Any]) -> None:
+        if message.get("method") == protocol.CANCEL:  # an aborted run: stop its request's work
+            params = message.get("params")
+            task = self.running.get(params.get("id") if isinstance(params, dict) else None)
+            if task is not None:
+                task.cancel()
+            return
         if "method" not in message:
             future = self.pending.get(str(message.get("id")))
             if future is not None and not future.done():
@@ -214,7 +221,15 @@ class Connection:
             return
         task = asyncio.get_running_loop().create_task(self._answer(message))
         self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        request_id = message.get("id")
+        if request_id is not None:
+            self.running[request_id] = task
+
+        def finished(done: asyncio.Task[None]) -> None:
+            self.tasks.discard(done)
+            self.running.pop(request_id, None)
+
+        task.add_done_callback(finished)
 
     async def _answer(self, message: dict[str, Any]) -> None:
         request_id, method = message.get("id"), message.get("method")

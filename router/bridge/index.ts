@@ -101,6 +101,13 @@ function attempt<T>(fn: () => T, fallback: T): T {
 	}
 }
 
+/** The run was aborted (not a failure of the engine). */
+class AbortError extends Error {
+	constructor() {
+		super("aborted");
+	}
+}
+
 /** The JSON-lines connection to one sidecar process. */
 class Sidecar {
 	private proc: ChildProcess | null = null;
@@ -137,8 +144,9 @@ class Sidecar {
 		return this.proc !== null;
 	}
 
-	call(method: string, params: Json, timeoutMs: number): Promise<Json> {
+	call(method: string, params: Json, timeoutMs: number, signal?: AbortSignal): Promise<Json> {
 		if (!this.proc) return Promise.reject(new Error("sidecar is not running"));
+		if (signal?.aborted) return Promise.reject(new AbortError());
 		const id = this.nextId++;
 		return new Promise((resolve, reject) => {
 			const timer = setTimeout(() => {
@@ -147,6 +155,15 @@ class Sidecar {
 			}, timeoutMs);
 			this.pending.set(id, { resolve, reject, timer });
 			this.write({ id, method, params });
+			// an aborted tool run cancels its request: the engine stops its child process or call
+			signal?.addEventListener("abort", () => {
+				const entry = this.pending.get(id);
+				if (!entry) return;
+				this.pending.delete(id);
+				clearTimeout(entry.timer);
+				this.write({ method: "cancel", params: { id } });
+				entry.reject(new AbortError());
+			}, { once: true });
 		});
 	}
 
@@ -412,11 +429,11 @@ export default async function (pi: any) {
 	}
 
 	/** Send one event; undefined means "no decision": Pi keeps its native behaviour. */
-	async function forward(type: string, payload: Json, ctx: Ctx): Promise<Json | undefined> {
+	async function forward(type: string, payload: Json, ctx: Ctx, signal?: AbortSignal): Promise<Json | undefined> {
 		if (ctx) ctxRef = ctx;
 		if (!subscribed.has(type) || !(await ensureStarted(ctxRef))) return undefined;
 		try {
-			const result = await sidecar.call("event", { type, payload, ctx: snapshot(ctxRef) }, EVENT_TIMEOUT_MS);
+			const result = await sidecar.call("event", { type, payload, ctx: snapshot(ctxRef) }, EVENT_TIMEOUT_MS, signal);
 			if (result?.state !== undefined && result.state !== null) {
 				attempt(() => pi.appendEntry(STATE_ENTRY, { state: result.state }), undefined);
 			}
@@ -425,6 +442,7 @@ export default async function (pi: any) {
 			await applyCommon(result?.actions ?? [], ctxRef);
 			return result;
 		} catch (error: any) {
+			if (error instanceof AbortError) return undefined;
 			logLine(`event ${type} failed: ${error.message}`);
 			if (ready) {
 				ready = false;
@@ -754,8 +772,9 @@ export default async function (pi: any) {
 			name: tool.name, label: tool.label ?? tool.name, description: tool.description,
 			promptSnippet: tool.prompt_snippet ?? undefined, promptGuidelines: tool.guidelines ?? [],
 			parameters: tool.parameters, executionMode: tool.sequential ? "sequential" : "parallel",
-			async execute(_id: string, params: Json, _signal: Json, _update: Json, ctx: Ctx) {
-				const result = await forward("question", { toolName: tool.name, source: "tool", input: params, excerpt: excerpt(ctx) }, ctx);
+			async execute(_id: string, params: Json, signal: AbortSignal | undefined, _update: Json, ctx: Ctx) {
+				const result = await forward("question", { toolName: tool.name, source: "tool", input: params, excerpt: excerpt(ctx) }, ctx, signal);
+				if (signal?.aborted) return { content: [{ type: "text", text: "aborted" }], details: {}, isError: true };
 				const [answer] = actions(result, "answer");
 				if (!answer) {
 					return { content: [{ type: "text", text: "No automated answer is available; decide yourself or ask the user." }], details: {}, isError: true };

@@ -396,3 +396,24 @@ def test_registry_path_answers_in_process(rig: RouterRig) -> None:
     [record] = audit_records(rig)
     assert record["child"] == {"attempted": True, "status": "selected", "model": "fake-local",
                                "command": "registry"}
+
+
+def test_abort_during_a_decision_kills_the_child(rig: RouterRig) -> None:
+    """Seed item 33: an aborted run stops the child; Pi settles and keeps answering."""
+    rig.policy(POLICY)
+    stub, argv_log = recording_pi(rig)
+    question = {"question": "Scope?", "options": ["Full", "MVP (Recommended)"]}
+    Provider(rig, [decide(question)], child=lambda _prompt: Reply(text='{"answers": []}', delay_s=30))
+    rpc = rig.rpc(env=decision_env(rig, PI_DECISION_ROUTER_PI_BIN=str(stub)))
+
+    assert rpc.command("prompt", message="decide")["disposition"] == "started"
+    wait_until(lambda: bool(delegate_requests(rig)), 20, "the child to ask the fake provider")
+    [spawn] = recorded_calls(argv_log)
+    rpc.command("abort")
+    rpc.wait_event("agent_settled", timeout=20)
+
+    wait_until(lambda: process_state(spawn["pid"]) in (None, "Z"), 5, "the aborted child to be killed")
+    assert audit_records(rig) == []  # no decision was taken
+    Provider(rig, [Reply(text="still here")])
+    rpc.prompt_and_wait("hello again")
+    assert parent_requests(rig)[-1].messages[-1]["text"] == "hello again"
