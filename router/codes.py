@@ -83,7 +83,7 @@ _ENTRIES = [
              "notify: \"p={signals.p:.2f}\""),
     CodeInfo("RT205", "unknown event type",
              "A rule's `on:` names an event type the router does not know.",
-             "The rule would never run.", "on: [tool_cal]", "on: [tool_call] (see docs/reference/events.md)"),
+             "The rule would never run.", "on: [tool_cal]", "on: [tool_call] (see docs/events.md)"),
     CodeInfo("RT206", "unknown action",
              "A `do:` item names an action outside the fixed vocabulary.",
              "The executor has no such capability; there is no shell or arbitrary command.",

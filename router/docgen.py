@@ -123,7 +123,7 @@ def codes_page() -> str:
     return HEADER + "# Diagnostic codes\n\n" + "\n\n".join(render_code(c) for c in CODES.values()) + "\n"
 
 
-PAGES = {"reference/events.md": events_page, "reference/actions.md": actions_page,
+PAGES = {"events.md": events_page, "reference/actions.md": actions_page,
          "reference/functions.md": functions_page, "reference/codes.md": codes_page}
 
 

@@ -60,6 +60,6 @@ def _event_diagnostic(err: Any, doc: SourceDoc | None, base: KeyPath, span: Span
     place = doc.span((*base, *loc), key=err["type"] == "extra_forbidden") if doc else span
     if err["type"] == "extra_forbidden":
         return Diagnostic("RT131", f"unknown event field '{path}'", place, key_path=path,
-                          help="see docs/reference/events.md for the fields of each event type")
+                          help="see docs/events.md for the fields of each event type")
     message = err["msg"][0].lower() + err["msg"][1:]
     return Diagnostic("RT131", f"event field '{path}': {message}", place, key_path=path)

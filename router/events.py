@@ -339,7 +339,7 @@ EVENT_MODELS: dict[str, type[Common]] = {
 EVENT_TYPES: tuple[str, ...] = tuple(sorted(EVENT_MODELS))
 SCOPE_NAMES = ("vars", "state", "signals", "signal_errors")
 
-# One example rule per event type (docs/reference/events.md; a test compiles each of them).
+# One example rule per event type (docs/events.md; a test compiles each of them).
 EXAMPLES: dict[str, str] = {
     "input": """- id: first-task-tools
   on: input

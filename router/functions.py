@@ -617,7 +617,7 @@ def function_names() -> list[str]:
     return sorted(FUNCTIONS)
 
 
-# --- questions and answers (the normalized question model of docs/reference/events.md) ---------
+# --- questions and answers (the normalized question model of docs/events.md) ---------
 
 
 @function("omit_nulls", min_args=1, max_args=1, example="omit_nulls({'a': 1, 'b': null}) == {'a': 1}")
