@@ -1,0 +1,162 @@
+"""router.commands.doctor: Pi, Node, the bridge, the policy, a real sidecar and the policy's model refs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from router.commands import doctor
+from router.commands.install import install
+from router.compile import load_policy
+
+FAKE_PI = """#!/bin/sh
+case "$1" in
+  --version) echo "{version}" ;;
+  --list-models)
+    echo "provider  model       context  max-out  thinking  images"
+    echo "fake      fake-cloud  200K     16.4K    yes       yes"
+    echo "fake      fake-local  32K      4.1K     no        no" ;;
+  *) exit 2 ;;
+esac
+"""
+POLICY = """\
+version: 1
+vars:
+  cloud: fake/fake-cloud
+virtual_models:
+  - {provider: router, id: auto}
+rules:
+  - id: cloud
+    on: input
+    match: "text == 'a'"
+    do: [{model: "{vars.cloud}"}]
+  - id: virtual
+    on: input
+    match: "text == 'b'"
+    do: [{model: router/auto}]
+  - id: local
+    on: input
+    match: "text == 'c'"
+    do: [{model: llama.cpp/kev}]
+  - id: route
+    on: route
+    do: [{route: fake/fake-local}]
+"""
+
+
+@pytest.fixture
+def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A fake `pi` first on PATH, an installed bridge and a policy; returns (cwd, agent dir)."""
+    bin_dir, agent, cwd = tmp_path / "bin", tmp_path / "agent", tmp_path / "proj"
+    for directory in (bin_dir, agent, cwd):
+        directory.mkdir()
+    fake_pi(bin_dir, "1.6.0")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
+    install(agent=agent, cwd=cwd, project=False)
+    (agent / "router.yaml").write_text(POLICY)
+    return cwd, agent
+
+
+def fake_pi(bin_dir: Path, version: str) -> Path:
+    path = bin_dir / "pi"
+    path.write_text(FAKE_PI.replace("{version}", version))
+    path.chmod(0o755)
+    return path
+
+
+def lines_of(output: str) -> dict[str, str]:
+    """`ok   label: detail` lines keyed by label, the value being the whole line."""
+    return {line[5:].split(":")[0]: line for line in output.splitlines()}
+
+
+def test_run_all_good_exit_0_with_a_real_sidecar(rig: tuple[Path, Path]) -> None:
+    cwd, agent = rig
+    code, output = doctor.run(cwd, agent)
+    checks = lines_of(output)
+    assert code == 0, output
+    assert checks["pi"] == f"ok   pi: {shutil.which('pi')} 1.6.0"
+    assert checks["node"].startswith("ok   node: v")
+    assert checks["bridge (user)"] == f"ok   bridge (user): {agent / 'extensions' / 'pi-policy-router'}"
+    policy, _ = load_policy(cwd, agent=agent)
+    assert policy is not None and checks["policy"].startswith(f"ok   policy: {len(policy.rules)} rules from ")
+    assert checks["policy"].endswith("agent/router.yaml")
+    assert checks["sidecar"].startswith("ok   sidecar: ready in ")
+    assert checks["sidecar"].endswith(f" ms, forwards {len(policy.event_types)} event types")
+    assert {"input", "route"} <= set(policy.event_types)
+    assert checks["model fake/fake-cloud"] == "ok   model fake/fake-cloud"
+    assert checks["model fake/fake-local"] == "ok   model fake/fake-local"
+    assert checks["model router/auto"] == "ok   model router/auto"
+    assert checks["model llama.cpp/kev"].startswith("ok   model llama.cpp/kev: not checked: ")
+    assert "pi version" not in checks
+
+
+def test_check_models_known_unknown_and_unlisted(tmp_path: Path) -> None:
+    pi = str(fake_pi(tmp_path, "1.6.0"))
+    refs = {"fake/nope", "llama.cpp/kev", "fake/fake-local", "router/auto", "router/other"}
+    assert doctor.check_models(pi, refs, {"router/auto"}) == [
+        doctor.Check(True, "model fake/fake-local"),
+        doctor.Check(False, "model fake/nope", "fake has no such model in `pi --list-models`"),
+        doctor.Check(True, "model llama.cpp/kev", "not checked: `pi --list-models` lists no llama.cpp models "
+                     "(a classifier, or a provider without credentials)"),
+        doctor.Check(True, "model router/auto"),
+        doctor.Check(False, "model router/other", "router has no such model in `pi --list-models`")]
+
+
+def test_run_something_failing_exits_1(rig: tuple[Path, Path]) -> None:
+    cwd, agent = rig
+    (agent / "router.yaml").write_text(POLICY.replace("fake/fake-local", "fake/nope"))
+    (agent / "extensions" / "pi-policy-router" / "index.ts").write_text("// old\n")
+    code, output = doctor.run(cwd, agent)
+    checks = lines_of(output)
+    assert code == 1
+    assert checks["model fake/nope"] == "FAIL model fake/nope: fake has no such model in `pi --list-models`"
+    assert checks["bridge (user)"].startswith("FAIL bridge (user): ")
+    assert checks["bridge (user)"].endswith(" is outdated: run `router install`")
+
+
+def test_check_pi_other_version_noted(tmp_path: Path) -> None:
+    pi = fake_pi(tmp_path, "1.7.2")
+    checks = doctor.check_pi(str(pi))
+    assert checks[0] == doctor.Check(True, "pi", f"{pi} 1.7.2")
+    assert checks[1] == doctor.Check(True, "pi version", "1.7.2 (the router is tested with 1.6.0)")
+
+
+def test_check_pi_missing_or_broken(tmp_path: Path) -> None:
+    [missing] = doctor.check_pi(None)
+    assert (missing.ok, missing.label) == (False, "pi") and "not found on PATH" in missing.detail
+    broken = tmp_path / "pi"
+    broken.write_text("#!/bin/sh\necho boom >&2\nexit 3\n")
+    broken.chmod(0o755)
+    assert doctor.check_pi(str(broken))[0] == doctor.Check(False, "pi", f"{broken} boom")
+    assert doctor.check_models(None, {"fake/x"}, set()) == [
+        doctor.Check(False, "models", "cannot list Pi's models without pi")]
+    assert doctor.check_models(None, set(), set()) == []
+
+
+def test_run_without_bridge_and_broken_policy(rig: tuple[Path, Path]) -> None:
+    cwd, agent = rig
+    shutil.rmtree(agent / "extensions")
+    (agent / "router.yaml").write_text("rules:\n  - {id: a, on: inptu, do: [{notify: x}]}\n")
+    code, output = doctor.run(cwd, agent)
+    checks = lines_of(output)
+    assert code == 1
+    assert checks["bridge"] == "FAIL bridge: not installed (run `router install`)"
+    assert checks["policy"] == "FAIL policy: 0 rules from nothing; 1 errors (run `router lint`)"
+    assert checks["sidecar"].startswith("ok   sidecar: ") and "forwards 0 event types" in checks["sidecar"]
+
+
+def test_policy_models_literal_refs_of_model_route_and_vars(tmp_path: Path) -> None:
+    from tests.helpers import compile_ok
+
+    policy = compile_ok(tmp_path, POLICY)
+    assert doctor.policy_models(policy) == {"fake/fake-cloud", "fake/fake-local", "router/auto",
+                                            "llama.cpp/kev"}
+
+
+def test_check_render() -> None:
+    assert doctor.Check(True, "pi", "x").render() == "ok   pi: x"
+    assert doctor.Check(False, "node").render() == "FAIL node"

@@ -1,0 +1,145 @@
+"""router.filelock: appends and JSON updates shared by several processes never lose or mix data."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from router.filelock import append_line, read_json, update_json
+
+FORK = multiprocessing.get_context("fork")
+WORKERS = 4
+LINES = 150
+WIDTH = 20_000  # far above PIPE_BUF: a torn write would show
+
+
+def _append_many(path: str, worker: int) -> None:
+    for i in range(LINES):
+        append_line(Path(path), f"{worker}:{i}:" + chr(ord("a") + worker) * WIDTH)
+
+
+def _update_many(path: str, worker: int, count: int) -> None:
+    for i in range(count):
+        update_json(Path(path), f"w{worker}-{i}", {"worker": worker, "i": i})
+
+
+def _run_all(target: Callable[..., None], args_of: Callable[[int], tuple[object, ...]]) -> None:
+    processes = [FORK.Process(target=target, args=args_of(w)) for w in range(WORKERS)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(60)
+        assert process.exitcode == 0
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_append_line_concurrent_processes_never_interleave_or_lose_lines(tmp_path: Path) -> None:
+    target = tmp_path / "audit.jsonl"
+    _run_all(_append_many, lambda w: (str(target), w))
+    lines = target.read_text(encoding="utf-8").split("\n")
+    assert lines[-1] == ""
+    lines = lines[:-1]
+    assert len(lines) == WORKERS * LINES
+    seen = set()
+    for line in lines:
+        worker, index, body = line.split(":")
+        assert body == chr(ord("a") + int(worker)) * WIDTH
+        seen.add((int(worker), int(index)))
+    assert seen == {(w, i) for w in range(WORKERS) for i in range(LINES)}
+    for worker in range(WORKERS):  # each process's own lines keep their order
+        order = [int(line.split(":")[1]) for line in lines if line.startswith(f"{worker}:")]
+        assert order == list(range(LINES))
+
+
+def test_append_line_new_file_private_and_parents_created(tmp_path: Path) -> None:
+    target = tmp_path / "a" / "b" / "log.txt"
+    append_line(target, "one\n")
+    append_line(target, "two")
+    assert target.read_text() == "one\ntwo\n"
+    assert _mode(target) == 0o600
+
+
+def test_append_line_keeps_existing_content(tmp_path: Path) -> None:
+    target = tmp_path / "log.txt"
+    target.write_text("old\n")
+    append_line(target, "é new")
+    assert target.read_text(encoding="utf-8") == "old\né new\n"
+
+
+def test_update_json_concurrent_processes_keep_every_key(tmp_path: Path) -> None:
+    target = tmp_path / "store.json"
+    _run_all(_update_many, lambda w: (str(target), w, 25))
+    data = json.loads(target.read_text())
+    assert set(data) == {f"w{w}-{i}" for w in range(WORKERS) for i in range(25)}
+    assert data["w3-24"] == {"worker": 3, "i": 24}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store.json", "store.json.lock"]  # no temp files
+
+
+def test_update_json_readers_always_see_valid_json(tmp_path: Path) -> None:
+    target = tmp_path / "store.json"
+    update_json(target, "seed", "x" * 5000)
+    processes = [FORK.Process(target=_update_many, args=(str(target), w, 40)) for w in range(2)]
+    for process in processes:
+        process.start()
+    reads = 0
+    while any(p.is_alive() for p in processes) or reads == 0:
+        text = target.read_text(encoding="utf-8")
+        assert isinstance(json.loads(text), dict), text[:200]
+        reads += 1
+    for process in processes:
+        process.join(60)
+        assert process.exitcode == 0
+    assert len(read_json(target)) == 81
+
+
+def test_update_json_nested_path_creates_objects_and_replaces_scalars(tmp_path: Path) -> None:
+    target = tmp_path / "s.json"
+    update_json(target, ["policy", "threshold"], 0.5)
+    update_json(target, ["policy", "mode"], "cost")
+    update_json(target, "top", 1)
+    update_json(target, ["top", "inner"], True)
+    assert read_json(target) == {"policy": {"threshold": 0.5, "mode": "cost"}, "top": {"inner": True}}
+    assert _mode(target) == 0o600
+    assert target.read_text().endswith("}\n")
+
+
+@pytest.mark.parametrize("content", ["[1, 2]", "not json", "", '"text"'])
+def test_update_json_non_object_file_starts_over(tmp_path: Path, content: str) -> None:
+    target = tmp_path / "s.json"
+    target.write_text(content)
+    update_json(target, "k", "v")
+    assert read_json(target) == {"k": "v"}
+
+
+def test_update_json_unserializable_value_leaves_file_and_no_temp(tmp_path: Path) -> None:
+    target = tmp_path / "s.json"
+    update_json(target, "k", 1)
+    with pytest.raises(TypeError):
+        update_json(target, "bad", object())
+    assert read_json(target) == {"k": 1}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json", "s.json.lock"]
+
+
+def test_read_json_missing_or_invalid_is_none(tmp_path: Path) -> None:
+    assert read_json(tmp_path / "missing.json") is None
+    (tmp_path / "bad.json").write_text("{")
+    assert read_json(tmp_path / "bad.json") is None
+    (tmp_path / "ok.json").write_text('{"a": [1]}')
+    assert read_json(tmp_path / "ok.json") == {"a": [1]}
+
+
+def test_append_line_unwritable_directory_raises_os_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(OSError):
+        append_line(blocker / "sub" / "log.txt", "x")
+    assert os.listdir(tmp_path) == ["file"]

@@ -1,0 +1,127 @@
+"""router.commands.install: copy the bridge where Pi finds it, idempotently; report and repair drift."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from router.commands import install as command
+
+SOURCE = Path(command.__file__).resolve().parent.parent / "bridge"
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> tuple[Path, Path]:
+    """(agent dir, project cwd), both empty."""
+    agent, cwd = tmp_path / "agent", tmp_path / "proj"
+    cwd.mkdir()
+    return agent, cwd
+
+
+def user_target(agent: Path) -> Path:
+    return agent / "extensions" / "pi-policy-router"
+
+
+def test_install_creates_the_three_files(dirs: tuple[Path, Path]) -> None:
+    agent, cwd = dirs
+    code, message = command.install(agent=agent, cwd=cwd, project=False)
+    target = user_target(agent)
+    assert code == 0
+    assert sorted(p.name for p in target.iterdir()) == ["index.ts", "package.json", "router-bridge.json"]
+    assert (target / "index.ts").read_text() == (SOURCE / "index.ts").read_text()
+    assert (target / "package.json").read_text() == (SOURCE / "package.json").read_text()
+    config = json.loads((target / "router-bridge.json").read_text())
+    assert config == {"command": [sys.executable, "-m", "router", "serve"]}
+    assert f"installed the bridge (user): {target}" in message
+    assert "updated: index.ts, package.json, router-bridge.json" in message
+    assert f"sidecar: {sys.executable} -m router serve" in message
+    assert "trusted" not in message
+
+
+def test_install_twice_reports_nothing_changed(dirs: tuple[Path, Path]) -> None:
+    agent, cwd = dirs
+    command.install(agent=agent, cwd=cwd, project=False)
+    before = {p.name: p.stat().st_mtime_ns for p in user_target(agent).iterdir()}
+    code, message = command.install(agent=agent, cwd=cwd, project=False)
+    assert (code, message) == (0, f"the bridge is already installed (user): {user_target(agent)}")
+    assert {p.name: p.stat().st_mtime_ns for p in user_target(agent).iterdir()} == before
+
+
+def test_installed_state_none_before_install(dirs: tuple[Path, Path]) -> None:
+    agent, cwd = dirs
+    assert command.installed_state(agent=agent, cwd=cwd) == []
+
+
+def test_installed_state_edited_copy_outdated_then_repaired(dirs: tuple[Path, Path]) -> None:
+    agent, cwd = dirs
+    command.install(agent=agent, cwd=cwd, project=False)
+    target = user_target(agent)
+    assert command.installed_state(agent=agent, cwd=cwd) == [("user", target, True)]
+    (target / "index.ts").write_text("// an old bridge\n")
+    assert command.installed_state(agent=agent, cwd=cwd) == [("user", target, False)]
+    code, message = command.install(agent=agent, cwd=cwd, project=False)
+    assert code == 0 and "updated: index.ts\n" in message
+    assert command.installed_state(agent=agent, cwd=cwd) == [("user", target, True)]
+    assert (target / "index.ts").read_text() == (SOURCE / "index.ts").read_text()
+
+
+def test_installed_state_missing_package_json_outdated(dirs: tuple[Path, Path]) -> None:
+    agent, cwd = dirs
+    command.install(agent=agent, cwd=cwd, project=False)
+    (user_target(agent) / "package.json").unlink()
+    assert command.installed_state(agent=agent, cwd=cwd) == [("user", user_target(agent), False)]
+
+
+def test_install_rewrites_a_config_naming_another_python(dirs: tuple[Path, Path]) -> None:
+    agent, cwd = dirs
+    command.install(agent=agent, cwd=cwd, project=False)
+    config = user_target(agent) / "router-bridge.json"
+    config.write_text(json.dumps({"command": ["/old/python", "-m", "router", "serve"]}))
+    _, message = command.install(agent=agent, cwd=cwd, project=False)
+    assert "updated: router-bridge.json" in message
+    assert json.loads(config.read_text())["command"][0] == sys.executable
+
+
+def test_install_project_under_dot_pi_extensions(dirs: tuple[Path, Path]) -> None:
+    agent, cwd = dirs
+    code, message = command.install(agent=agent, cwd=cwd, project=True)
+    target = cwd / ".pi" / "extensions" / "pi-policy-router"
+    assert code == 0 and (target / "index.ts").is_file() and (target / "router-bridge.json").is_file()
+    assert not agent.exists()
+    assert f"installed the bridge (project): {target}" in message
+    assert "once the project is trusted" in message
+    assert command.installed_state(agent=agent, cwd=cwd) == [("project", target, True)]
+
+
+def test_installed_state_lists_user_then_project(dirs: tuple[Path, Path]) -> None:
+    agent, cwd = dirs
+    command.install(agent=agent, cwd=cwd, project=True)
+    command.install(agent=agent, cwd=cwd, project=False)
+    assert [scope for scope, _, _ in command.installed_state(agent=agent, cwd=cwd)] == ["user", "project"]
+
+
+def test_uninstall_removes_then_says_not_installed(dirs: tuple[Path, Path]) -> None:
+    agent, cwd = dirs
+    command.install(agent=agent, cwd=cwd, project=False)
+    target = user_target(agent)
+    assert command.uninstall(agent=agent, cwd=cwd, project=False) == (0, f"removed {target}")
+    assert not target.exists() and (agent / "extensions").is_dir()
+    assert command.uninstall(agent=agent, cwd=cwd, project=False) == (
+        0, f"the bridge is not installed there: {target}")
+    assert command.installed_state(agent=agent, cwd=cwd) == []
+
+
+def test_uninstall_project_leaves_the_user_install(dirs: tuple[Path, Path]) -> None:
+    agent, cwd = dirs
+    command.install(agent=agent, cwd=cwd, project=False)
+    command.install(agent=agent, cwd=cwd, project=True)
+    command.uninstall(agent=agent, cwd=cwd, project=True)
+    assert command.installed_state(agent=agent, cwd=cwd) == [("user", user_target(agent), True)]
+
+
+def test_serve_command_is_this_python_without_a_shell() -> None:
+    assert command.serve_command() == [sys.executable, "-m", "router", "serve"]
+    assert command.expected_files()["router-bridge.json"].endswith("\n")

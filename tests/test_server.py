@@ -1,0 +1,407 @@
+"""router.server: the sidecar's Engine (hello, events, signals, reloads, cache) and its stdio loop."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import selectors
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import router.compile
+from router import __version__, protocol
+from router.compile import compile_files
+from router.paths import packs_dir
+from router.server import Connection, Engine
+from tests.test_executor import HANGING_PI, assert_group_gone, stub
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_EVENTS = compile_files([("pack", packs_dir() / "default.yaml")])[0].event_types  # type: ignore[union-attr]
+
+
+def events(*extra: str) -> list[str]:
+    """The forwarded event types: the built-in default pack's plus `extra`."""
+    return sorted({*DEFAULT_EVENTS, *extra})
+
+
+POLICY = """\
+version: 1
+commands:
+  - {name: my-router, description: "Router status"}
+tools:
+  - {name: ask_me, description: "Ask for a decision"}
+virtual_models:
+  - {provider: router, id: auto, name: "Router auto"}
+rules:
+  - id: greet
+    on: input
+    match: "text == 'hi'"
+    do:
+      - notify: "hello from {model.ref}"
+      - set: {greeted: true}
+"""
+SIGNAL_POLICY = """\
+version: 1
+signals:
+  p:
+    complete: {prompt: "rate {text}", timeout_ms: 3000}
+    fallback: "'low'"
+rules:
+  - id: rated
+    on: input
+    do: [{notify: "p={signals.p}"}]
+"""
+INPUT = {"type": "input", "payload": {"text": "hi", "source": "rpc"},
+         "ctx": {"cwd": "/w", "model": {"provider": "fake", "id": "m1"}}}
+
+
+class FakeConnection:
+    """Records notifications and answers engine requests from a table (method -> reply)."""
+
+    def __init__(self, replies: dict[str, Any] | None = None) -> None:
+        self.replies = replies or {}
+        self.notes: list[tuple[str, dict[str, Any]]] = []
+        self.requests: list[tuple[str, dict[str, Any], float]] = []
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        self.notes.append((method, params))
+
+    async def request(self, method: str, params: dict[str, Any], timeout: float) -> Any:
+        self.requests.append((method, params, timeout))
+        return self.replies.get(method)
+
+
+class Rig:
+    """An agent dir with a user router.yaml, a project dir, and an Engine over a fake connection."""
+
+    def __init__(self, tmp_path: Path, policy: str, **replies: Any) -> None:
+        self.agent, self.cwd = tmp_path / "agent", tmp_path / "proj"
+        self.cwd.mkdir(parents=True)
+        self.agent.mkdir()
+        self.policy = self.agent / "router.yaml"
+        self.policy.write_text(policy)
+        self.connection = FakeConnection(replies)
+        self.engine = Engine(self.connection, cwd=self.cwd, agent=self.agent, extra=[])  # type: ignore[arg-type]
+
+    def hello(self, **params: Any) -> dict[str, Any]:
+        return asyncio.run(self.engine.hello({"cwd": str(self.cwd), "trusted": True, **params}))
+
+    def event(self, params: dict[str, Any] = INPUT, request_id: Any = 7) -> dict[str, Any]:
+        return asyncio.run(self.engine.event(request_id, params))
+
+    def edit(self, text: str) -> None:
+        self.policy.write_text(text)
+
+    def log(self) -> str:
+        path = self.agent / "router" / "router.log"
+        return path.read_text() if path.exists() else ""
+
+
+def test_hello_declares_events_commands_tools_and_virtual_models(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, POLICY)
+    hello = rig.hello(state={"band": "react"}, models=[{"provider": "fake", "id": "m1"}])
+    assert (hello["protocol"], hello["engine"], hello["warnings"]) == (1, __version__, [])
+    assert hello["events"] == events("input")
+    assert [c["name"] for c in hello["commands"]] == ["my-router"]
+    assert [(t["name"], t["description"]) for t in hello["tools"]] == [("ask_me", "Ask for a decision")]
+    assert [(v["provider"], v["id"], v["name"]) for v in hello["virtual_models"]] == [
+        ("router", "auto", "Router auto")]
+    assert any(path.endswith("router.yaml") for path in hello["files"])
+    assert rig.engine.state == {"band": "react"} and list(rig.engine.models) == ["fake/m1"]
+
+
+def test_hello_broken_policy_warns_and_declares_nothing(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, "rules:\n  - id: a\n    on: inptu\n    do: [{notify: x}]\n")
+    hello = rig.hello()
+    assert hello["warnings"][0] == "the router policy has errors; Pi runs without it (run `router lint`)"
+    assert hello["warnings"][1].endswith("[RT205]") and ":3:9: " in hello["warnings"][1]
+    assert (hello["events"], hello["commands"], hello["tools"], hello["virtual_models"], hello["files"]) == (
+        [], [], [], [], [])
+    assert rig.event() == {"actions": [], "warnings": []}
+
+
+def test_hello_project_layer_only_when_trusted(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, "version: 1\n")
+    (rig.cwd / ".pi").mkdir()
+    (rig.cwd / ".pi" / "router.yaml").write_text("rules:\n  - {id: p, on: turn_start, do: [{notify: x}]}\n")
+    assert "turn_start" not in rig.hello(trusted=False)["events"]
+    assert "turn_start" in rig.hello(trusted=True)["events"]
+
+
+def test_event_without_rules_returns_no_actions(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, POLICY)
+    rig.hello()
+    assert rig.event({"type": "tool_call", "payload": {"toolName": "bash"}, "ctx": {}}) == {
+        "actions": [], "warnings": []}
+    assert rig.connection.notes == [] and rig.connection.requests == []
+
+
+def test_event_matching_returns_actions_fired_and_new_state(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, POLICY)
+    rig.hello(state={"band": "react"})
+    result = rig.event()
+    assert result["actions"] == [
+        {"action": "notify", "params": {"text": "hello from fake/m1", "level": "info"}, "rule": "greet"}]
+    assert (result["fired"], result["warnings"]) == (["greet"], [])
+    assert result["state"] == {"band": "react", "greeted": True} and "declarations" not in result
+    again = rig.event()
+    assert "state" not in again and again["fired"] == ["greet"]  # unchanged state is not sent again
+    quiet = rig.event({**INPUT, "payload": {"text": "bye"}})
+    assert (quiet["actions"], quiet["fired"]) == ([], [])
+
+
+def test_event_pending_signal_computed_with_progress_budget(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, SIGNAL_POLICY, complete={"text": "high"})
+    rig.hello()
+    result = rig.event(request_id=12)
+    assert rig.connection.notes == [("progress", {"id": 12, "budget_ms": 4000, "signal": "p"})]
+    assert rig.connection.requests == [("complete", {"model": None, "systemPrompt": None, "prompt": "rate hi",
+                                                     "timeoutMs": 3000}, 4.0)]
+    assert result["actions"][0]["params"]["text"] == "p=high"
+
+
+def test_event_failed_signal_uses_fallback_and_logs(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, SIGNAL_POLICY, complete={"error": "429 too many requests"})
+    rig.hello()
+    assert rig.event()["actions"][0]["params"]["text"] == "p=low"
+    assert "RT502 signal p failed: 429 too many requests" in rig.log()
+
+
+def test_event_stubbed_compute_called_once_per_signal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rig = Rig(tmp_path, SIGNAL_POLICY.replace("timeout_ms: 3000", "timeout_ms: 9000"))
+    rig.hello()
+    seen: list[Any] = []
+
+    async def compute(request: Any) -> Any:
+        seen.append((request.name, request.kind))
+        from router.decision import SignalOutcome
+
+        return SignalOutcome(result="mid")
+
+    monkeypatch.setattr(rig.engine.executor, "compute", compute)
+    assert rig.event()["actions"][0]["params"]["text"] == "p=mid"
+    assert seen == [("p", "complete")] and rig.connection.notes[0][1]["budget_ms"] == 10000
+
+
+def test_event_reloads_a_changed_policy(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, POLICY)
+    rig.hello()
+    rig.edit(POLICY.replace("hello from", "hi again from"))
+    result = rig.event()
+    assert result["actions"][0]["params"]["text"] == "hi again from fake/m1" and result["warnings"] == []
+    assert "policy reloaded" in rig.log()
+
+
+@pytest.mark.parametrize("uses", ["", "use: [decision]\n"])
+def test_event_broken_edit_warns_once_and_keeps_the_last_good_policy(tmp_path: Path, uses: str) -> None:
+    rig = Rig(tmp_path, uses + POLICY)
+    rig.hello()
+    rig.edit(uses + POLICY.replace("on: input", "on: inptu") + "# broken\n")
+    first, second, third = rig.event(), rig.event(), rig.event()
+    [warning] = first["warnings"]
+    assert warning.startswith("policy reload failed: ") and "[RT205]" in warning
+    assert warning.endswith("; keeping the last good policy")
+    assert second["warnings"] == [] and third["warnings"] == []
+    assert third["fired"] == ["greet"]
+    assert rig.log().count("policy reload failed") == 1
+    rig.edit(uses + POLICY.replace("hello from", "fixed"))
+    assert rig.event()["actions"][0]["params"]["text"] == "fixed fake/m1"
+
+
+def test_event_reload_adding_an_event_type_returns_declarations(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, POLICY)
+    rig.hello()
+    rig.edit(POLICY + "  - {id: count, on: turn_start, do: [{set: {turns: 1}}]}\n")
+    result = rig.event()
+    assert result["declarations"]["events"] == events("input", "turn_start")
+    assert [c["name"] for c in result["declarations"]["commands"]] == ["my-router"]
+    assert "declarations" not in rig.event()
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: when a reload removes the rules of the event type being sent, "
+                   "Engine.event returns early without `declarations`, so the bridge never learns the new "
+                   "event types (here turn_start) and keeps forwarding the old ones")
+def test_event_reload_replacing_the_current_event_type_returns_declarations(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, POLICY)
+    rig.hello()
+    rig.edit(POLICY.replace("on: input", "on: turn_start"))
+    assert rig.event()["declarations"]["events"] == events("turn_start")
+
+
+def test_policy_cache_second_engine_does_not_compile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rig = Rig(tmp_path, POLICY)
+    first = rig.hello()
+    assert list((rig.agent / "router" / "cache").glob("policy-*.json"))
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("load_policy called although the cache is fresh")
+
+    monkeypatch.setattr(router.compile, "load_policy", refuse)
+    second = Engine(FakeConnection(), cwd=rig.cwd, agent=rig.agent, extra=[])  # type: ignore[arg-type]
+    hello = asyncio.run(second.hello({"cwd": str(rig.cwd), "trusted": True}))
+    assert {k: hello[k] for k in ("events", "commands", "tools", "virtual_models")} == {
+        k: first[k] for k in ("events", "commands", "tools", "virtual_models")}
+    assert asyncio.run(second.event(1, INPUT))["fired"] == ["greet"]
+    rig.edit(POLICY + "# changed\n")
+    with pytest.raises(AssertionError, match="load_policy called"):
+        asyncio.run(Engine(FakeConnection(), cwd=rig.cwd, agent=rig.agent,  # type: ignore[arg-type]
+                           extra=[]).hello({"cwd": str(rig.cwd)}))
+
+
+# --- Connection: answers, cancel, errors ------------------------------------------------------------
+
+
+class Lines(io.BytesIO):
+    def messages(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.getvalue().splitlines()]
+
+
+def connected(rig: Rig) -> tuple[Connection, Lines]:
+    writer = Lines()
+    connection = Connection(writer)
+    connection.engine = Engine(connection, cwd=rig.cwd, agent=rig.agent, extra=[])
+    return connection, writer
+
+
+def test_connection_answers_unknown_method_with_an_error(tmp_path: Path) -> None:
+    async def run() -> list[dict[str, Any]]:
+        connection, writer = connected(Rig(tmp_path, POLICY))
+        connection.dispatch({"id": 3, "method": "frobnicate", "params": {}})
+        await asyncio.gather(*connection.tasks)
+        return writer.messages()
+
+    assert asyncio.run(run()) == [{"id": 3, "error": {"code": "internal",
+                                                      "message": "ValueError: unknown method 'frobnicate'"}}]
+
+
+def test_connection_request_resolved_by_answer_or_error(tmp_path: Path) -> None:
+    async def run() -> tuple[Any, Any, list[dict[str, Any]]]:
+        connection, writer = connected(Rig(tmp_path, POLICY))
+        first = asyncio.create_task(connection.request("complete", {"prompt": "p"}, 5))
+        second = asyncio.create_task(connection.request("ask", {}, 5))
+        await asyncio.sleep(0)  # one loop turn: both tasks send their request and wait
+        assert sorted(connection.pending) == ["s1", "s2"]
+        connection.dispatch({"id": "s2", "error": {"code": "x", "message": "no UI"}})
+        connection.dispatch({"id": "s1", "result": {"text": "ok"}})
+        connection.dispatch({"id": "s9", "result": "nobody asked"})
+        return await first, await second, writer.messages()
+
+    first, second, sent = asyncio.run(run())
+    assert (first, second) == ({"text": "ok"}, {"error": "no UI"})
+    assert [(m["id"], m["method"]) for m in sent] == [("s1", "complete"), ("s2", "ask")]
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: a result holding a lone surrogate (the bridge's escaped \\ud83d "
+                   "echoed back, e.g. by notify '{text}') fails to encode and Connection.send then marks the "
+                   "connection closed, so the sidecar stops")
+def test_connection_send_lone_surrogate_keeps_the_connection(tmp_path: Path) -> None:
+    async def run() -> tuple[bool, list[dict[str, Any]]]:
+        connection, writer = connected(Rig(tmp_path, POLICY))
+        connection.send(protocol.result(1, {"text": "cut \ud83d"}))
+        return connection.closing.is_set(), writer.messages()
+
+    assert asyncio.run(run()) == (False, [{"id": 1, "result": {"text": "cut \ud83d"}}])
+
+
+def test_connection_cancel_stops_the_request_and_kills_its_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pi, gpid = stub(tmp_path / "bin", HANGING_PI), tmp_path / "bin" / "gpid"
+    rig = Rig(tmp_path, f"""version: 1
+signals:
+  c: {{child: {{prompt: "x", pi_bin: "{pi}", timeout_ms: 60000}}}}
+rules:
+  - {{id: r, on: input, do: [{{notify: "{{signals.c}}"}}]}}
+""")
+    created: list[asyncio.subprocess.Process] = []
+    spawn = asyncio.create_subprocess_exec
+
+    async def recording(*args: Any, **kwargs: Any) -> asyncio.subprocess.Process:
+        created.append(await spawn(*args, **kwargs))
+        return created[-1]
+
+    async def run() -> list[dict[str, Any]]:
+        connection, writer = connected(rig)
+        connection.dispatch({"id": 1, "method": "hello", "params": {"cwd": str(rig.cwd)}})
+        await asyncio.gather(*connection.tasks)
+        connection.dispatch({"id": 5, "method": "event", "params": INPUT})
+        deadline = time.monotonic() + 10
+        while not gpid.exists() or not gpid.read_text().strip():  # the child pi and its own child run
+            assert time.monotonic() < deadline and 5 in connection.running
+            await asyncio.sleep(0.01)
+        connection.dispatch({"method": "cancel", "params": {"id": 5}})
+        connection.dispatch({"method": "cancel", "params": {"id": 99}})  # unknown: ignored
+        await asyncio.gather(*connection.tasks, return_exceptions=True)
+        assert connection.running == {} and not connection.closing.is_set()
+        await created[0].wait()  # reap it inside the loop
+        return writer.messages()
+
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", recording)
+    messages = asyncio.run(run())
+    assert [m.get("id") for m in messages] == [1, None]  # no answer for the cancelled request
+    assert messages[1] == {"method": "progress", "params": {"id": 5, "budget_ms": 61000, "signal": "c"}}
+    assert_group_gone(int((tmp_path / "bin" / "pid").read_text()))
+
+
+# --- `python -m router serve` over stdio --------------------------------------------------------------
+
+
+class Reader:
+    """Protocol lines from a pipe, with a deadline instead of a blocking read."""
+
+    def __init__(self, stream: Any) -> None:
+        self.fd, self.buffer = stream.fileno(), b""
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.fd, selectors.EVENT_READ)
+
+    def message(self, timeout: float = 30) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            remaining = deadline - time.monotonic()
+            assert remaining > 0 and self.selector.select(remaining), "no line from the sidecar in time"
+            chunk = os.read(self.fd, 65536)
+            assert chunk, "the sidecar closed its stdout"
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return protocol.decode(line)
+
+
+def test_serve_subprocess_speaks_the_protocol_over_stdio(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, POLICY)
+    argv = [sys.executable, "-m", "router", "serve", "--cwd", str(rig.cwd), "--agent-dir", str(rig.agent)]
+    with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          cwd=ROOT, env={**os.environ, "PI_CODING_AGENT_DIR": str(rig.agent)}) as process:
+        assert process.stdin is not None and process.stdout is not None
+        reader = Reader(process.stdout)
+
+        def send(*lines: bytes) -> None:
+            process.stdin.write(b"".join(lines))  # type: ignore[union-attr]
+            process.stdin.flush()  # type: ignore[union-attr]
+
+        try:
+            send(protocol.encode({"id": 1, "method": "hello", "params": {"cwd": str(rig.cwd)}}))
+            hello = reader.message()
+            assert hello["id"] == 1 and hello["result"]["events"] == events("input")
+            send(b"this is not json\n", b"[1, 2]\n",
+                 protocol.encode({"id": 2, "method": "event", "params": INPUT}),
+                 protocol.encode({"id": 3, "method": "frobnicate", "params": {}}))
+            answers = {m["id"]: m for m in (reader.message(), reader.message())}
+            assert answers[2]["result"]["fired"] == ["greet"]
+            assert answers[3]["error"]["message"] == "ValueError: unknown method 'frobnicate'"
+            send(protocol.encode({"id": 4, "method": "shutdown", "params": {}}))
+            assert reader.message() == {"id": 4, "result": {}}
+            assert process.wait(timeout=10) == 0  # exits without waiting for stdin to close
+        finally:
+            if process.poll() is None:
+                process.kill()
+    log = (rig.agent / "router" / "router.log").read_text()
+    assert log.count("protocol error") == 2 and "this is not json" in log
