@@ -104,8 +104,10 @@ class Executor:
         reply = await self.bridge("complete", {
             "model": params.get("model"), "systemPrompt": params.get("system_prompt"),
             "prompt": params.get("prompt"), "timeoutMs": timeout_ms}, timeout_ms / 1000 + 1.0)
-        if not isinstance(reply, dict) or reply.get("error"):
-            return SignalOutcome(error=str((reply or {}).get("error") or "completion failed"))
+        if not isinstance(reply, dict):
+            return SignalOutcome(error="completion failed: no answer from Pi")
+        if reply.get("error"):
+            return SignalOutcome(error=str(reply["error"]))
         return SignalOutcome(result=str(reply.get("text") or ""))
 
     async def _child(self, request: SignalRequest) -> SignalOutcome:
@@ -187,7 +189,7 @@ class Executor:
         if directory is None:
             return SignalOutcome(error="slot: no directory")
         directory.mkdir(parents=True, exist_ok=True)
-        deadline = time.monotonic() + _int(params.get("wait_ms"), 30000) / 1000
+        deadline = time.monotonic() + _int(params.get("wait_ms"), 30000, allow_zero=True) / 1000
         while True:
             taken = _try_slots(directory, count)
             if taken is not None:
@@ -277,14 +279,18 @@ class Executor:
                 target = _path(params.get("file"))
                 if target is None:
                     return "no file"
-                path = params.get("path")
+                path, key = params.get("path"), params.get("key")
                 keys = [str(k) for k in path] if isinstance(path, list) else \
-                    (str(path).split(".") if path else str(params.get("key")))
+                    (str(path).split(".") if path else ([str(key)] if key not in (None, "") else []))
+                if not keys or any(k == "" for k in keys):
+                    return "no key to save under (key or path rendered empty)"
                 update_json(target, keys, params.get("value"))
             elif effect.action == "release":
                 self.release(str(params.get("name") or "turn"))
         except OSError as exc:
             return f"{exc.strerror or exc} ({getattr(exc, 'filename', '') or ''})"
+        except (TypeError, ValueError) as exc:
+            return str(exc)
         return None
 
     def log(self, text: str) -> None:
@@ -341,12 +347,12 @@ def _path(value: Any) -> Path | None:
     return Path(os.path.expandvars(value)).expanduser()
 
 
-def _int(value: Any, default: int) -> int:
+def _int(value: Any, default: int, *, allow_zero: bool = False) -> int:
     try:
         number = int(value)
     except (TypeError, ValueError):
         return default
-    return number if number > 0 else default
+    return number if number > 0 or (allow_zero and number == 0) else default
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 def append_line(path: Path, line: str) -> None:
     """Append one line atomically with respect to other processes; the file is private (0600)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = (line.rstrip("\n") + "\n").encode("utf-8")
+    data = (line.rstrip("\n") + "\n").encode("utf-8", "backslashreplace")
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

@@ -16,9 +16,10 @@ def display_path(path: Path) -> str:
     except ValueError:
         pass
     try:
-        return "~/" + str(absolute.relative_to(Path.home()))
+        inside = absolute.relative_to(Path.home())
     except ValueError:
         return str(absolute)
+    return "~" if str(inside) == "." else f"~/{inside}"
 
 
 def packs_dir() -> Path:

@@ -28,7 +28,9 @@ LOG = "log"
 
 def encode(message: dict[str, Any]) -> bytes:
     """One protocol line."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":"), default=str).encode() + b"\n"
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), default=str)
+    # a lone surrogate (JavaScript strings may hold one) goes out as its JSON escape, \udXXX
+    return text.encode("utf-8", "backslashreplace") + b"\n"
 
 
 def decode(line: bytes) -> dict[str, Any]:

@@ -51,9 +51,24 @@ def normalize_options(raw: Any) -> list[dict[str, Any]]:
     return options
 
 
+def js_string(value: Any) -> str:
+    """JavaScript's `String(value)` for JSON values (true, null, 1.5, a,b for arrays)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, list):
+        return ",".join("" if v is None else js_string(v) for v in value)
+    if isinstance(value, Mapping):
+        return "[object Object]"
+    return str(value)
+
+
 def _question(item: Any, index: int, root: Mapping[str, Any], *, is_root: bool) -> dict[str, Any]:
     if not isinstance(item, Mapping):
-        item = {"question": str(item)}
+        item = {"question": js_string(item)}
     own_options = item.get("options")
     options = normalize_options(own_options if isinstance(own_options, list) else root.get("options"))
     allow_other = item.get("allowOther")
@@ -73,7 +88,7 @@ def _question(item: Any, index: int, root: Mapping[str, Any], *, is_root: bool) 
 def normalize_questions(raw: Any) -> list[dict[str, Any]]:
     """Every question of a tool call, in order (a non-object input is one question)."""
     if not isinstance(raw, Mapping):
-        return [_question({"question": "" if raw is None else str(raw)}, 0, {}, is_root=True)]
+        return [_question({"question": "" if raw is None else js_string(raw)}, 0, {}, is_root=True)]
     items = raw.get("questions")
     if isinstance(items, list) and items:
         return [_question(item, i, raw, is_root=False) for i, item in enumerate(items)]

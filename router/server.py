@@ -134,7 +134,9 @@ class Engine:
         policy = self.policy
         event_type = str(params.get("type"))
         if policy is None or event_type not in policy.by_event:
-            return {"actions": [], "warnings": warnings}
+            unchanged = (policy.event_types if policy else ()) == before
+            return {"actions": [], "warnings": warnings,
+                    **({} if unchanged else {"declarations": self.declarations()})}
         if isinstance(params.get("models"), list):
             self.models = model_catalog(params["models"])
         event = normalize(event_type, params.get("payload") or {}, params.get("ctx") or {},

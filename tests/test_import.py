@@ -141,8 +141,6 @@ def test_import_empty_target_file_gets_version(tmp_path: Path) -> None:
     assert load(target) == {"version": 1, "vars": {"cuttle": CONFIG}, "use": ["cuttle"]}
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a router.yaml with an empty `vars:` (null) makes import raise "
-                   "TypeError ('NoneType' is not iterable) instead of reporting or importing")
 def test_import_target_with_empty_vars_does_not_crash(tmp_path: Path) -> None:
     target = tmp_path / "router.yaml"
     target.write_text("version: 1\nvars:\n")

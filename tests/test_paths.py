@@ -52,7 +52,6 @@ def test_display_path_cwd_under_home_prefers_relative(
     assert paths.display_path(tmp_path / "other.yaml") == "~/other.yaml"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (cosmetic): display_path(home) renders as '~/.' instead of '~'")
 def test_display_path_home_itself_is_tilde(places: tuple[Path, Path]) -> None:
     home, _ = places
     assert paths.display_path(home) == "~"

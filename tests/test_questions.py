@@ -39,8 +39,6 @@ def test_rule17_non_object_input_is_one_question(raw: Any, prompt: str) -> None:
                         "multi_select": False}
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (fidelity): String(input) in the seed gives 'true'/'null'; "
-                   "Python's str() gives 'True' for a bare boolean and 'None' for a null sub-question")
 def test_rule17_non_object_input_rendered_like_javascript_string() -> None:
     assert one(True)["prompt"] == "true"
     assert normalize_questions({"questions": [None]})[0]["prompt"] == "null"

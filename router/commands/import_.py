@@ -33,7 +33,10 @@ def import_cuttle(source: Path, target: Path, *, force: bool = False) -> tuple[i
         if loaded is not None and not isinstance(loaded, dict):
             return 1, f"{target}: the policy is not a mapping; not touching it"
         document = loaded if loaded is not None else document
-    variables = document.setdefault("vars", CommentedMap())
+    variables = document.get("vars")
+    if not isinstance(variables, dict):
+        variables = CommentedMap()
+        document["vars"] = variables
     if "cuttle" in variables and not force:
         return 1, f"{target} already has vars.cuttle; use --force to replace it"
     variables["cuttle"] = config
