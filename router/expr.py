@@ -362,16 +362,8 @@ class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
             return run_expression(expression, self.scope)
         try:
             return self.eval(expression.source, previously_parsed=expression.tree)
-        except ExpressionError as exc:
-            raise ExpressionError(exc.message, source=expression.source, code=exc.code) from None
-        except InvalidExpression as exc:
-            raise ExpressionError(str(exc), source=expression.source, code="RT403") from None
-        except (TypeError, ValueError, ZeroDivisionError, OverflowError, KeyError, IndexError,
-                AttributeError) as exc:
-            raise ExpressionError(python_error(exc), source=expression.source) from None
-        except RecursionError:
-            raise ExpressionError("expression nested too deeply", source=expression.source,
-                                  code="RT403") from None
+        except EVALUATION_FAILURES as exc:
+            raise expression_error(exc, expression.source) from None
 
     def render(self, template: Template) -> Any:
         """The value of a template: its constant, its single value or its formatted text."""
@@ -437,16 +429,23 @@ def run_expression(expression: Expression, scope: Mapping[str, Any]) -> Any:
     assert expression.run is not None
     try:
         return expression.run(scope)
-    except ExpressionError as exc:
-        raise ExpressionError(exc.message, source=expression.source, code=exc.code) from None
-    except InvalidExpression as exc:
-        raise ExpressionError(str(exc), source=expression.source, code="RT403") from None
-    except (TypeError, ValueError, ZeroDivisionError, OverflowError, KeyError, IndexError,
-            AttributeError) as exc:
-        raise ExpressionError(python_error(exc), source=expression.source) from None
-    except RecursionError:
-        raise ExpressionError("expression nested too deeply", source=expression.source,
-                              code="RT403") from None
+    except EVALUATION_FAILURES as exc:
+        raise expression_error(exc, expression.source) from None
+
+
+EVALUATION_FAILURES = (ExpressionError, InvalidExpression, TypeError, ValueError, ZeroDivisionError,
+                       OverflowError, KeyError, IndexError, AttributeError, RecursionError)
+
+
+def expression_error(exc: BaseException, source: str) -> ExpressionError:
+    """The ExpressionError, naming `source`, for a failure while evaluating it."""
+    if isinstance(exc, ExpressionError):
+        return ExpressionError(exc.message, source=source, code=exc.code)
+    if isinstance(exc, InvalidExpression):
+        return ExpressionError(str(exc), source=source, code="RT403")
+    if isinstance(exc, RecursionError):
+        return ExpressionError("expression nested too deeply", source=source, code="RT403")
+    return ExpressionError(python_error(exc), source=source)
 
 
 _PYTHON_WORDS = (("'NoneType'", "null"), ("NoneType", "null"), ("'str'", "string"), ("'int'", "number"),
