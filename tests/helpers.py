@@ -107,3 +107,12 @@ def fails(source: str, **scope: Any) -> ExpressionError:
     with pytest.raises(ExpressionError) as info:
         run(source, **scope)
     return info.value
+
+
+def same_value(left: Any, right: Any) -> bool:
+    """Equal values of the same types all the way down (so 1 is not True and 1.0 is not 1)."""
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(same_value(x, y) for x, y in zip(left, right, strict=True))
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(same_value(left[k], right[k]) for k in left)
+    return type(left) is type(right) and bool(left == right)

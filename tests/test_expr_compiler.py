@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from router.errors import ExpressionError
 from router.expr import Evaluator, ExpressionSyntaxError, compile_expression
+from tests.helpers import same_value
 
 NAMES = ["a", "b", "n", "s", "items", "d", "missing"]
 FIELDS = ["x", "y", "a", "b"]
@@ -77,14 +78,6 @@ def _outcome(evaluator: Evaluator, expression: Any) -> tuple[str, Any]:
         return "error", exc.code
 
 
-def _same(left: Any, right: Any) -> bool:
-    if isinstance(left, list) and isinstance(right, list):
-        return len(left) == len(right) and all(_same(x, y) for x, y in zip(left, right, strict=True))
-    if isinstance(left, dict) and isinstance(right, dict):
-        return left.keys() == right.keys() and all(_same(left[k], right[k]) for k in left)
-    return type(left) is type(right) and bool(left == right)
-
-
 def _both(source: str, scope: dict[str, Any]) -> tuple[tuple[str, Any], tuple[str, Any]]:
     expression = compile_expression(source)
     assert expression.run is not None
@@ -102,7 +95,7 @@ def test_closures_agree_with_simpleeval_reference(source: str, scope: dict[str, 
         return
     assert compiled[0] == reference[0], (source, compiled, reference)
     if compiled[0] == "value":
-        assert _same(compiled[1], reference[1]), (source, compiled, reference)
+        assert same_value(compiled[1], reference[1]), (source, compiled, reference)
 
 
 @pytest.mark.parametrize(
@@ -139,7 +132,7 @@ def test_closures_agree_on_fixed_cases(source: str) -> None:
     compiled, reference = _both(source, scope)
     assert compiled[0] == reference[0]
     if compiled[0] == "value":
-        assert _same(compiled[1], reference[1])
+        assert same_value(compiled[1], reference[1])
 
 
 def test_closures_read_the_scope_at_run_time_not_compile_time() -> None:

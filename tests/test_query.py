@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from router.errors import ExpressionError
 from router.expr import ExpressionSyntaxError
 from router.query import _OPTIONS, compile_query
+from tests.helpers import same_value
 
 
 def refused(source: str) -> ExpressionSyntaxError:
@@ -230,14 +231,6 @@ def _compiled(source: str, data: Any) -> tuple[str, Any]:
         return "error", None
 
 
-def _same(left: Any, right: Any) -> bool:
-    if isinstance(left, list) and isinstance(right, list):
-        return len(left) == len(right) and all(_same(x, y) for x, y in zip(left, right, strict=True))
-    if isinstance(left, dict) and isinstance(right, dict):
-        return left.keys() == right.keys() and all(_same(left[k], right[k]) for k in left)
-    return type(left) is type(right) and bool(left == right)
-
-
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(source=queries, data=documents)
 def test_compiled_query_agrees_with_jmespath_library(source: str, data: Any) -> None:
@@ -247,4 +240,4 @@ def test_compiled_query_agrees_with_jmespath_library(source: str, data: Any) -> 
         assume(False)
     compiled, library = _compiled(source, data), _library(source, data)
     assert compiled[0] == library[0], (source, data, compiled, library)
-    assert _same(compiled[1], library[1]), (source, data, compiled, library)
+    assert same_value(compiled[1], library[1]), (source, data, compiled, library)
