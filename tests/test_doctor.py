@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -81,6 +83,8 @@ def test_run_all_good_exit_0_with_a_real_sidecar(rig: tuple[Path, Path]) -> None
     assert checks["pi"] == f"ok   pi: {shutil.which('pi')} 1.6.0"
     assert checks["node"].startswith("ok   node: v")
     assert checks["bridge (user)"] == f"ok   bridge (user): {agent / 'extensions' / 'pi-policy-router'}"
+    assert checks["sidecar command (user)"] == (
+        f"ok   sidecar command (user): {sys.executable} -m router serve")
     policy, _ = load_policy(cwd, agent=agent)
     assert policy is not None and checks["policy"].startswith(f"ok   policy: {len(policy.rules)} rules from ")
     assert checks["policy"].endswith("agent/router.yaml")
@@ -116,6 +120,31 @@ def test_run_something_failing_exits_1(rig: tuple[Path, Path]) -> None:
     assert checks["model fake/nope"] == "FAIL model fake/nope: fake has no such model in `pi --list-models`"
     assert checks["bridge (user)"].startswith("FAIL bridge (user): ")
     assert checks["bridge (user)"].endswith(" is outdated: run `router install`")
+
+
+def test_run_runs_the_installed_sidecar_command_and_reports_a_gone_python(rig: tuple[Path, Path]) -> None:
+    cwd, agent = rig
+    config = agent / "extensions" / "pi-policy-router" / "router-bridge.json"
+    config.write_text(json.dumps({"command": [str(cwd / "gone" / "python3"), "-m", "router", "serve"]}))
+    code, output = doctor.run(cwd, agent)
+    checks = lines_of(output)
+    assert code == 1
+    assert checks["sidecar command (user)"] == (
+        f"FAIL sidecar command (user): {cwd / 'gone' / 'python3'} does not exist (a moved or deleted "
+        "environment?): run `router install` with the Python that has the router")
+    assert checks["sidecar"].startswith("FAIL sidecar: ") and "gone/python3" in checks["sidecar"]
+    assert checks["bridge (user)"].startswith("ok   bridge (user)")
+
+
+def test_run_unreadable_bridge_config(rig: tuple[Path, Path]) -> None:
+    cwd, agent = rig
+    config = agent / "extensions" / "pi-policy-router" / "router-bridge.json"
+    config.write_text("{not json")
+    code, output = doctor.run(cwd, agent)
+    assert code == 1
+    assert lines_of(output)["sidecar command (user)"] == (
+        f"FAIL sidecar command (user): {config} is missing or unreadable: run `router install`")
+    assert lines_of(output)["sidecar"].startswith("ok   sidecar: ready in ")  # falls back to this Python
 
 
 def test_check_pi_other_version_noted(tmp_path: Path) -> None:

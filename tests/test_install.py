@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -125,3 +126,19 @@ def test_uninstall_project_leaves_the_user_install(dirs: tuple[Path, Path]) -> N
 def test_serve_command_is_this_python_without_a_shell() -> None:
     assert command.serve_command() == [sys.executable, "-m", "router", "serve"]
     assert command.expected_files()["router-bridge.json"].endswith("\n")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (None, "installed"),
+    ('{"command": ["/x/python3", "-m", "router", "serve"]}', ["/x/python3", "-m", "router", "serve"]),
+    ('{"command": []}', None), ('{"command": "python3 -m router"}', None), ("[1]", None), ("{oops", None)])
+def test_configured_command(dirs: tuple[Path, Path], text: str | None, expected: Any) -> None:
+    agent, cwd = dirs
+    command.install(agent=agent, cwd=cwd, project=False)
+    target = user_target(agent)
+    if text is not None:
+        (target / command.CONFIG_NAME).write_text(text)
+    wanted = command.serve_command() if expected == "installed" else expected
+    assert command.configured_command(target) == wanted
+    (target / command.CONFIG_NAME).unlink()
+    assert command.configured_command(target) is None

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from router.commands.install import installed_state, serve_command
+from router.commands.install import CONFIG_NAME, configured_command, installed_state, serve_command
 from router.compile import load_policy
 from router.diagnostics import has_errors
 from router.lint import run_checks
@@ -59,11 +59,12 @@ def check_pi(pi: str | None) -> list[Check]:
     return checks
 
 
-def check_sidecar(cwd: Path, agent: Path) -> Check:
-    """Start `router serve`, say hello, and time it."""
+def check_sidecar(cwd: Path, agent: Path, command: list[str] | None = None) -> Check:
+    """Start the sidecar (`command`, by default this Python's `router serve`), say hello, time it."""
     started = time.perf_counter()
     try:
-        process = subprocess.Popen([*serve_command(), "--cwd", str(cwd), "--agent-dir", str(agent)],
+        argv = [*(command or serve_command()), "--cwd", str(cwd), "--agent-dir", str(agent)]
+        process = subprocess.Popen(argv,
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    cwd=cwd, text=True)
     except OSError as exc:
@@ -84,6 +85,18 @@ def check_sidecar(cwd: Path, agent: Path) -> Check:
     events = reply.get("result", {}).get("events", [])
     detail = f"ready in {elapsed:.0f} ms, forwards {len(events)} event types"
     return Check("result" in reply, "sidecar", detail)
+
+
+def check_configured(scope: str, target: Path, command: list[str] | None) -> Check:
+    """The installed bridge names a sidecar command whose program exists."""
+    label = f"sidecar command ({scope})"
+    if command is None:
+        return Check(False, label, f"{target / CONFIG_NAME} is missing or unreadable: run `router install`")
+    program = shutil.which(command[0])
+    if program is None:
+        return Check(False, label, f"{command[0]} does not exist (a moved or deleted environment?): "
+                     "run `router install` with the Python that has the router")
+    return Check(True, label, " ".join(command))
 
 
 def policy_models(policy: Any) -> set[str]:
@@ -139,9 +152,13 @@ def run(cwd: Path, agent: Path) -> tuple[int, str]:
     installs = installed_state(agent=agent, cwd=cwd)
     if not installs:
         checks.append(Check(False, "bridge", "not installed (run `router install`)"))
+    sidecar: list[str] | None = None
     for scope, target, current in installs:
         note = "" if current else " is outdated: run `router install`"
         checks.append(Check(current, f"bridge ({scope})", f"{target}{note}"))
+        command = configured_command(target)
+        sidecar = sidecar or command
+        checks.append(check_configured(scope, target, command))
     policy, diagnostics = load_policy(cwd, agent=agent)
     lint = diagnostics + (run_checks(policy) if policy else [])
     errors = [d for d in lint if d.severity == "error"]
@@ -149,7 +166,7 @@ def run(cwd: Path, agent: Path) -> tuple[int, str]:
                         f"{len(policy.rules) if policy else 0} rules from "
                         f"{', '.join(f.path for f in policy.files) if policy else 'nothing'}"
                         + (f"; {len(errors)} errors (run `router lint`)" if errors else "")))
-    checks.append(check_sidecar(cwd, agent))
+    checks.append(check_sidecar(cwd, agent, sidecar))
     if policy is not None:
         virtual = {f"{v['provider']}/{v['id']}" for v in policy.virtual_models}
         checks += check_models(pi, policy_models(policy), virtual)

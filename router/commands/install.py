@@ -64,6 +64,17 @@ def uninstall(*, agent: Path, cwd: Path, project: bool) -> tuple[int, str]:
     return 0, f"removed {target}"
 
 
+def configured_command(target: Path) -> list[str] | None:
+    """The sidecar command an installed bridge runs (its router-bridge.json), or None if unreadable."""
+    try:
+        command = json.loads((target / CONFIG_NAME).read_text(encoding="utf-8")).get("command")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if isinstance(command, list) and command and all(isinstance(part, str) for part in command):
+        return command
+    return None
+
+
 def installed_state(*, agent: Path, cwd: Path) -> list[tuple[str, Path, bool]]:
     """(scope, directory, up to date) for each place the bridge is installed."""
     found = []
