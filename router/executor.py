@@ -30,6 +30,24 @@ CHILD_FLAGS = ("--print", "--no-session", "--no-tools", "--no-extensions", "--no
                "--no-prompt-templates", "--no-themes", "--no-context-files", "--thinking", "off")
 LOCAL_ACTIONS = frozenset({"log", "audit", "save", "set", "unset", "release"})
 ORDER = {"model": 0, "thinking": 1}
+TIMEOUT_MS = {"classify": 4000, "complete": 45000, "child": 45000, "probe": 10000, "ask": 300000}
+SLOT_WAIT_MS = 30000
+LOCAL_BUDGET_MS = 5000  # load, read, records: local files
+
+
+def budget_ms(request: SignalRequest) -> int:
+    """The longest computing `request` may take (the bridge extends the event's deadline by it)."""
+    params = request.params
+    if request.kind == "slot":
+        return _int(params.get("wait_ms"), SLOT_WAIT_MS, allow_zero=True)
+    if request.kind not in TIMEOUT_MS:
+        return LOCAL_BUDGET_MS
+    timeout = _timeout(request)
+    if request.kind == "probe":
+        models = params.get("models") or []
+        calls = (1 if isinstance(models, str) else len(models)) + (1 if params.get("classifier") else 0)
+        return timeout * max(calls, 1)
+    return timeout
 
 
 @dataclass
@@ -82,7 +100,7 @@ class Executor:
 
     async def _classify(self, request: SignalRequest) -> SignalOutcome:
         params = request.params
-        timeout_ms = _int(params.get("timeout_ms"), 4000)
+        timeout_ms = _timeout(request)
         reply = await self.bridge("classify", {
             "model": params.get("model"), "questions": request.questions,
             "state": params.get("state") or {}, "timeoutMs": timeout_ms,
@@ -100,7 +118,7 @@ class Executor:
 
     async def _complete(self, request: SignalRequest) -> SignalOutcome:
         params = request.params
-        timeout_ms = _int(params.get("timeout_ms"), 45000)
+        timeout_ms = _timeout(request)
         reply = await self.bridge("complete", {
             "model": params.get("model"), "systemPrompt": params.get("system_prompt"),
             "prompt": params.get("prompt"), "timeoutMs": timeout_ms}, timeout_ms / 1000 + 1.0)
@@ -112,7 +130,7 @@ class Executor:
 
     async def _child(self, request: SignalRequest) -> SignalOutcome:
         params = request.params
-        timeout_ms = _int(params.get("timeout_ms"), 45000)
+        timeout_ms = _timeout(request)
         pi_bin = str(params.get("pi_bin") or shutil.which("pi") or "pi")
         if not _is_pi(pi_bin):
             return SignalOutcome(error=f"child: {pi_bin!r} is not a pi binary (its name must be pi, "
@@ -189,7 +207,7 @@ class Executor:
         if directory is None:
             return SignalOutcome(error="slot: no directory")
         directory.mkdir(parents=True, exist_ok=True)
-        deadline = time.monotonic() + _int(params.get("wait_ms"), 30000, allow_zero=True) / 1000
+        deadline = time.monotonic() + _int(params.get("wait_ms"), SLOT_WAIT_MS, allow_zero=True) / 1000
         while True:
             taken = _try_slots(directory, count)
             if taken is not None:
@@ -207,7 +225,7 @@ class Executor:
 
     async def _probe(self, request: SignalRequest) -> SignalOutcome:
         params = request.params
-        timeout_ms = _int(params.get("timeout_ms"), 10000)
+        timeout_ms = _timeout(request)
         results = []
         if params.get("classifier"):
             started = time.perf_counter()
@@ -237,7 +255,7 @@ class Executor:
 
     async def _ask(self, request: SignalRequest) -> SignalOutcome:
         params = request.params
-        timeout_ms = _int(params.get("timeout_ms"), 300000)
+        timeout_ms = _timeout(request)
         reply = await self.bridge("ask", {"select": params.get("select"), "title": params.get("title"),
                                           "placeholder": params.get("placeholder")},
                                   timeout_ms / 1000)
@@ -345,6 +363,10 @@ def _path(value: Any) -> Path | None:
     if not value or not isinstance(value, str):
         return None
     return Path(os.path.expandvars(value)).expanduser()
+
+
+def _timeout(request: SignalRequest) -> int:
+    return _int(request.params.get("timeout_ms"), TIMEOUT_MS[request.kind])
 
 
 def _int(value: Any, default: int, *, allow_zero: bool = False) -> int:

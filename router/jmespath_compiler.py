@@ -20,18 +20,25 @@ from router.functions import FUNCTIONS, NOT_LITERAL
 Compiled = Callable[[Any], Any]
 
 _ORDERING = {"lt": operator.lt, "gt": operator.gt, "lte": operator.le, "gte": operator.ge}
+_LIBRARY: Any = visitor  # jmespath's private helpers (not in its stubs): the library's own semantics
 
 
 def _equals(x: Any, y: Any) -> bool:
     """visitor._equals, with a fast path for strings and null (no number/boolean special case)."""
     if type(x) is str or type(y) is str or x is None or y is None:
         return bool(x == y)
-    return bool(visitor._equals(x, y))
+    return bool(_LIBRARY._equals(x, y))
 
 
 def _comparable(x: Any) -> bool:
     kind = type(x)
-    return kind is int or kind is float or kind is str or visitor._is_comparable(x)
+    return kind is int or kind is float or kind is str or _LIBRARY._is_comparable(x)
+
+
+def _through(fallback: visitor.TreeInterpreter, node: dict[str, Any]) -> Compiled:
+    """Evaluate `node` with jmespath's own interpreter (node kinds we do not compile)."""
+    tree: Any = node
+    return lambda value: fallback.visit(tree, value)
 
 
 def _string_literal(node: dict[str, Any]) -> str | None:
@@ -56,7 +63,7 @@ def compile_node(node: dict[str, Any], functions: jfunctions.Functions,
     kind = node["type"]
     builder = _BUILDERS.get(kind)
     if builder is None:
-        return lambda value: fallback.visit(node, value)
+        return _through(fallback, node)
     return builder(node, functions, fallback)
 
 
@@ -166,7 +173,7 @@ def _not(node: dict[str, Any], functions: jfunctions.Functions,
 
     def negate(value: Any) -> Any:
         result = inner(value)
-        if visitor._is_actual_number(result) and result == 0:
+        if _LIBRARY._is_actual_number(result) and result == 0:
             return False
         return not result
 
@@ -180,7 +187,7 @@ def _function(node: dict[str, Any], functions: jfunctions.Functions,
     name = node["value"]
     call = functions.call_function
     if any(child["type"] == "expref" for child in node["children"]):
-        return lambda value: fallback.visit(node, value)
+        return _through(fallback, node)
     return lambda value: call(name, [arg(value) for arg in args])
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import jmespath
 from jmespath import exceptions as jexc
@@ -107,7 +107,7 @@ def compile_query(source: str) -> Query:
         raise ExpressionSyntaxError(f"invalid JMESPath: {exc}", code="RT201") from None
     except (RecursionError, ValueError):
         raise ExpressionSyntaxError("JMESPath expression is nested too deeply", code="RT201") from None
-    tree = parsed.parsed
+    tree = cast(dict[str, Any], parsed.parsed)
     calls = [(n["value"], len(n["children"])) for n in _walk(tree) if n["type"] == "function_expression"]
     literal_args = [
         (n["value"], tuple(c.get("value") if c["type"] == "literal" else None for c in n["children"]))

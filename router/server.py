@@ -13,7 +13,6 @@ import asyncio
 import itertools
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +20,13 @@ from router import policy_cache, protocol
 from router.compiled import CompiledPolicy
 from router.decision import Decision, SignalOutcome
 from router.diagnostics import Diagnostic, has_errors
-from router.executor import Executor
+from router.executor import Executor, budget_ms
 from router.interpreter import evaluate
 from router.normalize import model_catalog, normalize
 from router.paths import agent_dir as default_agent_dir
 from router.paths import packs_dir
 
 MAX_SIGNALS = 16
-SIGNAL_BUDGET_MS = {"classify": 4000, "complete": 45000, "child": 45000, "load": 1000, "read": 1000,
-                    "records": 5000, "slot": 30000, "probe": 60000, "ask": 300000}
 
 
 class Engine:
@@ -91,9 +88,8 @@ class Engine:
         diagnostics = self.load()
         if self.policy is previous or has_errors(diagnostics):
             first = next((d for d in diagnostics if d.severity == "error"), None)
-            where = f"{first.span}: " if first and first.span else ""
-            text = f"policy reload failed: {where}{first.message if first else 'unknown error'} " \
-                   f"[{first.code if first else 'RT503'}]; keeping the last good policy"
+            reason = _render(first) if first else "unknown error [RT503]"
+            text = f"policy reload failed: {reason}; keeping the last good policy"
             self.executor.log(text)
             return [text]
         self.executor.log("policy reloaded")
@@ -163,9 +159,8 @@ class Engine:
             if decision.pending is None:
                 return decision
             pending = decision.pending
-            budget = _budget(pending.params, SIGNAL_BUDGET_MS.get(pending.kind, 5000))
-            self.connection.notify(protocol.PROGRESS, {"id": request_id, "budget_ms": budget + 1000,
-                                                       "signal": pending.name})
+            self.connection.notify(protocol.PROGRESS, {
+                "id": request_id, "budget_ms": budget_ms(pending) + 1000, "signal": pending.name})
             outcomes[pending.name] = await self.executor.compute(pending)
         return evaluate(policy, event, state=self.state, outcomes={
             **outcomes, **{n: SignalOutcome(error="too many signals") for n in policy.signals}})
@@ -305,13 +300,6 @@ def _stat(path: str) -> tuple[int, int]:
     return (info.st_mtime_ns, info.st_size)
 
 
-def _budget(params: dict[str, Any], default: int) -> int:
-    try:
-        return int(params.get("timeout_ms") or default)
-    except (TypeError, ValueError):
-        return default
-
-
 def _render(diagnostic: Diagnostic) -> str:
     where = f"{diagnostic.span}: " if diagnostic.span else ""
     return f"{where}{diagnostic.message} [{diagnostic.code}]"
@@ -322,5 +310,3 @@ def _version() -> str:
 
     return __version__
 
-
-_ = time  # reserved for timing hooks

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from router.decision import ROUTER_LOG, Decision, Effect, SignalOutcome, SignalRequest
-from router.executor import CHILD_FLAGS, Executor
+from router.executor import CHILD_FLAGS, Executor, budget_ms
 from router.filelock import read_json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -433,3 +433,13 @@ def test_compute_slot_wait_zero_does_not_wait(tmp_path: Path) -> None:
         assert asyncio.run(asyncio.wait_for(Executor(None, cwd=".").compute(request), 1.5)).result is None
     finally:
         holder.release("turn")
+
+
+@pytest.mark.parametrize(("kind", "params", "budget"), [
+    ("classify", {}, 4000), ("classify", {"timeout_ms": 900}, 900), ("complete", {}, 45000),
+    ("child", {"timeout_ms": "2000"}, 2000), ("ask", {}, 300000),
+    ("slot", {}, 30000), ("slot", {"wait_ms": 60000, "timeout_ms": 5}, 60000), ("slot", {"wait_ms": 0}, 0),
+    ("probe", {"models": ["a/b", "c/d"], "classifier": "l/k", "timeout_ms": 1000}, 3000),
+    ("probe", {"models": "a/b"}, 10000), ("probe", {}, 10000), ("records", {"timeout_ms": 1}, 5000)])
+def test_budget_ms_is_the_longest_the_signal_may_take(kind: str, params: dict[str, Any], budget: int) -> None:
+    assert budget_ms(SignalRequest("s", kind, params)) == budget
