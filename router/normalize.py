@@ -6,12 +6,28 @@ that knows them. The result follows `router.events` (see docs/events.md) as plai
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from router.questions import dialog_questions, normalize_questions, question_context, render_excerpt
 
 Raw = Mapping[str, Any]
+
+
+def _count(value: Any) -> int:
+    """A count from the bridge: a finite number, else 0 (odd payloads never fail an event)."""
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return int(value)
+    return 0
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
 
 
 def _model(raw: Any) -> dict[str, Any] | None:
@@ -23,7 +39,7 @@ def _model(raw: Any) -> dict[str, Any] | None:
         "provider": provider, "id": model_id, "ref": f"{provider}/{model_id}" if provider else model_id,
         "name": raw.get("name"), "api": raw.get("api"), "context_window": raw.get("contextWindow"),
         "max_tokens": raw.get("maxTokens"), "reasoning": bool(raw.get("reasoning")),
-        "input": list(raw.get("input") or []),
+        "input": _list(raw.get("input")),
         "cost": None if cost is None else {"input": cost.get("input"), "output": cost.get("output"),
                                            "cache_read": cost.get("cacheRead"),
                                            "cache_write": cost.get("cacheWrite")},
@@ -54,7 +70,7 @@ def common(ctx: Raw, *, env: Mapping[str, str], models: Mapping[str, Any]) -> di
                     "subagent": env.get("PI_SUBAGENT_CHILD") == "1", "file": ctx.get("sessionFile")},
         "model": _model(ctx.get("model")),
         "thinking_level": ctx.get("thinkingLevel"),
-        "tools": {"active": list(ctx.get("activeTools") or []), "all": list(ctx.get("allTools") or [])},
+        "tools": {"active": _list(ctx.get("activeTools")), "all": _list(ctx.get("allTools"))},
         "usage": _usage(ctx.get("usage")),
         "env": dict(env),
         "models": models,
@@ -66,25 +82,25 @@ def _message_usage(raw: Any) -> dict[str, Any] | None:
         return None
     cost = raw.get("cost")
     total = cost.get("total") if isinstance(cost, Mapping) else cost
-    return {"input": int(raw.get("input") or 0), "output": int(raw.get("output") or 0),
-            "cache_read": int(raw.get("cacheRead") or 0), "cache_write": int(raw.get("cacheWrite") or 0),
+    return {"input": _count(raw.get("input")), "output": _count(raw.get("output")),
+            "cache_read": _count(raw.get("cacheRead")), "cache_write": _count(raw.get("cacheWrite")),
             "cost": float(total) if isinstance(total, (int, float)) else None}
 
 
 def _input(p: Raw) -> dict[str, Any]:
     return {"text": str(p.get("text") or ""), "source": p.get("source") or "interactive",
-            "images": int(p.get("images") or 0), "streaming": p.get("streamingBehavior")}
+            "images": _count(p.get("images")), "streaming": p.get("streamingBehavior")}
 
 
 def _before_agent_start(p: Raw) -> dict[str, Any]:
     return {"prompt": str(p.get("prompt") or ""), "message_type": p.get("messageType") or "user",
-            "system_prompt": str(p.get("systemPrompt") or ""), "sections": list(p.get("sections") or [])}
+            "system_prompt": str(p.get("systemPrompt") or ""), "sections": _list(p.get("sections"))}
 
 
 def _messages(raw: Any) -> list[dict[str, Any]]:
     return [{"role": str(m.get("role") or ""), "text": str(m.get("text") or ""),
              "custom_type": m.get("customType"), "tool_name": m.get("toolName")}
-            for m in (raw or []) if isinstance(m, Mapping)]
+            for m in _list(raw) if isinstance(m, Mapping)]
 
 
 def _context(p: Raw) -> dict[str, Any]:
@@ -95,11 +111,10 @@ def _context(p: Raw) -> dict[str, Any]:
 
 
 def _route(p: Raw) -> dict[str, Any]:
-    virtual = p.get("virtual") or {}
-    failed = _choice(p.get("failed"))
+    virtual, raw_failed = _map(p.get("virtual")), _map(p.get("failed"))
+    failed = _choice(raw_failed)
     if failed is not None:
-        failed.update(stop_reason=(p.get("failed") or {}).get("stopReason"),
-                      error=(p.get("failed") or {}).get("errorMessage"))
+        failed.update(stop_reason=raw_failed.get("stopReason"), error=raw_failed.get("errorMessage"))
     return {
         "reason": p.get("reason") or "user",
         "virtual": {"provider": virtual.get("provider", ""), "id": virtual.get("id", ""),
@@ -107,7 +122,7 @@ def _route(p: Raw) -> dict[str, Any]:
         "requested_thinking": p.get("thinkingLevel"), "previous": _choice(p.get("previous")),
         "failed": failed, "route_state": p.get("state"), "last_user_text": p.get("lastUserText"),
         "last_is_tool_result": bool(p.get("lastIsToolResult")),
-        "message_count": int(p.get("messageCount") or 0),
+        "message_count": _count(p.get("messageCount")),
     }
 
 
@@ -120,21 +135,21 @@ def _tool(p: Raw, *, result: bool) -> dict[str, Any]:
 
 def _question(p: Raw) -> dict[str, Any]:
     raw = p.get("input")
-    excerpt = render_excerpt(p.get("excerpt") or [])
+    excerpt = render_excerpt(_list(p.get("excerpt")))
     return {"tool_name": p.get("toolName") or "decision_request", "source": p.get("source") or "tool",
             "questions": normalize_questions(raw), "context": question_context(raw, excerpt)}
 
 
 def _dialog(p: Raw) -> dict[str, Any]:
     kind = str(p.get("kind") or "select")
-    options = [str(o) for o in (p.get("options") or [])]
+    options = [str(o) for o in _list(p.get("options"))]
     title = str(p.get("title") or "")
     message, placeholder, prefill = (_text_or_none(p.get(k)) for k in ("message", "placeholder", "prefill"))
     return {"kind": kind, "title": title, "message": message, "options": options,
             "placeholder": placeholder, "prefill": prefill,
             "questions": dialog_questions(kind, title=title, message=message, options=options,
                                           placeholder=placeholder, prefill=prefill),
-            "context": render_excerpt(p.get("excerpt") or [])}
+            "context": render_excerpt(_list(p.get("excerpt")))}
 
 
 def _text_or_none(value: Any) -> str | None:
@@ -148,8 +163,8 @@ def _compaction(p: Raw) -> dict[str, Any]:
 
 
 def _history(p: Raw) -> dict[str, Any]:
-    h = p.get("history") or {}
-    return {"user_messages": int(h.get("userMessages") or 0), "first_user_text": h.get("firstUserText"),
+    h = _map(p.get("history"))
+    return {"user_messages": _count(h.get("userMessages")), "first_user_text": h.get("firstUserText"),
             "last_user_text": h.get("lastUserText")}
 
 
@@ -158,11 +173,11 @@ _SPECIFIC: dict[str, Callable[[Raw], dict[str, Any]]] = {
     "before_agent_start": _before_agent_start,
     "context": _context,
     "route": _route,
-    "turn_start": lambda p: {"turn_index": int(p.get("turnIndex") or 0)},
-    "turn_end": lambda p: {"turn_index": int(p.get("turnIndex") or 0),
+    "turn_start": lambda p: {"turn_index": _count(p.get("turnIndex"))},
+    "turn_end": lambda p: {"turn_index": _count(p.get("turnIndex")),
                            "outcome": p.get("outcome") or "completed",
-                           "tool_calls": int(p.get("toolCalls") or 0),
-                           "tool_results": int(p.get("toolResults") or 0),
+                           "tool_calls": _count(p.get("toolCalls")),
+                           "tool_results": _count(p.get("toolResults")),
                            "stop_reason": p.get("stopReason"),
                            "answered_by": p.get("answeredBy"),
                            "message_usage": _message_usage(p.get("usage"))},
@@ -195,8 +210,8 @@ _SPECIFIC: dict[str, Callable[[Raw], dict[str, Any]]] = {
 def normalize(event_type: str, payload: Raw, ctx: Raw, *, env: Mapping[str, str],
               models: Mapping[str, Any]) -> dict[str, Any]:
     """One normalized event document; unknown types raise KeyError."""
-    specific = _SPECIFIC[event_type](payload or {})
-    event = common(ctx or {}, env=env, models=models)
+    specific = _SPECIFIC[event_type](_map(payload))
+    event = common(_map(ctx), env=env, models=models)
     event.update(specific)
     event["type"] = event_type
     return event
@@ -205,7 +220,7 @@ def normalize(event_type: str, payload: Raw, ctx: Raw, *, env: Mapping[str, str]
 def model_catalog(raw_models: Any) -> dict[str, Any]:
     """Pi's available models (raw registry objects) keyed by ref."""
     catalog = {}
-    for raw in raw_models or []:
+    for raw in _list(raw_models):
         model = _model(raw)
         if model is not None:
             catalog[model["ref"]] = model

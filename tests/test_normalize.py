@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from router import normalize as normalize_module
 from router.events import EVENT_MODELS, EVENT_TYPES
 from router.normalize import model_catalog, normalize
 
@@ -318,3 +321,18 @@ def test_normalize_any_bridge_payload_validates(event_type: str, data: st.DataOb
     assert doc["type"] == event_type
     EVENT_MODELS[event_type].model_validate(doc)
     json.dumps(doc)  # plain data, as the interpreter and the protocol need
+
+
+# Every field name the normalizer reads, so odd values reach each of them.
+READ_FIELDS = sorted(set(re.findall(r'\.get\("(\w+)"', Path(normalize_module.__file__).read_text())))
+ODD = st.dictionaries(st.sampled_from(READ_FIELDS), JSONISH, max_size=8)
+
+
+@pytest.mark.parametrize("event_type", EVENT_TYPES)
+@settings(max_examples=60, deadline=None)
+@given(payload=JSONISH | ODD, ctx=JSONISH | ODD, models=JSONISH)
+def test_normalize_odd_payload_never_raises(event_type: str, payload: Any, ctx: Any, models: Any) -> None:
+    doc = normalize(event_type, payload, ctx, env={}, models=model_catalog(models))
+    assert doc["type"] == event_type
+    assert isinstance(doc["tools"]["active"], list) and isinstance(doc["session"]["cwd"], str)
+    json.dumps(doc)
