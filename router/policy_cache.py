@@ -191,8 +191,14 @@ def from_ir(data: dict[str, Any]) -> CompiledPolicy:
             rules_by_event.setdefault(event_type, []).append(raw)
     compiled: dict[int, CompiledRule] = {}
 
+    def build(raw: dict[str, Any]) -> CompiledRule:  # once, even for a rule on several events
+        rule = compiled.get(raw["index"])
+        if rule is None:
+            rule = compiled[raw["index"]] = _rule(raw)
+        return rule
+
     def build_rules(raws: list[dict[str, Any]]) -> tuple[CompiledRule, ...]:
-        return tuple(compiled.setdefault(r["index"], _rule(r)) for r in raws)
+        return tuple(build(r) for r in raws)
 
     return CompiledPolicy(
         rules=(), by_event=_Lazy(rules_by_event, build_rules), vars=data["vars"],

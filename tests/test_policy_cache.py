@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
+from router import policy_cache
 from router.compile import compile_files
 from router.event_docs import complete_event
 from router.interpreter import evaluate
@@ -65,3 +68,16 @@ def test_load_of_a_corrupt_cache_is_a_miss(tmp_path: Path) -> None:
     target = tmp_path / "cache.json"
     target.write_text("{not json")
     assert load(target, []) is None
+
+
+def test_from_ir_rule_on_two_events_is_compiled_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[str] = []
+    real = policy_cache._rule
+    monkeypatch.setattr(policy_cache, "_rule", lambda raw: built.append(raw["id"]) or real(raw))
+    path = tmp_path / "p.yaml"
+    path.write_text("version: 1\nrules:\n  - {id: both, on: [turn_start, turn_end], do: [{notify: x}]}\n")
+    policy, diagnostics = compile_files([("file", path)])
+    assert policy is not None, diagnostics
+    cached = from_ir(to_ir(policy))
+    [start], [end] = cached.by_event["turn_start"], cached.by_event["turn_end"]
+    assert start is end and start.id == "both" and built == ["both"]
