@@ -208,7 +208,10 @@ class _Builder:
     def _scalar(self, node: ScalarNode) -> Any:
         tag = node.tag
         if tag in (_BOOL_TAG, _INT_TAG, _FLOAT_TAG, _NULL_TAG):
-            return self.constructor.construct_object(node)
+            try:
+                return self.constructor.construct_object(node)
+            except ValueError:  # ruamel resolves a few odd plain scalars ("._") as numbers it cannot read
+                return str(node.value)
         return str(node.value)
 
     def _error(self, code: str, message: str, node: Node, *, help: str | None = None) -> None:

@@ -54,6 +54,13 @@ def test_parse_source_scalars_typed_like_yaml() -> None:
     assert doc.data == {"a": 1, "b": 1.5, "c": True, "d": None, "e": "1", "f": "x"}
 
 
+@pytest.mark.parametrize("text", ["._", "a: ._", "- ._\n- 1_0.5_"])
+def test_parse_source_scalar_ruamel_cannot_convert_stays_text(text: str) -> None:
+    data = parse_source(text, "p.yaml").data
+    values = data if isinstance(data, list) else [data] if isinstance(data, str) else list(data.values())
+    assert values[0] == "._"
+
+
 def test_span_missing_path_falls_back_to_closest_parent() -> None:
     doc = parse_source(POLICY, "p.yaml")
     span = doc.span(("rules", 0, "nope", 3))
