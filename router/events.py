@@ -301,6 +301,8 @@ class QuestionEvent(Common):
     source: Literal["tool", "event"] = "tool"
     questions: list[Question] = Field(default_factory=list, description="normalized questions, in order")
     context: str = Field("", description="the call's context, else the conversation excerpt")
+    context_given: bool = Field(False, description="true when `context` is the call's own `context` "
+                                "or `description`, not the excerpt")
 
 
 class DialogEvent(Common):

@@ -10,7 +10,13 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from router.questions import dialog_questions, normalize_questions, question_context, render_excerpt
+from router.questions import (
+    dialog_questions,
+    explicit_context,
+    normalize_questions,
+    question_context,
+    render_excerpt,
+)
 
 Raw = Mapping[str, Any]
 
@@ -137,7 +143,8 @@ def _question(p: Raw) -> dict[str, Any]:
     raw = p.get("input")
     excerpt = render_excerpt(_list(p.get("excerpt")))
     return {"tool_name": p.get("toolName") or "decision_request", "source": p.get("source") or "tool",
-            "questions": normalize_questions(raw), "context": question_context(raw, excerpt)}
+            "questions": normalize_questions(raw), "context": question_context(raw, excerpt),
+            "context_given": explicit_context(raw) is not None}
 
 
 def _dialog(p: Raw) -> dict[str, Any]:

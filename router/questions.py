@@ -95,10 +95,13 @@ def normalize_questions(raw: Any) -> list[dict[str, Any]]:
     return [_question(raw, 0, raw, is_root=True)]
 
 
-def render_excerpt(messages: Sequence[Mapping[str, Any]], *, max_chars: int = CONTEXT_CAP) -> str:
-    """The last message entries as `role: text` lines, empties skipped, the last chars kept."""
+def render_excerpt(messages: Sequence[Any], *, max_chars: int = CONTEXT_CAP) -> str:
+    """The last message entries as `role: text` lines, empties (and non-objects) skipped, the last
+    chars kept."""
     lines = []
     for message in list(messages)[-EXCERPT_ENTRIES:]:
+        if not isinstance(message, Mapping):
+            continue
         text = str(message.get("text") or "").strip()
         if text:
             lines.append(f"{message.get('role', 'unknown')}: {text}")
@@ -106,14 +109,20 @@ def render_excerpt(messages: Sequence[Mapping[str, Any]], *, max_chars: int = CO
     return joined[-max_chars:] if max_chars > 0 else ""
 
 
-def question_context(raw: Any, excerpt: str) -> str:
-    """The root's `context`, else its `description`, else the conversation excerpt."""
+def explicit_context(raw: Any) -> str | None:
+    """The call's own context: the root's `context`, else its `description`; None without one."""
     if isinstance(raw, Mapping):
         for key in ("context", "description"):
             value = raw.get(key)
             if isinstance(value, str) and value.strip():
                 return value[:CONTEXT_CAP]
-    return excerpt[-CONTEXT_CAP:]
+    return None
+
+
+def question_context(raw: Any, excerpt: str) -> str:
+    """The root's `context`, else its `description`, else the conversation excerpt."""
+    explicit = explicit_context(raw)
+    return explicit if explicit is not None else excerpt[-CONTEXT_CAP:]
 
 
 def dialog_questions(kind: str, *, title: str, message: str | None = None,

@@ -216,6 +216,34 @@ def test_normalize_question_questions_context_and_excerpt() -> None:
     assert [q["prompt"] for q in bare["questions"]] == ["Question 1"]
 
 
+def test_normalize_question_context_given_only_for_the_calls_own_context() -> None:
+    excerpt = [{"role": "user", "text": "build it"}]
+    assert norm("question", {"input": {"question": "q"}, "excerpt": excerpt})["context_given"] is False
+    for own in ({"context": "X"}, {"description": "D"}):
+        doc = norm("question", {"input": {"question": "q", **own}, "excerpt": excerpt})
+        assert doc["context_given"] is True
+
+
+def test_decision_pack_cuts_only_the_excerpt_to_max_context_chars() -> None:
+    """Seed 000 §12/§27: PI_DECISION_ROUTER_MAX_CONTEXT_CHARS caps the conversation excerpt only."""
+    from router.compile import compile_files
+    from router.interpreter import evaluate
+
+    policy, _ = compile_files([("pack", Path(__file__).parent.parent / "rules" / "decision.yaml")])
+    assert policy is not None
+    env = {"PI_DECISION_ROUTER_MAX_CONTEXT_CHARS": "5"}
+    excerpt = [{"role": "user", "text": "build it now"}]
+
+    def child_context(question: dict[str, Any]) -> str:
+        doc = norm("question", {"input": question, "excerpt": excerpt}, {"cwd": "/p"}, env=env)
+        decision = evaluate(policy, doc, state={"dr": {"enabled": True}})
+        assert decision.pending is not None and decision.pending.name == "child_answers"
+        return str(json.loads(decision.pending.params["prompt"])["context"])
+
+    assert child_context({"question": "q", "context": "the explicit context"}) == "the explicit context"
+    assert child_context({"question": "q"}) == "t now"
+
+
 def test_normalize_dialog_kinds_and_excerpt() -> None:
     doc = norm("dialog", {"kind": "confirm", "title": "Delete?", "message": "the branch",
                           "excerpt": [{"role": "user", "text": "clean up"}]})

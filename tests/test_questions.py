@@ -12,6 +12,7 @@ from router.events import Question
 from router.questions import (
     CONTEXT_CAP,
     dialog_questions,
+    explicit_context,
     normalize_options,
     normalize_questions,
     question_context,
@@ -172,6 +173,13 @@ def test_rule27_context_then_description_then_excerpt() -> None:
     assert question_context("bare", "user: hi") == "user: hi"
 
 
+def test_rule27_explicit_context_none_without_context_or_description() -> None:
+    assert explicit_context({"context": "X", "description": "D"}) == "X"
+    assert explicit_context({"description": "D"}) == "D"
+    assert explicit_context({"context": "  ", "description": 3}) is None
+    assert explicit_context("bare") is None
+
+
 def test_rule27_context_capped_at_12000_chars() -> None:
     assert question_context({"context": "c" * 20000}, "") == "c" * CONTEXT_CAP
     assert question_context({}, "x" + "e" * CONTEXT_CAP) == "e" * CONTEXT_CAP
@@ -201,6 +209,10 @@ def test_rule28_excerpt_keeps_the_last_chars() -> None:
 
 def test_rule28_excerpt_empty() -> None:
     assert render_excerpt([]) == ""
+
+
+def test_rule28_excerpt_non_object_entries_skipped() -> None:
+    assert render_excerpt([None, "text", 3, {"role": "user", "text": "a"}]) == "user: a"
 
 
 # §1.2: the UI shims' questions

@@ -514,11 +514,18 @@ export default async function (pi: any) {
 	function compact(params: Json, ctx: Ctx): void {
 		const run = () => {
 			routerCompaction = true;
-			ctx.compact({
-				customInstructions: params.instructions ?? undefined,
-				onComplete: () => (routerCompaction = false),
-				onError: () => (routerCompaction = false),
-			});
+			try {
+				ctx.compact({
+					customInstructions: params.instructions ?? undefined,
+					onComplete: () => (routerCompaction = false),
+					onError: () => (routerCompaction = false),
+				});
+			} catch (error: any) {
+				// a synchronous throw never reaches session_compact_failed: report it the same way
+				routerCompaction = false;
+				logLine(`ctx.compact failed: ${error?.message ?? error}`);
+				void forward("compaction_failed", { reason: "manual", byRouter: true, error: String(error?.message ?? error), aborted: false }, ctx);
+			}
 		};
 		if (params.abort || attempt(() => ctx.isIdle(), false)) run();
 		else compactionQueued = run;
@@ -858,15 +865,20 @@ export default async function (pi: any) {
 	/**
 	 * The rpiv questionnaire protocol (seed 000): an extension emits `rpiv:ask-user:prompt` with a
 	 * questionnaire on Pi's event bus, then opens `ctx.ui.custom`. The questionnaire is sent as a
-	 * `question` event (source "event"); the answer a rule gives is what that `custom` call returns.
+	 * `question` event (source "event"); the answer a rule gives is what that `custom` call returns,
+	 * and without one Pi's own `custom` runs. When the engine fails (no result at all), `custom`
+	 * returns the protocol's cancelled answer, as the original does when its decision throws.
 	 * `rpiv:ask-user:blocked` with `active: false` drops a pending answer.
 	 */
 	function listenToQuestionnaires(): void {
+		const cancelled = () => ({ answers: [], cancelled: true });
 		attempt(() => pi.events.on(RPIV_PROMPT, (payload: Json) => {
 			if (!subscribed.has("question")) return;
 			pendingCustom = forward("question", {
 				toolName: RPIV_PROMPT, source: "event", input: payload, excerpt: excerpt(ctxRef),
-			}, ctxRef).then((result) => actions(result, "answer")[0]?.value ?? null).catch(() => null);
+			}, ctxRef)
+				.then((result) => (result === undefined ? cancelled() : (actions(result, "answer")[0]?.value ?? null)))
+				.catch(cancelled);
 		}), undefined);
 		attempt(() => pi.events.on(RPIV_BLOCKED, (payload: Json) => {
 			if (payload?.active === false) pendingCustom = null;
