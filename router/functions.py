@@ -587,13 +587,14 @@ def pick_model(refs: Any, strategy: Any, models: Any, score: Any = 0, capabiliti
     Capacity is the `capabilities` entry, else the context window divided by the largest window
     among the candidates. Strategies: `smallest_fitting` (smallest capacity >= score, else the
     largest), `largest`, `smallest`, `cheapest` (lowest input+output price among those that fit,
-    else among all; catalog order breaks ties). Refs missing from `models` are skipped.
+    else among all; catalog order breaks ties). Refs missing from `models` are skipped, even
+    with a `capabilities` entry: Pi cannot route to a model it does not know.
     """
     catalog = models if isinstance(models, Mapping) else {}
     if not all(isinstance(v, Mapping) for v in catalog.values()):
         raise _fail("pick_model", "expected `models` to map refs to model objects")
     caps = capabilities if isinstance(capabilities, Mapping) else {}
-    known = [r for r in _list("pick_model", refs) if r in catalog or r in caps]
+    known = [r for r in _list("pick_model", refs) if r in catalog]
     if not known:
         return None
     top = max(float((catalog.get(r) or {}).get("context_window") or 0) for r in known)
@@ -685,7 +686,8 @@ def _answer_values(raw: Any) -> list[str] | None:
     return None
 
 
-def _accept(answer: Any, question: Mapping[str, Any]) -> dict[str, Any] | None:
+def _accept(answer: Any, question: Mapping[str, Any], *, reason: str | None,
+            confidence: float | None) -> dict[str, Any] | None:
     if not isinstance(answer, Mapping):
         return None
     raw = next((answer[k] for k in ("value", "answer", "selected") if answer.get(k) is not None), None)
@@ -702,40 +704,46 @@ def _accept(answer: Any, question: Mapping[str, Any]) -> dict[str, Any] | None:
         chosen, labels = values, values
     else:
         return None
-    confidence = answer.get("confidence")
-    finite = isinstance(confidence, (int, float)) and not isinstance(confidence, bool) \
-        and math.isfinite(confidence)
+    given = answer.get("confidence")
+    finite = isinstance(given, (int, float)) and not isinstance(given, bool) and math.isfinite(given)
     label = answer.get("label")
-    reason = answer.get("reason")
+    text = answer.get("reason")
     return {
         "id": answer["id"] if isinstance(answer.get("id"), str) else question.get("id"),
         "value": chosen if multi else chosen[0],
         "label": label.strip() if isinstance(label, str) and label.strip() else ", ".join(labels),
-        "reason": reason.strip() if isinstance(reason, str) and reason.strip()
-        else "Child agent selected this answer.",
-        "confidence": max(0.0, min(1.0, float(confidence))) if finite and confidence is not None else 0.6,
+        "reason": text.strip() if isinstance(text, str) and text.strip() else reason,
+        "confidence": max(0.0, min(1.0, float(given))) if finite and given is not None else confidence,
         "source": "child-agent",
     }
 
 
-@function("validate_answers", min_args=2, max_args=2,
+@function("validate_answers", min_args=2, max_args=4,
           example="validate_answers({'answers': [{'value': 'MVP'}]}, "
                   "[{'id': 'q1', 'options': [{'value': 'mvp', 'label': 'MVP'}], 'allow_other': false}])"
                   ".q1.value == 'mvp'")
-def validate_answers(parsed: Any, questions: Any) -> dict[str, Any]:
+def validate_answers(parsed: Any, questions: Any, reason: Any = None, confidence: Any = None
+                     ) -> dict[str, Any]:
     """Check a model's JSON answers against normalized questions; all or nothing.
 
     Answers are matched to questions by position (extra ones ignored); the value comes from
     `value`, `answer` or `selected` (a non-empty string or strings); each value must equal an
     option's value or label (a label becomes its value) unless the question allows other
-    answers; confidence is clamped to [0, 1] (default 0.6). The result maps each answer's id
-    (the answer's own `id` when it is a string) to the answer. Fails when any answer is invalid.
+    answers; confidence is clamped to [0, 1]. An answer without a reason gets `reason`, one
+    without a finite confidence gets `confidence` (both null when not given). The result maps
+    each answer's id (the answer's own `id` when it is a string) to the answer. Fails when any
+    answer is invalid.
     """
     if not isinstance(parsed, Mapping) or not isinstance(parsed.get("answers"), list):
         raise _fail("validate_answers", "expected an object with an `answers` array")
+    if reason is not None:
+        reason = _text("validate_answers", reason)
+    if confidence is not None:
+        confidence = _number("validate_answers", confidence)
     asked = [q for q in _list("validate_answers", questions) if isinstance(q, Mapping)]
     given = parsed["answers"]
-    accepted = [_accept(given[i], q) if i < len(given) else None for i, q in enumerate(asked)]
+    accepted = [_accept(given[i], q, reason=reason, confidence=confidence) if i < len(given) else None
+                for i, q in enumerate(asked)]
     if any(a is None for a in accepted):
         raise _fail("validate_answers", "incomplete or invalid JSON answers")
     return {a["id"]: a for a in accepted if a is not None}

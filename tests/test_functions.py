@@ -319,5 +319,24 @@ def test_helpers_wrong_types_raise_expression_error(source: str) -> None:
     assert error.code in ("RT402", "RT210") and error.source == source
 
 
+def test_validate_answers_missing_reason_and_confidence_take_the_arguments() -> None:
+    questions = [{"id": "q1", "options": [{"value": "mvp", "label": "MVP"}], "allow_other": False}]
+    bare = {"answers": [{"value": "MVP"}]}
+    assert run("validate_answers(p, q, 'picked', 0.6).q1", p=bare, q=questions) == {
+        "id": "q1", "value": "mvp", "label": "MVP", "reason": "picked", "confidence": 0.6,
+        "source": "child-agent"}
+    plain = run("validate_answers(p, q).q1", p=bare, q=questions)
+    assert (plain["reason"], plain["confidence"]) == (None, None)
+    given = {"answers": [{"value": "mvp", "reason": " fits ", "confidence": 5}]}
+    assert run("validate_answers(p, q, 'picked', 0.6).q1", p=given, q=questions)["reason"] == "fits"
+    assert run("validate_answers(p, q, 'picked', 0.6).q1", p=given, q=questions)["confidence"] == 1.0
+
+
+@pytest.mark.parametrize("args", ["1, 0.6", "'picked', '0.6'"])
+def test_validate_answers_wrong_default_types_rt402(args: str) -> None:
+    error = fails(f"validate_answers(p, q, {args})", p={"answers": [{"value": "x"}]}, q=[{"id": "q1"}])
+    assert error.code == "RT402"
+
+
 def test_join_non_string_items_rt402() -> None:
     assert fails("join(',', [1, null, true])").code == "RT402"

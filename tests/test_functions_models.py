@@ -73,6 +73,12 @@ def test_pick_model_capabilities_override_window() -> None:
     assert run("pick_model(['a', 'b'], 'largest', m, 0, c)", m=CATALOG, c=caps) == "a"
 
 
+def test_pick_model_capabilities_entry_alone_is_not_a_known_model() -> None:
+    caps = {"zz": 1.0, "a": 0.3}
+    assert run("pick_model(['zz', 'a'], 'largest', m, 0, c)", m=CATALOG, c=caps) == "a"
+    assert run("pick_model(['zz'], 'smallest_fitting', m, 0.5, c)", m=CATALOG, c=caps) is None
+
+
 def test_pick_model_unknown_strategy_rt402() -> None:
     error = fails("pick_model(['a'], 'best', m, 0)", m=CATALOG)
     assert error.code == "RT402" and "cheapest" in error.message

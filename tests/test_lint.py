@@ -198,6 +198,26 @@ def test_default_pack_lints_clean(tmp_path: Path) -> None:
     assert (code, out) == (0, "Found 0 errors, 0 warnings.")
 
 
+def test_built_in_packs_combined_lint_clean_and_share_no_names(tmp_path: Path) -> None:
+    """A later file replaces an earlier file's signal or var of the same name, so packs that can be
+    combined must not reuse a name for something else (one pack would silently break the other)."""
+    from router.paths import packs_dir
+    from router.source import read_source
+
+    definitions: dict[tuple[str, str], tuple[str, object]] = {}
+    for pack in sorted(packs_dir().glob("*.yaml")):
+        if pack.name.endswith(".test.yaml"):
+            continue
+        data = read_source(pack).data or {}
+        for section in ("signals", "vars"):
+            for name, value in (data.get(section) or {}).items():
+                seen = definitions.setdefault((section, name), (pack.stem, value))
+                assert seen[1] == value, f"{section}.{name}: {seen[0]} and {pack.stem} define it differently"
+    policy = write(tmp_path, "version: 1\nuse: [decision, deepseek, cuttle]\n", "all.yaml")
+    code, out = lint_command.run([policy])
+    assert (code, out) == (0, "Found 0 errors, 0 warnings."), out
+
+
 def test_lint_text_format_lines_and_trailer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     write(tmp_path, 'rules:\n  - id: a\n    on: inptu\n  - id: b\n    on: input\n    when: "txt"\n', "p.yaml")
