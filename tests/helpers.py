@@ -1,8 +1,13 @@
-"""Shared helpers for the router's tests: write policies, compile them, evaluate events."""
+"""Shared helpers for the router's tests: write policies, compile them, evaluate events; stub
+executables and process-group checks for the executor and server tests."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import textwrap
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -116,3 +121,43 @@ def same_value(left: Any, right: Any) -> bool:
     if isinstance(left, dict) and isinstance(right, dict):
         return left.keys() == right.keys() and all(same_value(left[k], right[k]) for k in left)
     return type(left) is type(right) and bool(left == right)
+
+
+# --- stub executables and their process groups ---------------------------------------------------
+
+HANGING_PI = """#!/bin/sh
+echo $$ > "$(dirname "$0")/pid"
+sleep 60 &
+echo $! > "$(dirname "$0")/gpid"
+wait
+"""
+
+
+def stub(directory: Path, text: str, name: str = "pi") -> Path:
+    """Write an executable script ``directory/name`` (parents created)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a live (not zombie) process of the process group remains (fields 3 and 5 of stat)."""
+    stats = []
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            stats.append(entry.read_text().rsplit(")", 1)[1].split())
+    return any(int(fields[2]) == pgid and fields[0] not in ("Z", "X") for fields in stats)
+
+
+def assert_group_gone(pgid: int) -> None:
+    """The process group ``pgid`` is gone within 5 s; SIGKILL to it afterwards in any case."""
+    deadline = time.monotonic() + 5  # SIGKILL is sent; the kernel may need a moment to finish the exits
+    try:
+        while group_alive(pgid):
+            assert time.monotonic() < deadline, f"process group {pgid} still alive"
+            time.sleep(0.01)
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)

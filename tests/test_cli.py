@@ -243,8 +243,7 @@ def test_schema_prints_policy_and_event_schemas() -> None:
 
 def test_committed_schema_files_up_to_date() -> None:
     directory = ROOT / "schema"
-    if not any(directory.glob("*.json")):
-        pytest.xfail("schema not generated yet")
+    assert any(directory.glob("*.json")), "run `router schema --out schema`"
     assert schema_command.stale(directory) == [], "run `router schema --out schema`"
 
 

@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -98,11 +97,14 @@ def test_corpus_lint_json_format_lists_every_file() -> None:
     assert {Path(d["path"]).name for d in body["diagnostics"]} == {Path(p).name for p in paths}
 
 
-_SCRATCH = Path(tempfile.mkdtemp(prefix="router-fuzz-"))
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One directory for the fuzz tests' policy file (module-scoped: Hypothesis runs many examples)."""
+    return tmp_path_factory.mktemp("router-fuzz")
 
 
-def _compile_and_lint(text: str) -> None:
-    path = _SCRATCH / "fuzz.yaml"
+def _compile_and_lint(scratch: Path, text: str) -> None:
+    path = scratch / "fuzz.yaml"
     path.write_text(text, encoding="utf-8")
     policy, diagnostics = compile_files([("file", path)])
     for diag in diagnostics:
@@ -113,8 +115,8 @@ def _compile_and_lint(text: str) -> None:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=st.text(max_size=300))
-def test_compile_files_arbitrary_text_never_raises(text: str) -> None:
-    _compile_and_lint(text)
+def test_compile_files_arbitrary_text_never_raises(scratch: Path, text: str) -> None:
+    _compile_and_lint(scratch, text)
 
 
 EVENTS = ["input", "turn_end", "tool_call", "before_agent_start", "context", "route", "question", "nope"]
@@ -258,5 +260,5 @@ policies = st.fixed_dictionaries(
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(document=policies)
-def test_compile_files_policy_shaped_documents_never_raise(document: dict[str, Any]) -> None:
-    _compile_and_lint(json.dumps(document, allow_nan=True))
+def test_compile_files_policy_shaped_documents_never_raise(scratch: Path, document: dict[str, Any]) -> None:
+    _compile_and_lint(scratch, json.dumps(document, allow_nan=True))

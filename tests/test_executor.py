@@ -7,11 +7,9 @@ import contextlib
 import json
 import os
 import re
-import signal
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,6 +20,7 @@ import pytest
 from router.decision import ROUTER_LOG, Decision, Effect, SignalOutcome, SignalRequest
 from router.executor import CHILD_FLAGS, Executor, budget_ms
 from router.filelock import read_json
+from tests.helpers import HANGING_PI, assert_group_gone, stub
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDING_PI = f"""#!{sys.executable}
@@ -33,12 +32,6 @@ if code:
     sys.stderr.write(os.environ.get("PI_STUB_STDERR", ""))
     sys.exit(code)
 print('  {{"answers": []}}  ')
-"""
-HANGING_PI = """#!/bin/sh
-echo $$ > "$(dirname "$0")/pid"
-sleep 60 &
-echo $! > "$(dirname "$0")/gpid"
-wait
 """
 HOLDER = """
 import asyncio, sys
@@ -55,14 +48,6 @@ asyncio.run(main())
 """
 
 
-def stub(directory: Path, text: str, name: str = "pi") -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / name
-    path.write_text(text)
-    path.chmod(0o755)
-    return path
-
-
 def bridge_replying(reply: Any, calls: list[tuple[str, dict[str, Any], float]]) -> Any:
     async def bridge(method: str, params: dict[str, Any], timeout: float) -> Any:
         calls.append((method, params, timeout))
@@ -75,26 +60,6 @@ def bridge_replying(reply: Any, calls: list[tuple[str, dict[str, Any], float]]) 
 
 def compute(executor: Executor, kind: str, params: dict[str, Any], questions: Any = None) -> SignalOutcome:
     return asyncio.run(executor.compute(SignalRequest("sig", kind, params, questions or {})))
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether a live (not zombie) process of the process group remains (fields 3 and 5 of stat)."""
-    stats = []
-    for entry in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError):
-            stats.append(entry.read_text().rsplit(")", 1)[1].split())
-    return any(int(fields[2]) == pgid and fields[0] not in ("Z", "X") for fields in stats)
-
-
-def assert_group_gone(pgid: int) -> None:
-    deadline = time.monotonic() + 5  # SIGKILL is sent; the kernel may need a moment to finish the exits
-    try:
-        while group_alive(pgid):
-            assert time.monotonic() < deadline, f"process group {pgid} still alive"
-            time.sleep(0.01)
-    finally:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
 
 
 # --- apply: effects for the bridge, local effects ---------------------------------------------------

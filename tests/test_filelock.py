@@ -6,7 +6,9 @@ import json
 import multiprocessing
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import pytest
@@ -29,13 +31,26 @@ def _update_many(path: str, worker: int, count: int) -> None:
         update_json(Path(path), f"w{worker}-{i}", {"worker": worker, "i": i})
 
 
+@contextmanager
+def _workers(processes: list[BaseProcess]) -> Iterator[list[BaseProcess]]:
+    """Start ``processes``; whatever happens, none is left running afterwards."""
+    try:
+        for process in processes:
+            process.start()
+        yield processes
+    finally:
+        for process in processes:
+            if process.is_alive():
+                process.kill()
+            if process.pid is not None:
+                process.join(10)
+
+
 def _run_all(target: Callable[..., None], args_of: Callable[[int], tuple[object, ...]]) -> None:
-    processes = [FORK.Process(target=target, args=args_of(w)) for w in range(WORKERS)]
-    for process in processes:
-        process.start()
-    for process in processes:
-        process.join(60)
-        assert process.exitcode == 0
+    with _workers([FORK.Process(target=target, args=args_of(w)) for w in range(WORKERS)]) as processes:
+        for process in processes:
+            process.join(60)
+            assert process.exitcode == 0
 
 
 def _mode(path: Path) -> int:
@@ -87,17 +102,16 @@ def test_update_json_concurrent_processes_keep_every_key(tmp_path: Path) -> None
 def test_update_json_readers_always_see_valid_json(tmp_path: Path) -> None:
     target = tmp_path / "store.json"
     update_json(target, "seed", "x" * 5000)
-    processes = [FORK.Process(target=_update_many, args=(str(target), w, 40)) for w in range(2)]
-    for process in processes:
-        process.start()
-    reads = 0
-    while any(p.is_alive() for p in processes) or reads == 0:
-        text = target.read_text(encoding="utf-8")
-        assert isinstance(json.loads(text), dict), text[:200]
-        reads += 1
-    for process in processes:
-        process.join(60)
-        assert process.exitcode == 0
+    writers = [FORK.Process(target=_update_many, args=(str(target), w, 40)) for w in range(2)]
+    with _workers(writers) as processes:
+        reads = 0
+        while any(p.is_alive() for p in processes) or reads == 0:
+            text = target.read_text(encoding="utf-8")
+            assert isinstance(json.loads(text), dict), text[:200]
+            reads += 1
+        for process in processes:
+            process.join(60)
+            assert process.exitcode == 0
     assert len(read_json(target)) == 81
 
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import copy
-import functools
-import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -285,15 +284,18 @@ events = st.fixed_dictionaries(
 )
 
 
-@functools.cache
-def _robust_policy() -> CompiledPolicy:
-    return compile_ok(Path(tempfile.mkdtemp(prefix="router-test-")), ROBUST)
+@pytest.fixture(scope="module")
+def robust_policy(tmp_path_factory: pytest.TempPathFactory) -> CompiledPolicy:
+    """Compiled once for all examples (module-scoped: Hypothesis runs many)."""
+    return compile_ok(tmp_path_factory.mktemp("robust"), ROBUST)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(raw=events, state=st.dictionaries(st.sampled_from(["band", "warned", "p"]), json_values, max_size=3))
-def test_evaluate_never_raises_and_is_deterministic(raw: dict[str, Any], state: dict[str, Any]) -> None:
-    policy = _robust_policy()
+def test_evaluate_never_raises_and_is_deterministic(
+    robust_policy: CompiledPolicy, raw: dict[str, Any], state: dict[str, Any]
+) -> None:
+    policy = robust_policy
     if not isinstance(raw.get("env"), dict) or not all(isinstance(v, str) for v in raw["env"].values()):
         raw.pop("env", None)
     before = copy.deepcopy(state)

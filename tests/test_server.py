@@ -20,7 +20,7 @@ from router import __version__, protocol
 from router.compile import compile_files
 from router.paths import packs_dir
 from router.server import Connection, Engine
-from tests.test_executor import HANGING_PI, assert_group_gone, stub
+from tests.helpers import HANGING_PI, assert_group_gone, stub
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_EVENTS = compile_files([("pack", packs_dir() / "default.yaml")])[0].event_types  # type: ignore[union-attr]
@@ -285,7 +285,10 @@ def test_connection_request_resolved_by_answer_or_error(tmp_path: Path) -> None:
         connection, writer = connected(Rig(tmp_path, POLICY))
         first = asyncio.create_task(connection.request("complete", {"prompt": "p"}, 5))
         second = asyncio.create_task(connection.request("ask", {}, 5))
-        await asyncio.sleep(0)  # one loop turn: both tasks send their request and wait
+        for _ in range(100):  # yield until both tasks have sent their request and wait (bounded)
+            if len(connection.pending) == 2:
+                break
+            await asyncio.sleep(0)
         assert sorted(connection.pending) == ["s1", "s2"]
         connection.dispatch({"id": "s2", "error": {"code": "x", "message": "no UI"}})
         connection.dispatch({"id": "s1", "result": {"text": "ok"}})

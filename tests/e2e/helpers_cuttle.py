@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.helpers_router import RouterRig, notices
+from tests.e2e.helpers_router import RouterRig
 from tests.e2e.pi_harness import make_agent_dir, model_entry
 from tests.e2e.pi_rpc import RpcPi
 
@@ -109,13 +109,6 @@ def route_lines(path: Path) -> list[str]:
 
 def chat_models(rig: RouterRig) -> list[str]:
     return [c.model for c in rig.fake.chat_requests()]
-
-
-def command(rpc: RpcPi, text: str, timeout: float | None = None) -> list[str]:
-    """Run a slash command over RPC (handled, no agent run); return the notifications it produced."""
-    since = rpc.mark()
-    assert rpc.command("prompt", timeout, message=text)["disposition"] == "handled"
-    return notices(rpc, since)
 
 
 def cuttle(rig: RouterRig, *args: str, **kwargs: Any) -> RpcPi:

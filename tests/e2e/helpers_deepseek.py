@@ -12,8 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.e2e.fake_chat import ChatSummary
-from tests.e2e.fake_provider import Reply
-from tests.e2e.helpers_router import RouterRig, notices, write_extension
+from tests.e2e.helpers_router import RouterRig, command, write_extension
 from tests.e2e.pi_harness import model_entry
 from tests.e2e.pi_rpc import RpcPi
 
@@ -75,13 +74,6 @@ def block(mode: str, band: str, persona: str) -> str:
     return f"{START}\n## DeepSeek Router\nmode={mode} band={band}\n{persona}\n{END}"
 
 
-def read_reply(rig: RouterRig) -> Reply:
-    """A reply that calls `read` on a small file of the work dir."""
-    notes = rig.work / "notes.txt"
-    notes.write_text("NOTES\n")
-    return Reply(text="", tool_calls=[{"name": "read", "arguments": {"path": str(notes)}}])
-
-
 def guidance_messages(chat: ChatSummary) -> list[int]:
     """Indexes of the wire messages that carry the router's guidance."""
     return [i for i, m in enumerate(chat.messages) if GUIDANCE in m["text"]]
@@ -91,13 +83,6 @@ def probe(rig: RouterRig, *args: str, **kwargs: Any) -> RpcPi:
     """An RPC Pi with the pack and the probe extension (probe-tools, probe-send)."""
     extension = write_extension(rig.tmp, "probe", PROBE)
     return rig.rpc(*args, "-e", str(extension), **kwargs)
-
-
-def command(rpc: RpcPi, text: str) -> list[str]:
-    """Run a slash command (handled, no agent run) and return the notifications it produced."""
-    since = rpc.mark()
-    assert rpc.command("prompt", message=text)["disposition"] == "handled"
-    return notices(rpc, since)
 
 
 def active_tools(rpc: RpcPi) -> list[str]:

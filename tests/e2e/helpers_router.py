@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 
 import router
-from tests.e2e.fake_provider import FakeProvider
+from tests.e2e.fake_provider import FakeProvider, Reply
 from tests.e2e.pi_harness import PiInstall, make_agent_dir, pi_env, run_print
 from tests.e2e.pi_rpc import RpcPi
 
@@ -43,6 +43,7 @@ BRIDGE = Path(router.__file__).resolve().parent / "bridge" / "index.ts"
 SERVE_ARGV = [sys.executable, "-m", "router", "serve"]
 STATUS_KEY = "pi-policy-router"
 STATE_ENTRY = "pi-policy-router.state"
+BUILTIN = frozenset({"read", "bash", "edit", "write"})  # the tools Pi 1.6 activates by default
 
 
 def dedent(text: str) -> str:
@@ -110,18 +111,48 @@ def is_notify(fragment: str) -> Callable[[JsonDict], bool]:
     return match
 
 
-def is_status(text_fragment: str | None) -> Callable[[JsonDict], bool]:
-    """A predicate: setStatus for the router's key, setting text with the fragment (None: clear)."""
+def is_status(text_fragment: str | None, key: str = STATUS_KEY) -> Callable[[JsonDict], bool]:
+    """A predicate: setStatus for ``key``, setting text with the fragment (None: clearing it)."""
 
     def match(record: JsonDict) -> bool:
         if record.get("type") != "extension_ui_request" or record.get("method") != "setStatus":
             return False
-        if record.get("statusKey") != STATUS_KEY:
+        if record.get("statusKey") != key:
             return False
         text = record.get("statusText")
-        return text is None if text_fragment is None else text_fragment in str(text)
+        return text is None if text_fragment is None else text is not None and text_fragment in str(text)
 
     return match
+
+
+def statuses(rpc: RpcPi, key: str = STATUS_KEY, since: int = 0) -> list[str | None]:
+    """The texts of the setStatus requests for ``key`` (None: cleared), in order."""
+    return [r.get("statusText") for r in ui_requests(rpc, "setStatus", since) if r.get("statusKey") == key]
+
+
+def command(rpc: RpcPi, text: str, timeout: float | None = None) -> list[str]:
+    """Run a slash command over RPC (handled, no agent run); return the notifications it produced.
+
+    Pi awaits the command's handler before it answers, so every notify is in by then.
+    """
+    since = rpc.mark()
+    assert rpc.command("prompt", timeout, message=text)["disposition"] == "handled"
+    return notices(rpc, since)
+
+
+# -- scripted replies -------------------------------------------------------------------------
+
+
+def tool_call(name: str, arguments: Any, **reply: Any) -> Reply:
+    """An assistant reply that calls one tool (``reply``: other Reply fields)."""
+    return Reply(text="", tool_calls=[{"name": name, "arguments": arguments}], **reply)
+
+
+def read_call(rig: RouterRig, content: str = "NOTES\n", **reply: Any) -> Reply:
+    """Write ``content`` to ``<work>/notes.txt``; a reply that calls ``read`` on it."""
+    notes = rig.work / "notes.txt"
+    notes.write_text(content)
+    return tool_call("read", {"path": str(notes)}, **reply)
 
 
 # -- sessions ---------------------------------------------------------------------------------
@@ -294,6 +325,20 @@ class RouterRig:
             self.args(args, bridge=bridge, session=session), env=env or self.env, **kwargs
         )
 
+    def router(
+        self, *args: str, env: dict[str, str] | None = None, timeout: float = 60.0
+    ) -> subprocess.CompletedProcess[str]:
+        """``python -m router <args>`` in the work dir with the rig's environment (or ``env``)."""
+        return subprocess.run(
+            [sys.executable, "-m", "router", *args],
+            cwd=self.work,
+            env=env or self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+
     def log(self, name: str = "bridge.log") -> str:
         """``<agent>/router/<name>`` (bridge.log or router.log), empty when absent."""
         path = self.agent / "router" / name
@@ -314,12 +359,25 @@ def rig(
     yield RouterRig(tmp_path, fake_provider, pi_install, agent, workdir, env, rpc_pi)
 
 
-def kill_quietly(pid: int) -> None:
-    """SIGCONT then SIGKILL ``pid`` if it still exists (cleanup of a stopped sidecar)."""
+def kill_descendant(root_pid: int, pid: int) -> None:
+    """SIGCONT then SIGKILL ``pid`` while it is still a descendant of ``root_pid``.
+
+    Once its parent has reaped it, the pid may belong to an unrelated process: that is left alone.
+    The pidfd pins the process checked, so the signals cannot reach a successor of the pid.
+    """
     import signal
 
-    for sig in (signal.SIGCONT, signal.SIGKILL):
-        try:
-            os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
+    try:
+        handle = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        if pid not in descendants(root_pid):
             return
+        for sig in (signal.SIGCONT, signal.SIGKILL):
+            try:
+                signal.pidfd_send_signal(handle, sig)
+            except ProcessLookupError:
+                return
+    finally:
+        os.close(handle)

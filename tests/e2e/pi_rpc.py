@@ -156,11 +156,15 @@ class RpcPi:
             record = json.loads(line)
         except ValueError:
             record = {"type": "unparsed", "raw": line.decode("utf-8", "replace")}
+        self._received(record)
         if record.get("type") == "extension_ui_request":
             self._on_ui_request(record)
         with self._cond:
             self.records.append(record)
             self._cond.notify_all()
+
+    def _received(self, record: JsonDict) -> None:
+        """Hook for subclasses: sees each record before it is stored and waiters are woken."""
 
     def _on_ui_request(self, request: JsonDict) -> None:
         with self._cond:
@@ -265,10 +269,16 @@ class RpcPi:
 
 
 class TimedRpc(RpcPi):
-    """RpcPi that stamps each record with its arrival time (perf_counter, seconds)."""
+    """RpcPi that stamps each record with its arrival time (perf_counter, seconds) as ``_t``.
+
+    The stamp is on the record before it is stored, so a waiter never sees a record without it.
+    """
+
+    _arrival = 0.0
 
     def _on_line(self, line: bytes) -> None:
-        stamp = time.perf_counter()
+        self._arrival = time.perf_counter()  # before parsing: the reader thread is the only caller
         super()._on_line(line)
-        with self._cond:
-            self.records[-1]["_t"] = stamp
+
+    def _received(self, record: JsonDict) -> None:
+        record["_t"] = self._arrival

@@ -9,7 +9,7 @@ import pytest
 
 from tests.e2e import helpers_router
 from tests.e2e.fake_provider import Reply
-from tests.e2e.helpers_router import RouterRig, is_notify, ui_requests
+from tests.e2e.helpers_router import RouterRig, is_notify, is_status, tool_call, ui_requests
 
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
@@ -39,9 +39,7 @@ def test_input_transform_and_handled(rig: RouterRig) -> None:
     since = rpc.mark()
     handled = rpc.send({"type": "prompt", "message": "ignore me"})
     notice = rpc.wait_record(is_notify("SWALLOWED"), since=since)
-    status = rpc.wait_record(
-        lambda r: r.get("method") == "setStatus" and r.get("statusKey") == "my-router", since=since
-    )
+    status = rpc.wait_record(is_status("swallowed", key="my-router"), since=since)
 
     [chat] = rig.fake.chat_requests()  # the handled input never reached the model
     assert chat.texts("user") == ["TRANSFORMED[#short make it brief]"]
@@ -78,18 +76,22 @@ def test_follow_up_triggers_another_turn(rig: RouterRig) -> None:
               - follow_up: {text: "FOLLOW_UP_NUDGE_12"}
               - set: {nudged: true}
     """)
-    rig.fake.script.push(Reply(text="first"), Reply(text="after nudge"))
+    rig.fake.script.push(Reply(text="first"), Reply(text="after nudge"), Reply(text="third answer"))
     rpc = rig.rpc()
 
     rpc.prompt_and_wait("start")
     first_settled = rpc.records.index(rpc.events(type_="agent_settled")[0])
     rpc.wait_event("agent_settled", since=first_settled + 1)  # the follow-up's own run
+    after_nudge = rpc.command("get_last_assistant_text")
+    rpc.prompt_and_wait("third")  # a second nudge would come before it (or be queued with it)
 
-    first, second = rig.fake.chat_requests()
+    first, second, third = rig.fake.chat_requests()
     assert "FOLLOW_UP_NUDGE_12" not in json.dumps(first.messages)
     assert second.messages[-1] == {"role": "user", "text": "FOLLOW_UP_NUDGE_12"}
-    assert rpc.command("get_last_assistant_text") == {"text": "after nudge"}
-    assert len(rig.fake.chat_requests()) == 2  # the state flag stops a second nudge
+    assert after_nudge == {"text": "after nudge"}
+    # the state flag stops a second nudge
+    assert third.texts("user") == ["start", "FOLLOW_UP_NUDGE_12", "third"]
+    assert rpc.command("get_last_assistant_text") == {"text": "third answer"}
 
 
 QUESTION_TOOL = """
@@ -113,7 +115,7 @@ rules:
 def test_policy_declared_question_tool(rig: RouterRig) -> None:
     rig.policy(QUESTION_TOOL)
     rig.fake.script.push(
-        Reply(text="", tool_calls=[{"name": "decision_request", "arguments": {"question": "A or B?"}}]),
+        tool_call("decision_request", {"question": "A or B?"}),
         Reply(text="going with B"),
     )
 
@@ -130,7 +132,7 @@ def test_policy_declared_question_tool(rig: RouterRig) -> None:
 def test_question_tool_without_answer_reports_error_text(rig: RouterRig) -> None:
     rig.policy(QUESTION_TOOL.replace("tool_name == 'decision_request'", "tool_name == 'other'"))
     rig.fake.script.push(
-        Reply(text="", tool_calls=[{"name": "decision_request", "arguments": {"question": "A?"}}]),
+        tool_call("decision_request", {"question": "A?"}),
         Reply(text="fine"),
     )
 

@@ -10,10 +10,12 @@ import pytest
 from tests.e2e import helpers_router
 from tests.e2e.fake_provider import Reply
 from tests.e2e.helpers_router import (
+    BUILTIN,
     RouterRig,
+    descendants,
     is_notify,
     is_status,
-    kill_quietly,
+    kill_descendant,
     notices,
     router_env,
     rpc_pid,
@@ -23,7 +25,6 @@ from tests.e2e.helpers_router import (
 
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
-BUILTIN = {"read", "bash", "edit", "write"}
 
 ONLY_READ = """
 rules:
@@ -131,7 +132,6 @@ def test_broken_policy_at_startup_print_mode(rig: RouterRig) -> None:
     assert len(rig.fake.chat_requests()) == 1
 
 
-
 def test_killed_sidecar_fails_open_and_restarts(rig: RouterRig) -> None:
     rig.policy(ONLY_READ)
     rpc = rig.rpc()
@@ -140,7 +140,7 @@ def test_killed_sidecar_fails_open_and_restarts(rig: RouterRig) -> None:
 
     since = rpc.mark()
     os.kill(pid, signal.SIGKILL)
-    warning = rpc.wait_record(is_notify("router"), since=since)
+    warning = rpc.wait_record(is_notify("sidecar exited"), since=since)
     offline = rpc.wait_record(is_status("offline"), since=since)
     back = rpc.wait_record(is_notify("policy engine is back"), since=since)  # after the back-off
     cleared = rpc.wait_record(is_status(None), since=since)
@@ -181,7 +181,8 @@ def test_hanging_sidecar_times_out_and_pi_answers(rig: RouterRig) -> None:
     rig.fake.script.push(Reply(text="first"), Reply(text="while hung"), Reply(text="third"))
     rpc = rig.rpc(env=env)
     rpc.prompt_and_wait("one")
-    [pid] = sidecar_pids(rpc_pid(rpc))
+    pi = rpc_pid(rpc)
+    [pid] = sidecar_pids(pi)
     try:
         os.kill(pid, signal.SIGSTOP)
         since = rpc.mark()
@@ -192,8 +193,11 @@ def test_hanging_sidecar_times_out_and_pi_answers(rig: RouterRig) -> None:
         # the hung sidecar is replaced; the policy applies again once the new one answers
         rpc.wait_record(is_notify("policy engine is back"), since=since)
         rpc.prompt_and_wait("three")
+        # the bridge kills the stopped sidecar (a second after stopping it) and Node reaps it
+        wait_until(lambda: pid not in descendants(pi), 10, "the hung sidecar to be killed and reaped")
+        rpc.command("get_state")  # a round trip: Node has run the exit handler of the reaped child
     finally:
-        kill_quietly(pid)
+        kill_descendant(pi, pid)  # only when the test failed before the bridge killed it
 
     assert "300 ms" in warning["message"]
     assert offline["statusText"] == "router: offline (restarting)"
@@ -204,8 +208,7 @@ def test_hanging_sidecar_times_out_and_pi_answers(rig: RouterRig) -> None:
     assert "event input failed: no answer to event within 300 ms" in rig.log()
     assert three.tools == ["read"]
     assert rpc.command("get_last_assistant_text") == {"text": "third"}
-    wait_until(lambda: pid not in sidecar_pids(rpc_pid(rpc)), 10, "the hung sidecar to be killed")
-    assert len(sidecar_pids(rpc_pid(rpc))) == 1
+    assert len(sidecar_pids(pi)) == 1
     assert sum("no answer" in n for n in notices(rpc)) == 1
     # the replaced sidecar's late exit must not take its successor down
     assert not [n for n in notices(rpc) if "sidecar exited" in n]

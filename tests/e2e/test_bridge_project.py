@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.e2e import helpers_router
-from tests.e2e.helpers_router import RouterRig, write_policy
+from tests.e2e.helpers_router import BUILTIN, RouterRig, write_policy
 
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
@@ -27,8 +27,6 @@ rules:
     do:
       - trust: {trusted: "yes"}
 """
-
-BUILTIN = {"read", "bash", "edit", "write"}
 
 
 def project_policy(rig: RouterRig) -> None:
@@ -68,20 +66,13 @@ def test_project_policy_applies_with_approve(rig: RouterRig) -> None:
     assert "not trusted" not in done.stderr
 
 
-def test_project_trust_rule_trusts_a_router_only_project(rig: RouterRig) -> None:
+@pytest.mark.parametrize("gated", [False, True], ids=["router-only", "gated"])
+def test_project_trust_rule_trusts_the_project(rig: RouterRig, gated: bool) -> None:
+    """Router-only .pi/: the bridge asks the policy itself. With a file Pi gates (.pi/settings.json),
+    Pi emits project_trust and the rule answers Pi."""
     project_policy(rig)
-    rig.policy(USER_TRUSTS)
-
-    done = rig.print("hello")
-
-    assert done.returncode == 0, done.stderr
-    assert rig.fake.chat_requests()[0].tools == ["read"]
-
-
-def test_project_trust_rule_answers_pi(rig: RouterRig) -> None:
-    """With a file Pi gates (.pi/settings.json), Pi itself emits project_trust; the rule answers."""
-    project_policy(rig)
-    (rig.work / ".pi" / "settings.json").write_text("{}\n")
+    if gated:
+        (rig.work / ".pi" / "settings.json").write_text("{}\n")
     rig.policy(USER_TRUSTS)
 
     done = rig.print("hello")

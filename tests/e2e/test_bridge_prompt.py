@@ -10,18 +10,19 @@ import pytest
 from tests.e2e import helpers_router
 from tests.e2e.fake_provider import Reply
 from tests.e2e.helpers_router import (
+    BUILTIN,
     RouterRig,
     process_state,
+    read_call,
     rpc_pid,
     session_entries,
+    session_files,
     sidecar_pids,
     wait_until,
 )
 
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
-
-BUILTIN = {"read", "bash", "edit", "write"}
 
 CUT_AND_RESTORE = """
 rules:
@@ -38,12 +39,7 @@ rules:
 
 def read_then_answer(rig: RouterRig, text: str = "FINAL") -> None:
     """Script: the model reads notes.txt, then answers ``text``."""
-    notes = rig.work / "notes.txt"
-    notes.write_text("NOTE_CONTENT_314\n")
-    rig.fake.script.push(
-        Reply(text="", tool_calls=[{"name": "read", "arguments": {"path": str(notes)}}]),
-        Reply(text=text),
-    )
+    rig.fake.script.push(read_call(rig, "NOTE_CONTENT_314\n"), Reply(text=text))
 
 
 def test_tools_cut_on_first_input_print_mode(rig: RouterRig) -> None:
@@ -180,9 +176,8 @@ def test_section_and_ephemeral_message_reach_provider_not_session(rig: RouterRig
 
     assert "EPHEMERAL_GUIDANCE_5521" not in json.dumps(messages)
     assert any("the user question" in json.dumps(m) for m in messages)
-    files = list(rig.session_dir.rglob("*.jsonl"))
-    assert len(files) == 1
-    stored = files[0].read_text()
+    [session_file] = session_files(rig.session_dir)
+    stored = session_file.read_text()
     assert "EPHEMERAL_GUIDANCE_5521" not in stored
     assert "the user question" in stored and "ANSWERED" in stored
     assert any(e.get("type") == "message" for e in session_entries(rig.session_dir))

@@ -8,7 +8,7 @@ import pytest
 
 from tests.e2e import helpers_router
 from tests.e2e.fake_provider import Reply
-from tests.e2e.helpers_router import RouterRig
+from tests.e2e.helpers_router import RouterRig, read_call
 
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
@@ -36,13 +36,11 @@ rules:
 
 def test_virtual_model_routes_each_request(rig: RouterRig) -> None:
     rig.policy(ROUTING)
-    notes = rig.work / "notes.txt"
-    notes.write_text("ROUTED_NOTES\n")
     rig.fake.script.push(
         Reply(text="easy answer"),
         # '#hard' prompt: the cloud model calls a tool; the continuation has no '#hard' rule
         # match (reason continuation) and must stay on the previous physical model
-        Reply(text="", tool_calls=[{"name": "read", "arguments": {"path": str(notes)}}]),
+        read_call(rig, "ROUTED_NOTES\n"),
         Reply(text="hard answer"),
         Reply(text="easy again"),
     )
@@ -71,12 +69,7 @@ def test_virtual_model_routes_each_request(rig: RouterRig) -> None:
 def test_continuation_without_rule_follows_the_else_rule(rig: RouterRig) -> None:
     """Control: with the continuation rule disabled, the tool continuation goes to the else rule."""
     rig.policy(ROUTING + "disable: [keep-previous-on-continuation]\n")
-    notes = rig.work / "notes.txt"
-    notes.write_text("x\n")
-    rig.fake.script.push(
-        Reply(text="", tool_calls=[{"name": "read", "arguments": {"path": str(notes)}}]),
-        Reply(text="done"),
-    )
+    rig.fake.script.push(read_call(rig), Reply(text="done"))
 
     done = rig.print("--model", "router/auto", "#hard task")
 
@@ -99,5 +92,6 @@ def test_route_to_unknown_model_falls_back(rig: RouterRig) -> None:
 
     assert done.returncode == 0, done.stderr
     [chat] = rig.fake.chat_requests()
-    assert chat.model in {"fake-local", "fake-cloud", "deepseek-v4-pro"}
+    # no previous model on the first request: the first physical model of Pi's registry
+    assert chat.model == "fake-local"
     assert "route to unknown model fake/missing-model" in done.stderr

@@ -8,7 +8,14 @@ import pytest
 
 from tests.e2e import helpers_router
 from tests.e2e.fake_provider import Reply
-from tests.e2e.helpers_router import STATE_ENTRY, RouterRig, is_notify, notices, session_entries
+from tests.e2e.helpers_router import (
+    STATE_ENTRY,
+    RouterRig,
+    is_notify,
+    notices,
+    session_entries,
+    session_files,
+)
 
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
@@ -48,7 +55,7 @@ def test_state_persisted_and_restored_on_continue(rig: RouterRig) -> None:
         (STATE_ENTRY, {"count": 2}),
     ]
 
-    [session_file] = list(rig.session_dir.rglob("*.jsonl"))
+    [session_file] = session_files(rig.session_dir)
     states = [
         e["data"]["state"]
         for e in session_entries(rig.session_dir)
@@ -70,7 +77,7 @@ def test_state_starts_fresh_in_a_new_session(rig: RouterRig) -> None:
 
     counts = [chat.system.split("ROUTER_COUNT=")[-1].split()[0] for chat in rig.fake.chat_requests()]
     assert counts == ["1", "1"]
-    assert len(list(rig.session_dir.rglob("*.jsonl"))) == 2
+    assert len(session_files(rig.session_dir)) == 2
 
 
 COMPACT = """
@@ -106,8 +113,10 @@ def test_compact_from_agent_settled(rig: RouterRig) -> None:
     end = rpc.wait_event("compaction_end", since=since)
     done = rpc.wait_record(is_notify("COMPACTED"), since=since)
     summaries = len(rig.fake.chat_requests()) - 2
-    rig.fake.script.push(Reply(text="after compaction"))
+    # as full as the second: only the state flag keeps the rule from compacting again
+    rig.fake.script.push(Reply(text="after compaction", prompt_tokens=120000))
     rpc.prompt_and_wait("third question")
+    rpc.command("get_state")  # a round trip: a compaction started on this settle is reported by now
 
     assert start["reason"] == "manual"
     assert end.get("errorMessage") in (None, ""), end

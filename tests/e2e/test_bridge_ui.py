@@ -6,7 +6,7 @@ import pytest
 
 from tests.e2e import helpers_router
 from tests.e2e.fake_provider import Reply
-from tests.e2e.helpers_router import RouterRig, is_notify, notices, ui_requests, write_extension
+from tests.e2e.helpers_router import RouterRig, is_notify, notices, tool_call, ui_requests, write_extension
 
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
@@ -40,7 +40,7 @@ def run_pick(rig: RouterRig, policy: str) -> tuple[list[str], list[dict[str, obj
     """Run one prompt whose model calls ``pick``; return the tool texts of request 2 and UI requests."""
     rig.policy(policy)
     extension = write_extension(rig.tmp, "pick", PICK_EXTENSION)
-    rig.fake.script.push(Reply(text="", tool_calls=[{"name": "pick", "arguments": {}}]), Reply(text="ok"))
+    rig.fake.script.push(tool_call("pick", {}), Reply(text="ok"))
     rpc = rig.rpc("-e", str(extension))
 
     rpc.prompt_and_wait("choose for me")

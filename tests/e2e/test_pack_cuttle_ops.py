@@ -5,13 +5,15 @@ Routing itself is in test_pack_cuttle.py; the shared setup is helpers_cuttle.py.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
-import subprocess
-import sys
+import struct
 import threading
 import time
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,14 +30,13 @@ from tests.e2e.helpers_cuttle import (
     base_config,
     chat_models,
     classifier_calls,
-    command,
     cuttle,
     p_complex,
     read_config,
     route_lines,
     setup_cuttle,
 )
-from tests.e2e.helpers_router import RouterRig, rpc_pid, ui_requests
+from tests.e2e.helpers_router import RouterRig, command, rpc_pid, ui_requests, wait_until
 
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
@@ -65,6 +66,8 @@ def test_local_failure_retries_on_the_cloud_then_flips_back(rig: RouterRig) -> N
     assert route_lines(debug) == [
         f"route result tier=local ref={SMALL} reasons=classifier p(complex)=0.04",
         f"route result tier=cloud ref={CHEAP} reasons=escalation after a failure on {SMALL}: {error}",
+        # the next user turn flips back to the session's local decision
+        f"route result tier=local ref={SMALL} reasons=classifier p(complex)=0.04",
     ]
     assert f"tier=cloud model={CHEAP} " in why
     assert classifier_calls(rig) == 1  # the retry reuses the turn's score
@@ -208,8 +211,49 @@ def test_doctor_reports_the_failure_when_the_fake_is_down(rig: RouterRig) -> Non
 # -- the slot broker ------------------------------------------------------------------------------
 
 
+IN_OPEN = 0x20
+INOTIFY_EVENT = struct.Struct("iIII")  # wd, mask, cookie, len; then len bytes of name
+
+
+class OpenWatch:
+    """Counts the opens of each file in ``directory`` from now on (Linux inotify)."""
+
+    def __init__(self, directory: Path) -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+        self.fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if self.fd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1 failed")
+        if libc.inotify_add_watch(self.fd, os.fsencode(directory), IN_OPEN) < 0:
+            error = ctypes.get_errno()
+            os.close(self.fd)
+            raise OSError(error, f"inotify_add_watch failed on {directory}")
+        self.opens: Counter[str] = Counter()
+
+    def poll(self) -> Counter[str]:
+        """Read the events that arrived; the open counts so far."""
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return self.opens
+            offset = 0
+            while offset < len(data):
+                _wd, _mask, _cookie, length = INOTIFY_EVENT.unpack_from(data, offset)
+                start = offset + INOTIFY_EVENT.size
+                self.opens[data[start : start + length].rstrip(b"\0").decode()] += 1
+                offset = start + length
+
+    def __enter__(self) -> OpenWatch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
+
+
 class Concurrency:
-    """A Script fn that tracks in-flight chat requests; each waits for a partner (up to ``hold_s``)."""
+    """A Script fn that tracks in-flight chat requests. The first is held until ``release`` is set;
+    ``hold_s`` is only an upper bound (``held_too_long`` tells it ran out)."""
 
     def __init__(self, hold_s: float) -> None:
         self.hold_s = hold_s
@@ -217,18 +261,22 @@ class Concurrency:
         self.now = 0
         self.peak = 0
         self.seen = 0
-        self.partner = threading.Event()
         self.first = threading.Event()
+        self.second = threading.Event()
+        self.release = threading.Event()
+        self.held_too_long = False
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         with self.lock:
             self.now += 1
             self.seen += 1
             self.peak = max(self.peak, self.now)
-            if self.seen == 2:
-                self.partner.set()
-        self.first.set()
-        self.partner.wait(self.hold_s)  # overlap if the other process is allowed in
+            number = self.seen
+        if number == 1:
+            self.first.set()
+            self.held_too_long = not self.release.wait(self.hold_s)
+        else:
+            self.second.set()
         with self.lock:
             self.now -= 1
         return Reply(text="done")
@@ -238,16 +286,32 @@ class Concurrency:
 def test_slot_broker_caps_in_flight_turns_across_processes(rig: RouterRig, cap: int, peak: int) -> None:
     setup_cuttle(rig, base_config(maxConcurrent=cap))
     p_complex(rig, 0.04)
-    tracker = Concurrency(hold_s=4.0)
+    tracker = Concurrency(hold_s=60.0)
     rig.fake.script.fn = tracker
     first = cuttle(rig, "--model", "cuttle/auto")
     second = cuttle(rig, "--model", "cuttle/auto")
+    marks = [first.mark(), second.mark()]
 
     first.send({"type": "prompt", "message": "first task"})
-    assert tracker.first.wait(20), "the first request never arrived"
-    second.prompt_and_wait("second task", timeout=60)
-    first.wait_event("agent_settled", timeout=30)
+    try:  # the first request is held until the second process is seen waiting (or, uncapped, sending)
+        assert tracker.first.wait(20), "the first request never arrived"
+        if cap:
+            # the first turn holds slot 0; a second open of slot-0.lock is the other process retrying
+            # after a refusal: it waits for the slot
+            with OpenWatch(rig.agent / "pi-cuttle" / "slots") as watch:
+                second.send({"type": "prompt", "message": "second task"})
+                wait_until(lambda: watch.poll()["slot-0.lock"] >= 2 or tracker.second.is_set(), 30,
+                           "the second process to wait for the slot")
+            assert not tracker.second.is_set(), "the second turn went out while the first held the only slot"
+        else:
+            second.send({"type": "prompt", "message": "second task"})
+            assert tracker.second.wait(30), "the uncapped second request never arrived"
+    finally:
+        tracker.release.set()
+    second.wait_event("agent_settled", timeout=60, since=marks[1])
+    first.wait_event("agent_settled", timeout=30, since=marks[0])
 
+    assert not tracker.held_too_long
     assert tracker.seen == 2
     assert tracker.peak == peak
 
@@ -288,11 +352,7 @@ def test_router_import_moves_the_json_into_router_yaml(rig: RouterRig) -> None:
     debug = setup_cuttle(rig, base_config())
     source = rig.agent / "pi-cuttle.json"
 
-    done = subprocess.run(
-        [sys.executable, "-m", "router", "import", str(source), "--target", str(rig.policy_path)],
-        capture_output=True, text=True, env={**os.environ, "PI_CODING_AGENT_DIR": str(rig.agent)},
-        timeout=60, check=False,
-    )
+    done = rig.router("import", str(source), "--target", str(rig.policy_path))
     assert done.returncode == 0, done.stderr
     source.unlink()
     p_complex(rig, 0.86)

@@ -13,9 +13,7 @@ import pytest
 
 from tests.e2e import helpers_router
 from tests.e2e.fake_provider import Reply
-from tests.e2e.helpers_router import SERVE_ARGV, RouterRig, is_notify, ui_requests
-from tests.e2e.pi_rpc import RpcPi
-from tests.e2e.test_pack_decision import (
+from tests.e2e.helpers_decision import (
     ANSWER_KEYS,
     AUDIT_KEYS,
     POLICY,
@@ -26,6 +24,7 @@ from tests.e2e.test_pack_decision import (
     is_delegate,
     parent_requests,
 )
+from tests.e2e.helpers_router import SERVE_ARGV, RouterRig, command, ui_requests
 
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
@@ -39,14 +38,6 @@ def decision_calls(count: int, tag: str = "") -> Reply:
         for i in range(count)])
 
 
-def command(rpc: RpcPi, text: str, fragment: str) -> dict[str, Any]:
-    """Run a slash command over RPC and return the notify it produced."""
-    since = rpc.mark()
-    response = rpc.send({"type": "prompt", "message": text})
-    assert response["data"]["disposition"] == "handled"
-    return rpc.wait_record(is_notify(fragment), since=since)
-
-
 # -- 9. the audit log -----------------------------------------------------------------------------------
 
 
@@ -55,8 +46,7 @@ def test_audit_records_log_and_status_commands(rig: RouterRig) -> None:
     Provider(rig, [decision_calls(12), Reply(text="decided")])
     rpc = rig.rpc(env=decision_env(rig, PI_DECISION_ROUTER_CHILD="0", PI_DECISION_ROUTER_TIMEOUT_MS="300",
                                    PI_DECISION_ROUTER_COMPACTION_THRESHOLD_PERCENT="90.5"))
-    empty = command(rpc, "/decision-router-log", "No decision audit entries")
-    assert empty["message"] == "No decision audit entries."
+    assert command(rpc, "/decision-router-log") == ["No decision audit entries."]
 
     rpc.prompt_and_wait("decide twelve things")
 
@@ -78,13 +68,13 @@ def test_audit_records_log_and_status_commands(rig: RouterRig) -> None:
     assert len(entries) == 12  # each batch result is kept in the session as well
     assert entries[0]["data"]["toolName"] == "decision_request"
 
-    log = command(rpc, "/decision-router-log", '"toolName"')
+    [log] = command(rpc, "/decision-router-log")
     lines = audit_path(rig).read_text().splitlines()
-    assert log["message"] == "\n".join(lines[-10:])
-    assert "Question 1?" not in log["message"] and "Question 11?" in log["message"]
+    assert log == "\n".join(lines[-10:])
+    assert "Question 1?" not in log and "Question 11?" in log
 
-    status = command(rpc, "/decision-router-status", "registered tool")
-    assert status["message"].splitlines() == [
+    [status] = command(rpc, "/decision-router-status")
+    assert status.splitlines() == [
         "enabled: true",
         "toggle: /decision-router-toggle (press Enter to switch)",
         "child: false",
@@ -139,11 +129,22 @@ SIDECARS = 6
 EVENTS = 20
 
 
-def run_sidecar(rig: RouterRig, env: dict[str, str], index: int, problems: list[str]) -> None:
-    """One `router serve` answering EVENTS question events sent at once (big records)."""
-    proc = subprocess.Popen([*SERVE_ARGV, "--cwd", str(rig.work), "--agent-dir", str(rig.agent)],
+def start_sidecar(rig: RouterRig, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A `router serve` for the rig's work and agent dirs, talking over pipes."""
+    return subprocess.Popen([*SERVE_ARGV, "--cwd", str(rig.work), "--agent-dir", str(rig.agent)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             env=env, cwd=rig.work)
+
+
+def drive_sidecar(rig: RouterRig, proc: subprocess.Popen[bytes], index: int, problems: list[str]) -> None:
+    """Send EVENTS question events at once (big records), read every answer, shut the sidecar down."""
+    try:
+        talk_to_sidecar(rig, proc, index, problems)
+    except Exception as exc:  # a thread's exception would not fail the test
+        problems.append(f"sidecar {index}: {exc!r}")
+
+
+def talk_to_sidecar(rig: RouterRig, proc: subprocess.Popen[bytes], index: int, problems: list[str]) -> None:
     assert proc.stdin is not None and proc.stdout is not None
     ctx = {"cwd": str(rig.work), "mode": "rpc", "hasUI": True, "model": None,
            "activeTools": [], "allTools": []}
@@ -155,38 +156,45 @@ def run_sidecar(rig: RouterRig, env: dict[str, str], index: int, problems: list[
         requests.append({"id": n + 2, "method": "event", "params": {
             "type": "question", "ctx": ctx,
             "payload": {"toolName": "decision_request", "source": "tool", "input": question, "excerpt": []}}})
-    try:
-        proc.stdin.write(b"".join(json.dumps(r).encode() + b"\n" for r in requests))
-        proc.stdin.flush()
-        answered: set[int] = set()
-        while len(answered) < len(requests):
-            line = proc.stdout.readline()
-            if not line:
-                problems.append(f"sidecar {index} ended after {len(answered)} answers")
-                return
-            message = json.loads(line)
-            if "id" in message and "method" not in message:
-                if "error" in message:
-                    problems.append(f"sidecar {index}: {message['error']}")
-                answered.add(message["id"])
-        proc.stdin.write(b'{"id": 999, "method": "shutdown", "params": {}}\n')
-        proc.stdin.close()
-        proc.wait(timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    proc.stdin.write(b"".join(json.dumps(r).encode() + b"\n" for r in requests))
+    proc.stdin.flush()
+    answered: set[int] = set()
+    while len(answered) < len(requests):
+        line = proc.stdout.readline()
+        if not line:
+            problems.append(f"sidecar {index} ended after {len(answered)} answers")
+            return
+        message = json.loads(line)
+        if "id" in message and "method" not in message:
+            if "error" in message:
+                problems.append(f"sidecar {index}: {message['error']}")
+            answered.add(message["id"])
+    proc.stdin.write(b'{"id": 999, "method": "shutdown", "params": {}}\n')
+    proc.stdin.close()
+    if proc.wait(timeout=10) != 0:
+        problems.append(f"sidecar {index} exited with {proc.returncode}")
 
 
 def test_many_concurrent_sidecars_append_whole_lines(rig: RouterRig) -> None:
     rig.policy(POLICY)
     env = decision_env(rig, PI_DECISION_ROUTER_CHILD="0")
     problems: list[str] = []
-    threads = [threading.Thread(target=run_sidecar, args=(rig, env, i, problems)) for i in range(SIDECARS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for _ in range(SIDECARS):
+            procs.append(start_sidecar(rig, env))
+        threads = [threading.Thread(target=drive_sidecar, args=(rig, proc, i, problems), daemon=True)
+                   for i, proc in enumerate(procs)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert not [t for t in threads if t.is_alive()], "a sidecar was still being driven after 120 s"
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
 
     assert problems == []
     lines = audit_path(rig).read_text().split("\n")

@@ -15,9 +15,7 @@ import pytest
 
 from tests.e2e import helpers_router
 from tests.e2e.fake_provider import Reply
-from tests.e2e.helpers_router import RouterRig, is_notify, ui_requests, write_extension
-from tests.e2e.pi_rpc import RpcPi
-from tests.e2e.test_pack_decision import (
+from tests.e2e.helpers_decision import (
     FALLBACK_REASON,
     MARKER,
     POLICY,
@@ -25,13 +23,22 @@ from tests.e2e.test_pack_decision import (
     STATUS_ON,
     Provider,
     audit_records,
-    call,
     decision_env,
     delegate_requests,
     failing_pi,
     parent_requests,
     tool_text,
 )
+from tests.e2e.helpers_router import (
+    RouterRig,
+    command,
+    is_status,
+    statuses,
+    tool_call,
+    ui_requests,
+    write_extension,
+)
+from tests.e2e.pi_rpc import RpcPi
 
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
@@ -80,10 +87,6 @@ def dialog_requests(rpc: RpcPi, since: int = 0) -> list[dict[str, Any]]:
     return [r for r in ui_requests(rpc, since=since) if r.get("method") in DIALOG_METHODS]
 
 
-def router_statuses(rpc: RpcPi, since: int = 0) -> list[str | None]:
-    return [r.get("statusText") for r in ui_requests(rpc, "setStatus", since) if r.get("statusKey") == DR_KEY]
-
-
 def answer_as_human(request: dict[str, Any]) -> dict[str, Any] | None:
     """An RPC client that answers dialogs like a person would."""
     method = request.get("method")
@@ -101,11 +104,11 @@ def answer_as_human(request: dict[str, Any]) -> dict[str, Any] | None:
 
 def test_dialogs_answered_without_reaching_the_client(rig: RouterRig) -> None:
     rig.policy(POLICY)
-    Provider(rig, [call("ask_all", {}), Reply(text="ok")])
+    Provider(rig, [tool_call("ask_all", {}), Reply(text="ok")])
 
     rpc = rig.rpc("-e", str(dialogs_extension(rig)),
                   env=decision_env(rig, PI_DECISION_ROUTER_PI_BIN=str(failing_pi(rig))))
-    rpc.wait_record(is_status_key(DR_KEY))
+    rpc.wait_record(is_status("Decision Router", DR_KEY))
     since = rpc.mark()
     rpc.prompt_and_wait("open the dialogs")
 
@@ -113,8 +116,8 @@ def test_dialogs_answered_without_reaching_the_client(rig: RouterRig) -> None:
     assert dialog_result(tool_text(after)) == {
         "select": "Second (Recommended)", "confirm": True, "input": "auto", "editor": "auto", "hasUI": True}
     assert dialog_requests(rpc) == []
-    assert router_statuses(rpc) == [STATUS_ON]  # set once at session start, never by a dialog
-    assert router_statuses(rpc, since) == []
+    assert statuses(rpc, DR_KEY) == [STATUS_ON]  # set once at session start, never by a dialog
+    assert statuses(rpc, DR_KEY, since) == []
     records = audit_records(rig)
     assert [r["toolName"] for r in records] == ["ui.select", "ui.confirm", "ui.input", "ui.editor"]
     assert [r["questions"][0]["prompt"] for r in records] == [
@@ -132,7 +135,7 @@ def test_dialog_answered_by_the_child(rig: RouterRig) -> None:
         value = {"Pick a plan": "First", "Proceed?\nApply the change": "no"}.get(question["prompt"], "Ada")
         return Reply(text=json.dumps({"answers": [{"id": "q1", "value": value, "reason": "child"}]}))
 
-    Provider(rig, [call("ask_all", {}), Reply(text="ok")], child=child)
+    Provider(rig, [tool_call("ask_all", {}), Reply(text="ok")], child=child)
     rpc = rig.rpc("-e", str(dialogs_extension(rig)), env=decision_env(rig))
     rpc.prompt_and_wait("open the dialogs")
 
@@ -146,7 +149,7 @@ def test_dialog_answered_by_the_child(rig: RouterRig) -> None:
 
 def test_print_mode_dialogs_are_not_intercepted(rig: RouterRig) -> None:
     rig.policy(POLICY)
-    Provider(rig, [call("ask_all", {}), Reply(text="ok")], child=lambda _prompt: Reply(text="{}"))
+    Provider(rig, [tool_call("ask_all", {}), Reply(text="ok")], child=lambda _prompt: Reply(text="{}"))
 
     done = rig.print("-e", str(dialogs_extension(rig)), "open the dialogs", env=decision_env(rig))
 
@@ -163,7 +166,7 @@ def test_print_mode_dialogs_are_not_intercepted(rig: RouterRig) -> None:
 
 def test_rpiv_questionnaire_answered_through_custom(rig: RouterRig) -> None:
     rig.policy(POLICY)
-    Provider(rig, [call("rpiv_ask", {}), Reply(text="ok")])
+    Provider(rig, [tool_call("rpiv_ask", {}), Reply(text="ok")])
 
     rpc = rig.rpc("-e", str(dialogs_extension(rig)),
                   env=decision_env(rig, PI_DECISION_ROUTER_PI_BIN=str(failing_pi(rig))))
@@ -184,26 +187,25 @@ def test_rpiv_questionnaire_answered_through_custom(rig: RouterRig) -> None:
 # -- 7. the toggle -------------------------------------------------------------------------------------
 
 
-def toggle(rpc: RpcPi, state: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Run /decision-router-toggle; return its status and notify requests."""
+def toggle(rpc: RpcPi, state: str) -> tuple[list[str | None], dict[str, Any]]:
+    """Run /decision-router-toggle, which must switch to ``state``; return the router's statuses
+    it set and its one notify request."""
     since = rpc.mark()
-    response = rpc.send({"type": "prompt", "message": "/decision-router-toggle"})
-    assert response["data"]["disposition"] == "handled"
-    notice = rpc.wait_record(is_notify(f"Pi Decision Router: {state}"), since=since)
-    status = rpc.wait_record(
-        lambda r: r.get("method") == "setStatus" and r.get("statusKey") == DR_KEY, since=since)
-    return status, notice
+    assert command(rpc, "/decision-router-toggle") == [
+        f"Pi Decision Router: {state}\nEnter /decision-router-toggle again to switch."]
+    [notice] = ui_requests(rpc, "notify", since)
+    return statuses(rpc, DR_KEY, since), notice
 
 
 def test_toggle_off_and_on_in_one_session(rig: RouterRig) -> None:
     rig.policy(POLICY)
-    Provider(rig, [Reply(text="one"), call("ask_all", {}), Reply(text="two"), Reply(text="three")])
+    Provider(rig, [Reply(text="one"), tool_call("ask_all", {}), Reply(text="two"), Reply(text="three")])
     rpc = rig.rpc("-e", str(dialogs_extension(rig)), env=decision_env(rig, PI_DECISION_ROUTER_CHILD="0"),
                   ui_handler=answer_as_human)
     rpc.prompt_and_wait("before")
 
     status, notice = toggle(rpc, "OFF")
-    assert status["statusText"] == STATUS_OFF
+    assert status == [STATUS_OFF]
     assert notice["message"] == "Pi Decision Router: OFF\nEnter /decision-router-toggle again to switch."
     assert notice["notifyType"] == "info"
     state = json.loads((rig.agent / "pi-decision-router" / "state.json").read_text())
@@ -224,7 +226,7 @@ def test_toggle_off_and_on_in_one_session(rig: RouterRig) -> None:
     assert len(audit_records(rig)) == 1  # dialogs decided by the human are not audited
 
     status, notice = toggle(rpc, "ON")
-    assert status["statusText"] == STATUS_ON
+    assert status == [STATUS_ON]
     assert notice["message"] == "Pi Decision Router: ON\nEnter /decision-router-toggle again to switch."
     rpc.prompt_and_wait("after")
     back_on = parent_requests(rig)[-1]
@@ -238,15 +240,10 @@ def startup_status(rig: RouterRig, cwd: Path, **env: str) -> str:
     """Start Pi in ``cwd``; return the router's first status text; close Pi."""
     rpc = rig.rpc(env=decision_env(rig, **env), cwd=cwd)
     try:
-        record = rpc.wait_record(is_status_key(DR_KEY))
+        record = rpc.wait_record(is_status("Decision Router", DR_KEY))
         return str(record.get("statusText"))
     finally:
         rpc.close()
-
-
-def is_status_key(key: str) -> Any:
-    return lambda r: r.get("type") == "extension_ui_request" and r.get("method") == "setStatus" \
-        and r.get("statusKey") == key
 
 
 def test_mode_saved_per_project_and_environment_wins(rig: RouterRig) -> None:
@@ -256,11 +253,11 @@ def test_mode_saved_per_project_and_environment_wins(rig: RouterRig) -> None:
     state_file = rig.agent / "pi-decision-router" / "state.json"
 
     first = rig.rpc(env=decision_env(rig))
-    first.wait_record(is_status_key(DR_KEY))
+    first.wait_record(is_status("Decision Router", DR_KEY))
     toggle(first, "OFF")
     first.close()
     second = rig.rpc(env=decision_env(rig))  # the same directory starts OFF
-    assert second.wait_record(is_status_key(DR_KEY))["statusText"] == STATUS_OFF
+    assert second.wait_record(is_status("Decision Router", DR_KEY))["statusText"] == STATUS_OFF
     second.prompt_and_wait("hello")
     [request] = parent_requests(rig)
     assert "decision_request" not in request.tools
@@ -268,7 +265,7 @@ def test_mode_saved_per_project_and_environment_wins(rig: RouterRig) -> None:
     second.close()
 
     third = rig.rpc(env=decision_env(rig), cwd=other)  # another directory: ON, then saved ON
-    assert third.wait_record(is_status_key(DR_KEY))["statusText"] == STATUS_ON
+    assert third.wait_record(is_status("Decision Router", DR_KEY))["statusText"] == STATUS_ON
     toggle(third, "OFF")
     toggle(third, "ON")
     third.close()
@@ -286,16 +283,16 @@ def test_mode_saved_per_project_and_environment_wins(rig: RouterRig) -> None:
 
 def test_disabled_start_hides_the_tool_and_leaves_dialogs_to_the_client(rig: RouterRig) -> None:
     rig.policy(POLICY)
-    Provider(rig, [call("ask_all", {}), Reply(text="ok")])
+    Provider(rig, [tool_call("ask_all", {}), Reply(text="ok")])
     rpc = rig.rpc("-e", str(dialogs_extension(rig)), env=decision_env(rig, PI_DECISION_ROUTER_ENABLED="0"),
                   ui_handler=answer_as_human)
-    assert rpc.wait_record(is_status_key(DR_KEY))["statusText"] == STATUS_OFF
+    assert rpc.wait_record(is_status("Decision Router", DR_KEY))["statusText"] == STATUS_OFF
     rpc.prompt_and_wait("ask me")
 
     first, second = parent_requests(rig)
     assert "decision_request" not in first.tools
     assert MARKER not in first.system
-    assert router_statuses(rpc) == [STATUS_OFF]
+    assert statuses(rpc, DR_KEY) == [STATUS_OFF]
     assert len(dialog_requests(rpc)) == 4
     assert dialog_result(tool_text(second))["select"] == "First"
     assert audit_records(rig) == []

@@ -30,13 +30,11 @@ from tests.e2e.helpers_deepseek import (
     START,
     active_tools,
     block,
-    command,
     guidance_messages,
     probe,
-    read_reply,
     setup,
 )
-from tests.e2e.helpers_router import STATE_ENTRY, RouterRig, session_entries
+from tests.e2e.helpers_router import STATE_ENTRY, RouterRig, command, read_call, session_entries
 
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
@@ -47,7 +45,7 @@ rig = helpers_router.rig
 
 def test_build_task_gets_react_core_persona_and_full_tools_after_first_call(rig: RouterRig) -> None:
     setup(rig)
-    rig.fake.script.push(read_reply(rig), read_reply(rig), Reply(text="done"))
+    rig.fake.script.push(read_call(rig), read_call(rig), Reply(text="done"))
     rpc = rig.rpc(*PRO)
 
     rpc.prompt_and_wait("build a new command-line tool")
@@ -69,7 +67,7 @@ def test_restore_brings_back_the_snapshots_tools(rig: RouterRig) -> None:
     # Pi keeps the tools still active in place and appends the others (as for the original
     # extension, which called setActiveTools the same way): the set is the snapshot's.
     setup(rig)
-    rig.fake.script.push(read_reply(rig), Reply(text="done"))
+    rig.fake.script.push(read_call(rig), Reply(text="done"))
     rpc = rig.rpc(*PRO)
 
     rpc.prompt_and_wait("build a new command-line tool")
@@ -84,10 +82,10 @@ def test_restore_brings_back_the_snapshots_tools(rig: RouterRig) -> None:
 )
 def test_other_models_are_untouched(rig: RouterRig, model: str) -> None:
     setup(rig)
-    rig.fake.script.push(read_reply(rig), Reply(text="done"))
+    rig.fake.script.push(read_call(rig), Reply(text="done"))
     baseline = rig.print("--model", model, "build a new command-line tool", bridge=False)
     assert baseline.returncode == 0, baseline.stderr
-    rig.fake.script.push(read_reply(rig), Reply(text="done"))
+    rig.fake.script.push(read_call(rig), Reply(text="done"))
 
     done = rig.print("--model", model, "build a new command-line tool", session=True)
 
@@ -160,7 +158,7 @@ def test_worked_examples(rig: RouterRig, text: str, mode: str, band: str, tools:
 
 def test_weak_guidance_on_every_request_never_stored(rig: RouterRig) -> None:
     setup(rig)
-    rig.fake.script.push(read_reply(rig), Reply(text="looked"), Reply(text="second"))
+    rig.fake.script.push(read_call(rig), Reply(text="looked"), Reply(text="second"))
     rpc = rig.rpc(*PRO, session=True)
     long_task = "now go through the whole parser module and tell me " + "in depth " * 12
 
@@ -310,7 +308,7 @@ def test_flash_override_survives_switch_to_pro(rig: RouterRig) -> None:
 
 def test_new_session_is_isolated(rig: RouterRig) -> None:
     setup(rig)
-    rig.fake.script.push(read_reply(rig), Reply(text="built"))
+    rig.fake.script.push(read_call(rig), Reply(text="built"))
     rpc = rig.rpc(*PRO)
 
     rpc.prompt_and_wait("build a new command-line tool")

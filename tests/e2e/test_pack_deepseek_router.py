@@ -19,12 +19,11 @@ from tests.e2e.helpers_deepseek import (
     active_tools,
     answer_selects,
     block,
-    command,
     guidance_messages,
     probe,
     setup,
 )
-from tests.e2e.helpers_router import RouterRig, ui_requests
+from tests.e2e.helpers_router import RouterRig, command, ui_requests
 
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
