@@ -21,7 +21,7 @@ const PRELOAD_TIMEOUT_MS = Math.min(HELLO_TIMEOUT_MS, 5000);
 const MAX_BACKOFF_MS = 30000;
 const STATE_ENTRY = "pi-policy-router.state";
 const STATUS_KEY = "pi-policy-router";
-const EXCERPT_ENTRIES = 12;
+const EXCERPT_ENTRIES = 12; // only bounds the payload: router/questions.py decides what the excerpt holds
 const RPIV_PROMPT = "rpiv:ask-user:prompt";
 const RPIV_BLOCKED = "rpiv:ask-user:blocked";
 /** What Pi 1.6 itself gates behind project trust in `<cwd>/.pi/` (trust-manager.js). */
