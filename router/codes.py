@@ -58,6 +58,11 @@ _ENTRIES = [
              "`disable:`, `before:` or `after:` names a rule id that no earlier layer defines.",
              "The override does nothing, which is rarely what was meant.", "disable: [deepseek-firts-turn]",
              "Use the id as `router explain` or `router lint` shows it."),
+    CodeInfo("RT123", "`skills:` path not found",
+             "A `skills:` entry names no existing skill directory or SKILL.md file (paths are "
+             "relative to the policy file).",
+             "Pi would not list the skill, so the model never learns about it.",
+             "skills: [skills/my-skil]", "skills: [skills/my-skill]"),
     CodeInfo("RT130", "invalid event document",
              "An event given to `router explain` or a test is not a mapping or has an unknown `type`.",
              "Without a type the router cannot pick the rules to evaluate.", "{text: hi}",

@@ -90,6 +90,7 @@ def compile_policy(files: list[PolicyFile]) -> tuple[CompiledPolicy | None, list
     signals = {name: _compile_signal(name, sig, f, ctx) for name, (sig, f) in signals_raw.items()}
     _check_signal_cycles(signals, ctx)
     rules = tuple(r for i, e in enumerate(entries) if (r := _compile_rule(e, i, ctx)) is not None)
+    skills = _skills(files, ctx)
     if has_errors(ctx.diagnostics):
         return None, ctx.diagnostics
     by_event: dict[str, list[CompiledRule]] = {}
@@ -106,12 +107,29 @@ def compile_policy(files: list[PolicyFile]) -> tuple[CompiledPolicy | None, list
         commands=tuple(c.model_dump() for c in _by_name(files, "commands", "name")),
         virtual_models=tuple(v.model_dump() for v in _by_name(files, "virtual_models", "ref")),
         tools=tuple(t.model_dump() for t in _by_name(files, "tools", "name")),
+        skills=skills,
         env_names=frozenset(env_names),
         files=tuple(files),
         warnings=tuple(d for d in ctx.diagnostics if d.severity is Severity.WARNING),
         file_refs=tuple((f.path, str(f.source or f.path)) for f in files),
     )
     return compiled, ctx.diagnostics
+
+
+def _skills(files: list[PolicyFile], ctx: _Context) -> tuple[str, ...]:
+    """Each file's skill paths, resolved against that file's directory, in layer order."""
+    found: dict[str, None] = {}
+    for f in files:
+        base = Path(f.source or f.path).parent
+        for index, entry in enumerate(f.policy.skills):
+            path = (base / Path(entry).expanduser()).resolve()
+            if not (path / "SKILL.md").is_file() and not (path.is_file() and path.suffix == ".md"):
+                ctx.error("RT123", f"skill not found: {entry} (looked for {path}/SKILL.md)",
+                          f.doc.span(("skills", index)),
+                          help="name a directory holding a SKILL.md, or a .md file, relative to this file")
+                continue
+            found[str(path)] = None
+    return tuple(found)
 
 
 def _by_name(files: list[PolicyFile], attr: str, key: str) -> list[Any]:

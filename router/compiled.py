@@ -103,6 +103,7 @@ class CompiledPolicy:
     commands: tuple[dict[str, Any], ...] = ()
     virtual_models: tuple[dict[str, Any], ...] = ()
     tools: tuple[dict[str, Any], ...] = ()
+    skills: tuple[str, ...] = ()  # absolute paths of skill directories or SKILL.md files
     env_names: frozenset[str] = frozenset()
     files: tuple[PolicyFile, ...] = ()
     warnings: tuple[Diagnostic, ...] = ()

@@ -232,8 +232,10 @@ class Policy(_Model):
     commands: list[Command] = Field(default_factory=list)
     virtual_models: list[VirtualModel] = Field(default_factory=list)
     tools: list[Tool] = Field(default_factory=list)
+    skills: list[str] = Field(default_factory=list, description="Pi skill directories (or SKILL.md "
+                              "files), relative to this file, that Pi lists while the policy is loaded")
 
-    @field_validator("use", "env", "disable", mode="before")
+    @field_validator("use", "env", "disable", "skills", mode="before")
     @classmethod
     def _listify(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value

@@ -22,7 +22,7 @@ from router.diagnostics import Span
 from router.expr import Template, compile_expression, compile_template
 from router.query import compile_query
 
-FORMAT = 1
+FORMAT = 2
 
 
 def cache_path(agent: Path, key: str) -> Path:
@@ -128,7 +128,7 @@ def to_ir(policy: CompiledPolicy) -> dict[str, Any]:
     return {"rules": rules, "signals": signals, "vars": dict(policy.vars),
             "env_vars": {k: dict(v) for k, v in policy.env_vars.items()},
             "commands": list(policy.commands), "virtual_models": list(policy.virtual_models),
-            "tools": list(policy.tools), "env_names": sorted(policy.env_names),
+            "tools": list(policy.tools), "skills": list(policy.skills), "env_names": sorted(policy.env_names),
             "file_refs": [list(f) for f in policy.file_refs]}
 
 
@@ -204,6 +204,6 @@ def from_ir(data: dict[str, Any]) -> CompiledPolicy:
         rules=(), by_event=_Lazy(rules_by_event, build_rules), vars=data["vars"],
         env_vars=data["env_vars"], signals=_Lazy({s["name"]: s for s in data["signals"]}, _signal),
         commands=tuple(data["commands"]), virtual_models=tuple(data["virtual_models"]),
-        tools=tuple(data["tools"]), env_names=frozenset(data["env_names"]),
+        tools=tuple(data["tools"]), skills=tuple(data["skills"]), env_names=frozenset(data["env_names"]),
         file_refs=tuple(tuple(f) for f in data["file_refs"]),
     )

@@ -98,12 +98,13 @@ class Engine:
     def declarations(self) -> dict[str, Any]:
         policy = self.policy
         if policy is None:
-            return {"events": [], "commands": [], "tools": [], "virtual_models": []}
+            return {"events": [], "commands": [], "tools": [], "virtual_models": [], "skills": []}
         return {
             "events": list(policy.event_types),
             "commands": list(policy.commands),
             "tools": list(policy.tools),
             "virtual_models": list(policy.virtual_models),
+            "skills": list(policy.skills),
         }
 
     # --- requests -----------------------------------------------------------------------------

@@ -110,6 +110,24 @@ def test_compile_use_unknown_pack_rt120_did_you_mean(tmp_path: Path) -> None:
     assert where(diag) == (1, 7) and "did you mean 'default'?" in (diag.help or "")
 
 
+def test_compile_skills_resolved_per_file_deduplicated_in_layer_order(tmp_path: Path) -> None:
+    for name in ("one", "two"):
+        write(tmp_path, f"---\nname: {name}\ndescription: d\n---\n", f"lib/skills/{name}/SKILL.md")
+    write(tmp_path, "skills: [skills/two, skills/one]\n", "lib/pack.yaml")
+    write(tmp_path, "use: [./lib/pack.yaml]\nskills: lib/skills/one\n", "main.yaml")
+    policy, found = compile_files([("file", tmp_path / "main.yaml")])
+    assert policy is not None, found
+    assert policy.skills == (str(tmp_path / "lib/skills/two"), str(tmp_path / "lib/skills/one"))
+
+
+def test_compile_skill_without_skill_md_rt123(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    policy, found = compile_files([("file", write(tmp_path, "rules: []\nskills: [empty]\n"))])
+    diag = only(found, "RT123")
+    assert policy is None and where(diag) == (2, 10)
+    assert diag.message == f"skill not found: empty (looked for {tmp_path / 'empty'}/SKILL.md)"
+
+
 def test_compile_use_cycle_rt121(tmp_path: Path) -> None:
     write(tmp_path, "use: [./b.yaml]\n", "a.yaml")
     write(tmp_path, "rules: []\nuse: [./a.yaml]\n", "b.yaml")

@@ -40,6 +40,7 @@ def test_from_ir_decides_like_the_compiled_policy(tmp_path: Path) -> None:
     cached = from_ir(to_ir(policy))
     assert cached.event_types == policy.event_types
     assert list(cached.commands) == list(policy.commands)
+    assert cached.skills == policy.skills and len(policy.skills) == 1
     for raw in EVENTS:
         event = complete_event(raw)
         one = evaluate(policy, event, state=STATE, signal_values={"user_json": None, "saved_mode": None})

@@ -115,6 +115,14 @@ def test_hello_declares_events_commands_tools_and_virtual_models(tmp_path: Path)
         ("router", "auto", "Router auto")]
     assert any(path.endswith("router.yaml") for path in hello["files"])
     assert rig.engine.state == {"band": "react"} and list(rig.engine.models) == ["fake/m1"]
+    assert hello["skills"] == []
+
+
+def test_hello_declares_the_policys_skills(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, POLICY + "skills: [team]\n")
+    (rig.agent / "team").mkdir()
+    (rig.agent / "team" / "SKILL.md").write_text("---\nname: team\ndescription: d\n---\n")
+    assert rig.hello()["skills"] == [str((rig.agent / "team").resolve())]
 
 
 def test_hello_broken_policy_warns_and_declares_nothing(tmp_path: Path) -> None:

@@ -254,6 +254,7 @@ export default async function (pi: any) {
 	const sidecar = new Sidecar();
 	let ctxRef: Ctx = null;
 	let subscribed = new Set<string>();
+	let skillPaths: string[] = [];
 	let ready = false;
 	let outage = false;
 	let failures = 0;
@@ -411,6 +412,7 @@ export default async function (pi: any) {
 		for (const command of hello.commands ?? []) registerCommand(command);
 		for (const tool of hello.tools ?? []) registerTool(tool);
 		for (const model of hello.virtual_models ?? []) registerVirtualModel(model);
+		skillPaths = (hello.skills ?? []).map(String);
 		if (subscribed.has("dialog")) patchUi(ctxRef);
 	}
 
@@ -603,6 +605,9 @@ export default async function (pi: any) {
 		} else if (!(await ensureStarted(ctx))) return;
 		await forward("session_start", { reason: event.reason, previousSessionFile: event.previousSessionFile, history: history(ctx) }, ctx);
 	});
+
+	// skills the policy ships (`skills:`): Pi asks after session_start, when hello has declared them
+	pi.on("resources_discover", async () => (skillPaths.length > 0 ? { skillPaths } : undefined));
 
 	pi.on("session_shutdown", async (event: Json, ctx: Ctx) => {
 		await forward("session_shutdown", { reason: event.reason }, ctx);

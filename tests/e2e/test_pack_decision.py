@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from router.paths import packs_dir
 from tests.e2e import helpers_router
 from tests.e2e.fake_provider import Reply
 from tests.e2e.helpers_decision import (
@@ -67,6 +68,22 @@ def test_one_registered_tool_and_guidance_once_per_request(rig: RouterRig) -> No
         assert request.system.count(MARKER) == 1, request.system[-400:]
     commands = {c["name"] for c in rpc.command("get_commands")["commands"]}
     assert {"decision-router-toggle", "decision-router-status", "decision-router-log"} <= commands
+
+
+def test_the_packs_skill_is_listed_in_the_system_prompt(rig: RouterRig) -> None:
+    # seed 000 §5: the package ships the skill `pi-decision-router`; with skills on, Pi lists it
+    rig.policy(POLICY)
+    Provider(rig, [Reply(text="fine")])
+
+    done = rig.print("hello", env=decision_env(rig, PI_DECISION_ROUTER_CHILD="0"))
+
+    assert done.returncode == 0, done.stderr
+    [request] = parent_requests(rig)
+    skill = packs_dir() / "skills" / "pi-decision-router" / "SKILL.md"
+    assert "<available_skills>" in request.system
+    assert "<name>pi-decision-router</name>" in request.system
+    assert f"<location>{skill.resolve()}</location>" in request.system
+    assert "call the\n  `decision_request` tool" in skill.read_text()
 
 
 # -- 2. shapes, the child call and its argv ---------------------------------------------------------
