@@ -33,6 +33,7 @@ from tests.e2e.helpers_router import (
     RouterRig,
     command,
     is_status,
+    session_entries,
     statuses,
     tool_call,
     ui_requests,
@@ -182,6 +183,39 @@ def test_rpiv_questionnaire_answered_through_custom(rig: RouterRig) -> None:
     assert ui_requests(rpc, "custom") == []
     [record] = audit_records(rig)
     assert record["toolName"] == "rpiv:ask-user:prompt"
+
+
+def test_rpiv_questionnaire_while_off_is_left_to_pi(rig: RouterRig) -> None:
+    # §69 §74: only an ON router decides; OFF, Pi's own custom runs: no decision, no audit, no entry
+    rig.policy(POLICY)
+    Provider(rig, [tool_call("rpiv_ask", {}), Reply(text="ok")])
+
+    rpc = rig.rpc("-e", str(dialogs_extension(rig)), session=True,
+                  env=decision_env(rig, PI_DECISION_ROUTER_ENABLED="0"))
+    rpc.prompt_and_wait("ask the questionnaire")
+
+    _, after = parent_requests(rig)
+    assert tool_text(after) == "RPIV null"  # what Pi's own custom gives an RPC client
+    assert audit_records(rig) == []
+    assert [e for e in session_entries(rig.session_dir) if e.get("customType") == DR_KEY] == []
+
+
+def test_rpiv_questionnaire_cancelled_when_the_engine_fails(rig: RouterRig) -> None:
+    # §76: a decision that fails outright answers the questionnaire as cancelled (not Pi's custom)
+    rig.policy(POLICY)
+    Provider(rig, [tool_call("rpiv_ask", {}), Reply(text="ok")])
+    killer = rig.tmp / "pi-killer"
+    killer.write_text("#!/bin/sh\nkill -9 $PPID\nsleep 30\n")  # the child kills the sidecar
+    killer.chmod(0o755)
+
+    env = decision_env(rig, PI_DECISION_ROUTER_PI_BIN=str(killer))
+    rpc = rig.rpc("-e", str(dialogs_extension(rig)), env=env)
+    rpc.prompt_and_wait("ask the questionnaire")
+
+    _, after = parent_requests(rig)
+    assert json.loads(tool_text(after).removeprefix("RPIV ")) == {"answers": [], "cancelled": True}
+    assert ui_requests(rpc, "custom") == []
+    assert audit_records(rig) == []
 
 
 # -- 7. the toggle -------------------------------------------------------------------------------------
