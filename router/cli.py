@@ -204,6 +204,11 @@ def _crash_log(exc: BaseException) -> Path:
     return path
 
 
+def _is_usage_error(exc: BaseException) -> bool:
+    """A click exception (typer vendors click from 0.29 on, so match by shape, not by import)."""
+    return any(c.__name__ == "ClickException" for c in type(exc).__mro__) and hasattr(exc, "show")
+
+
 def main() -> None:
     """Entry point: dispatch, and turn user errors, interrupts and bugs into exit codes."""
     if len(sys.argv) > 1 and sys.argv[1] == "serve":
@@ -222,12 +227,10 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
+        if _is_usage_error(exc):
+            exc.show()  # type: ignore[attr-defined]
+            sys.exit(exc.exit_code)  # type: ignore[attr-defined]
+        if type(exc).__name__ == "Abort":
             sys.exit(130)
         path = _crash_log(exc)
         typer.echo(f"router: internal error ({type(exc).__name__}: {exc}); details in {path} "

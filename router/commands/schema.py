@@ -43,7 +43,8 @@ def event_schema() -> dict[str, Any]:
     models = tuple(EVENT_MODELS.values())
     from typing import Union
 
-    adapter: TypeAdapter[Any] = TypeAdapter(Union[models])  # noqa: UP007
+    union: Any = Union[models]  # noqa: UP007
+    adapter: TypeAdapter[Any] = TypeAdapter(union)
     schema = adapter.json_schema(ref_template="#/$defs/{model}")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "pi-policy-router normalized event"
