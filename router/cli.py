@@ -9,6 +9,7 @@ import os
 import sys
 import tempfile
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -187,6 +188,46 @@ def docs(
         stale = docgen.stale(out)
         _finish(1 if stale else 0, f"stale: {', '.join(stale)}" if stale else "docs are up to date")
     _finish(0, "\n".join(f"wrote {p}" for p in docgen.write(out)))
+
+
+Directory = Annotated[Path | None, typer.Argument(help="the project directory (default: the current one)")]
+
+
+@app.command("trust")
+def trust_(
+    directory: Directory = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="trust without asking (for scripts)")] = False,
+    list_: Annotated[bool, typer.Option("--list", help="list the trusted project policies")] = False,
+) -> None:
+    """Review a project's .pi/router.yaml (and what it uses) and trust that exact content."""
+    from router.commands import trust as command
+    from router.paths import agent_dir
+
+    if list_:
+        _finish(*command.list_trusted(agent_dir()))
+    _finish(*command.trust(directory or Path.cwd(), agent_dir(), confirm=_confirm_trust(yes)))
+
+
+@app.command()
+def untrust(directory: Directory = None) -> None:
+    """Forget the trust in a project's policy: Pi no longer applies it."""
+    from router.commands import trust as command
+    from router.paths import agent_dir
+
+    _finish(*command.untrust(directory or Path.cwd(), agent_dir()))
+
+
+def _confirm_trust(yes: bool) -> Callable[[str], bool]:
+    def confirm(summary: str) -> bool:
+        typer.echo(summary)
+        if yes:
+            return True
+        if not sys.stdin.isatty():
+            typer.echo("error: not a terminal: give --yes to trust without asking", err=True)
+            return False
+        return typer.confirm("Trust this content?", default=False)
+
+    return confirm
 
 
 @app.command()

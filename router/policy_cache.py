@@ -45,6 +45,12 @@ def stamp(path: Path) -> list[Any]:
 
 def load(path: Path, candidates: list[Path]) -> CompiledPolicy | None:
     """The cached policy, when every file it was built from is unchanged."""
+    entry = load_entry(path, candidates)
+    return entry[0] if entry is not None else None
+
+
+def load_entry(path: Path, candidates: list[Path]) -> tuple[CompiledPolicy, dict[str, Any]] | None:
+    """The cached policy and the metadata saved with it, when every file is unchanged."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -56,15 +62,18 @@ def load(path: Path, candidates: list[Path]) -> CompiledPolicy | None:
     if not wanted <= recorded or any(stamp(Path(s[0])) != s for s in data["stamps"]):
         return None
     try:
-        return from_ir(data["policy"])
+        meta = data.get("meta")
+        return from_ir(data["policy"]), meta if isinstance(meta, dict) else {}
     except Exception:
         return None
 
 
-def save(path: Path, policy: CompiledPolicy, candidates: list[Path]) -> None:
+def save(path: Path, policy: CompiledPolicy, candidates: list[Path], *,
+         meta: dict[str, Any] | None = None) -> None:
     """Store the policy (best effort: a cache that cannot be written is skipped)."""
     files = {Path(source) for _, source in policy.file_refs} | set(candidates)
-    body = {"format": FORMAT, "stamps": [stamp(p) for p in sorted(files)], "policy": to_ir(policy)}
+    body = {"format": FORMAT, "stamps": [stamp(p) for p in sorted(files)], "policy": to_ir(policy),
+            "meta": meta or {}}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".policy-")

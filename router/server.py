@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from router import policy_cache, protocol
+from router import policy_command, protocol
 from router.compiled import CompiledPolicy
 from router.decision import Decision, SignalOutcome
 from router.diagnostics import Diagnostic, has_errors
@@ -24,7 +24,8 @@ from router.executor import Executor, budget_ms
 from router.interpreter import evaluate
 from router.normalize import model_catalog, normalize
 from router.paths import agent_dir as default_agent_dir
-from router.paths import packs_dir
+from router.session_policy import load_session_policy, read_project_content
+from router.trust import TrustDecision, TrustStore, decide
 
 MAX_SIGNALS = 16
 
@@ -35,7 +36,10 @@ class Engine:
     def __init__(self, connection: Connection, *, cwd: Path, agent: Path, extra: list[Path]) -> None:
         self.connection = connection
         self.cwd, self.agent, self.extra = cwd, agent, extra
-        self.trusted = True
+        self.trust: TrustDecision = decide(None, cwd, {})
+        self.approved: str | None = None
+        self.has_ui = False
+        self.told_trust: set[tuple[str, str | None]] = set()
         self.policy: CompiledPolicy | None = None
         self.fingerprint: tuple[Any, ...] = ()
         self.watched: list[str] = []
@@ -47,38 +51,44 @@ class Engine:
 
     # --- policy -------------------------------------------------------------------------------
 
-    def load(self) -> list[Diagnostic]:
-        """Load the layered policy: from the cache when no file changed, else compile it."""
-        candidates = [p.absolute() for p in self._candidates()]
-        cache = policy_cache.cache_path(self.agent, policy_cache.cache_key(
-            self.cwd.absolute(), self.agent.absolute(), self.trusted, *candidates))
-        policy = policy_cache.load(cache, candidates)
-        diagnostics: list[Diagnostic] = []
-        if policy is None:
-            from router.compile import load_policy
+    def load(self, *, keep_trusted: bool = True) -> list[Diagnostic]:
+        """Load the layered policy (project layer only when its content is trusted).
 
-            policy, diagnostics = load_policy(self.cwd, agent=self.agent,
-                                              include_project=self.trusted, extra=self.extra)
-            if policy is not None and not has_errors(diagnostics):
-                policy_cache.save(cache, policy, candidates)
-        if policy is not None and not has_errors(diagnostics):
-            self.policy = policy
-            self.env = {n: os.environ[n] for n in policy.env_names if n in os.environ}
-        self._watch_files()
-        return diagnostics
-
-    def _candidates(self) -> list[Path]:
-        paths = [packs_dir() / "default.yaml", self.agent / "router.yaml", *self.extra]
-        if self.trusted:
-            paths.append(self.cwd / ".pi" / "router.yaml")
-        return paths
-
-    def _watch_files(self) -> None:
-        """The files whose change means a reload: the layers and what the policy in force uses."""
-        refs = self.policy.file_refs if self.policy else ()
-        files = {str(Path(source).absolute()) for _, source in refs}
-        self.watched = sorted(files | {str(p.absolute()) for p in self._candidates()})
+        With `keep_trusted`, a trusted project policy in force stays when its files change to
+        content nobody trusted (a reload never swaps in untrusted rules, nor drops trusted ones).
+        """
+        loaded = load_session_policy(self.cwd, self.agent, extra=self.extra,
+                                     records=TrustStore(self.agent).records(), approved=self.approved)
+        keep = keep_trusted and self._keeps_trusted_project(loaded.trust)
+        self.trust = loaded.trust
+        if loaded.policy is not None and not has_errors(loaded.diagnostics) and not keep:
+            self.policy = loaded.policy
+            self.env = {n: os.environ[n] for n in loaded.policy.env_names if n in os.environ}
+        self.watched = [str(p) for p in loaded.watched]
         self.fingerprint = tuple(_stat(p) for p in self.watched)
+        return loaded.diagnostics
+
+    def _keeps_trusted_project(self, trust: TrustDecision) -> bool:
+        """A project policy in force stays when its files change to content nobody trusted."""
+        return self.policy is not None and self.policy_has_project and not trust.applies and \
+            trust.state in ("untrusted", "changed")
+
+    @property
+    def policy_has_project(self) -> bool:
+        return self.policy is not None and any(
+            Path(source).absolute() == (self.cwd / ".pi" / "router.yaml").absolute()
+            for _, source in self.policy.file_refs)
+
+    def trust_warnings(self) -> list[str]:
+        """The trust message, once per session and content."""
+        text = self.trust.message()
+        if text is None or (self.trust.state, self.trust.digest) in self.told_trust:
+            return []
+        self.told_trust.add((self.trust.state, self.trust.digest))
+        if self.policy_has_project and not self.trust.applies:
+            text += "; the project policy you trusted earlier stays in force"
+        self.executor.log(text)
+        return [text]
 
     def reload_if_changed(self) -> list[str]:
         """Reload when a policy file changed; return warnings for the user (once per change)."""
@@ -86,22 +96,24 @@ class Engine:
             return []
         previous = self.policy
         diagnostics = self.load()
-        if self.policy is previous or has_errors(diagnostics):
+        if has_errors(diagnostics) or (self.policy is previous and self.trust.applies):
             first = next((d for d in diagnostics if d.severity == "error"), None)
             reason = _render(first) if first else "unknown error [RT503]"
             text = f"policy reload failed: {reason}; keeping the last good policy"
             self.executor.log(text)
             return [text]
         self.executor.log("policy reloaded")
-        return []
+        return self.trust_warnings()
 
     def declarations(self) -> dict[str, Any]:
         policy = self.policy
+        engine_commands = [policy_command.DECLARATION]
         if policy is None:
-            return {"events": [], "commands": [], "tools": [], "virtual_models": [], "skills": []}
+            return {"events": ["command"], "commands": engine_commands, "tools": [], "virtual_models": [],
+                    "skills": []}
         return {
-            "events": list(policy.event_types),
-            "commands": list(policy.commands),
+            "events": sorted({*policy.event_types, "command"}),
+            "commands": [*policy.commands, *engine_commands],
             "tools": list(policy.tools),
             "virtual_models": list(policy.virtual_models),
             "skills": list(policy.skills),
@@ -110,10 +122,11 @@ class Engine:
     # --- requests -----------------------------------------------------------------------------
 
     async def hello(self, params: dict[str, Any]) -> dict[str, Any]:
-        self.trusted = bool(params.get("trusted", True))
         if params.get("cwd"):
             self.cwd = Path(str(params["cwd"]))
             self.executor.cwd = str(self.cwd)
+        self.approved = self._approved_digest(params)
+        self.has_ui = params.get("hasUI") is True
         self.models = model_catalog(params.get("models"))
         restored = params.get("state")
         self.state = dict(restored) if isinstance(restored, dict) else {}
@@ -121,15 +134,37 @@ class Engine:
         warnings = [_render(d) for d in diagnostics if d.severity == "error"][:5]
         if self.policy is None:
             warnings.insert(0, "the router policy has errors; Pi runs without it (run `router lint`)")
+        if params.get("preload") is not True:  # the factory's hello shows nothing: tell at session_start
+            warnings += self.trust_warnings()
         return {"protocol": protocol.PROTOCOL_VERSION, "engine": _version(), **self.declarations(),
-                "warnings": warnings,
+                "warnings": warnings, "trust": self.trust_report(),
                 "files": [path for path, _ in self.policy.file_refs] if self.policy else []}
+
+    def _approved_digest(self, params: dict[str, Any]) -> str | None:
+        """The project content present now, when Pi says to apply it for this run unrecorded."""
+        settings = params.get("settings")
+        always = isinstance(settings, dict) and settings.get("defaultProjectTrust") == "always"
+        if not (params.get("approve") is True or always):
+            return None
+        content, _ = read_project_content(self.cwd)
+        return content.digest if content is not None else None
+
+    def trust_report(self) -> dict[str, Any]:
+        """What the bridge shows: the state, the one-line message and a status-line text."""
+        status = {"untrusted": "router: project policy not trusted",
+                  "changed": "router: project policy changed (not trusted)"}.get(self.trust.state)
+        return {"state": self.trust.state, "message": self.trust.message(), "status": status,
+                "digest": self.trust.digest}
 
     async def event(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
         before = self.policy.event_types if self.policy else ()
         warnings = self.reload_if_changed()
         policy = self.policy
         event_type = str(params.get("type"))
+        payload = params.get("payload")
+        if event_type == "command" and isinstance(payload, dict) and \
+                payload.get("name") == policy_command.NAME:
+            return await self.policy_command(request_id, str(payload.get("args") or ""), warnings)
         if policy is None or event_type not in policy.by_event:
             unchanged = (policy.event_types if policy else ()) == before
             return {"actions": [], "warnings": warnings,
@@ -152,6 +187,28 @@ class Engine:
         if (self.policy.event_types if self.policy else ()) != before:
             result["declarations"] = self.declarations()
         return result
+
+    async def policy_command(self, request_id: Any, args: str, warnings: list[str]) -> dict[str, Any]:
+        """`/policy [status|trust|untrust]`: the engine's own command."""
+        word = (args.split() or ["status"])[0]
+        if word == "trust":
+            self.connection.notify(protocol.PROGRESS, {
+                "id": request_id, "budget_ms": policy_command.CONFIRM_BUDGET_MS, "signal": "policy"})
+            text = await policy_command.trust_project(
+                self.cwd, self.agent, has_ui=self.has_ui,
+                ask=lambda params, timeout: self.connection.request(protocol.ASK, params, timeout))
+            self.load()
+        elif word == "untrust":
+            text = policy_command.untrust_project(self.cwd, self.agent)
+            self.load(keep_trusted=False)
+        elif word == "status":
+            files = [path for path, _ in self.policy.file_refs] if self.policy else []
+            text = policy_command.status_text(self.cwd, self.trust, files)
+        else:
+            text = policy_command.usage()
+        notify = {"action": "notify", "params": {"text": text, "level": "info"}, "rule": "policy"}
+        return {"actions": [notify], "fired": [], "warnings": warnings, "declarations": self.declarations(),
+                "trust": self.trust_report()}
 
     async def _decide(self, request_id: Any, policy: CompiledPolicy, event: dict[str, Any]) -> Decision:
         outcomes: dict[str, SignalOutcome] = {}

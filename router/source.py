@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,8 @@ class SourceDoc:
     key_pos: dict[KeyPath, tuple[int, int]] = field(repr=False)
     lines: list[str] = field(repr=False)
     styles: dict[KeyPath, str] = field(repr=False, default_factory=dict)
+    sha256: str = ""
+    """SHA-256 of the bytes that were parsed (read_source), for trust by content."""
 
     def span_in(self, key_path: KeyPath, offset: int) -> Span:
         """The span of character `offset` inside the scalar at `key_path` (single-line scalars)."""
@@ -75,12 +78,14 @@ def format_key_path(key_path: Iterable[str | int]) -> str:
 def read_source(path: Path, *, display: str | None = None) -> SourceDoc:
     """Read and parse a YAML file; raise SourceError with a located diagnostic."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise SourceError([Diagnostic("RT100", f"file not found: {path}", Span(str(path)))]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SourceError([Diagnostic("RT100", f"cannot read {path}: {exc}", Span(str(path)))]) from None
-    return parse_source(text, display or str(path))
+    doc = parse_source(text, display or str(path))
+    return replace(doc, sha256=hashlib.sha256(data).hexdigest())
 
 
 def parse_source(text: str, path: str) -> SourceDoc:

@@ -89,7 +89,7 @@ def test_run_all_good_exit_0_with_a_real_sidecar(rig: tuple[Path, Path]) -> None
     assert policy is not None and checks["policy"].startswith(f"ok   policy: {len(policy.rules)} rules from ")
     assert checks["policy"].endswith("agent/router.yaml")
     assert checks["sidecar"].startswith("ok   sidecar: ready in ")
-    assert checks["sidecar"].endswith(f" ms, forwards {len(policy.event_types)} event types")
+    assert checks["sidecar"].endswith(f" ms, forwards {len({*policy.event_types, 'command'})} event types")
     assert {"input", "route"} <= set(policy.event_types)
     assert checks["model fake/fake-cloud"] == "ok   model fake/fake-cloud"
     assert checks["model fake/fake-local"] == "ok   model fake/fake-local"
@@ -175,7 +175,7 @@ def test_run_without_bridge_and_broken_policy(rig: tuple[Path, Path]) -> None:
     assert code == 1
     assert checks["bridge"] == "FAIL bridge: not installed (run `router install`)"
     assert checks["policy"] == "FAIL policy: 0 rules from nothing; 1 errors (run `router lint`)"
-    assert checks["sidecar"].startswith("ok   sidecar: ") and "forwards 0 event types" in checks["sidecar"]
+    assert checks["sidecar"].startswith("ok   sidecar: ") and "forwards 1 event types" in checks["sidecar"]
 
 
 def test_policy_models_literal_refs_of_model_route_and_vars(tmp_path: Path) -> None:

@@ -16,10 +16,12 @@ from typing import Any
 import pytest
 
 import router.compile
-from router import __version__, protocol
+from router import __version__, policy_command, protocol
 from router.compile import compile_files
 from router.paths import packs_dir
 from router.server import Connection, Engine
+from router.session_policy import read_project_content
+from router.trust import TrustStore
 from tests.helpers import HANGING_PI, assert_group_gone, stub
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,8 +29,8 @@ DEFAULT_EVENTS = compile_files([("pack", packs_dir() / "default.yaml")])[0].even
 
 
 def events(*extra: str) -> list[str]:
-    """The forwarded event types: the built-in default pack's plus `extra`."""
-    return sorted({*DEFAULT_EVENTS, *extra})
+    """The forwarded event types: the built-in default pack's, `command` (for /policy), `extra`."""
+    return sorted({*DEFAULT_EVENTS, "command", *extra})
 
 
 POLICY = """\
@@ -109,7 +111,7 @@ def test_hello_declares_events_commands_tools_and_virtual_models(tmp_path: Path)
     hello = rig.hello(state={"band": "react"}, models=[{"provider": "fake", "id": "m1"}])
     assert (hello["protocol"], hello["engine"], hello["warnings"]) == (1, __version__, [])
     assert hello["events"] == events("input")
-    assert [c["name"] for c in hello["commands"]] == ["my-router"]
+    assert [c["name"] for c in hello["commands"]] == ["my-router", "policy"]
     assert [(t["name"], t["description"]) for t in hello["tools"]] == [("ask_me", "Ask for a decision")]
     assert [(v["provider"], v["id"], v["name"]) for v in hello["virtual_models"]] == [
         ("router", "auto", "Router auto")]
@@ -131,16 +133,92 @@ def test_hello_broken_policy_warns_and_declares_nothing(tmp_path: Path) -> None:
     assert hello["warnings"][0] == "the router policy has errors; Pi runs without it (run `router lint`)"
     assert hello["warnings"][1].endswith("[RT205]") and ":3:9: " in hello["warnings"][1]
     assert (hello["events"], hello["commands"], hello["tools"], hello["virtual_models"], hello["files"]) == (
-        [], [], [], [], [])
+        ["command"], [policy_command.DECLARATION], [], [], [])
     assert rig.event() == {"actions": [], "warnings": []}
 
 
-def test_hello_project_layer_only_when_trusted(tmp_path: Path) -> None:
+PROJECT = "rules:\n  - {id: p, on: turn_start, do: [{notify: x}]}\n"
+
+
+def trust_project(rig: Rig) -> None:
+    content, diagnostics = read_project_content(rig.cwd)
+    assert content is not None and not diagnostics
+    TrustStore(rig.agent).trust(content)
+
+
+def test_hello_untrusted_project_layer_is_skipped_and_user_told(tmp_path: Path) -> None:
     rig = Rig(tmp_path, "version: 1\n")
     (rig.cwd / ".pi").mkdir()
-    (rig.cwd / ".pi" / "router.yaml").write_text("rules:\n  - {id: p, on: turn_start, do: [{notify: x}]}\n")
-    assert "turn_start" not in rig.hello(trusted=False)["events"]
-    assert "turn_start" in rig.hello(trusted=True)["events"]
+    (rig.cwd / ".pi" / "router.yaml").write_text(PROJECT)
+    hello = rig.hello(trusted=True)  # Pi's folder trust is not content trust
+    assert "turn_start" not in hello["events"]
+    assert hello["trust"]["state"] == "untrusted"
+    [warning] = [w for w in hello["warnings"] if "not trusted" in w]
+    assert f"router trust {rig.cwd.resolve()}" in warning
+    assert hello["trust"]["status"] == "router: project policy not trusted"
+
+
+def test_hello_trusted_content_applies_and_a_change_needs_trust_again(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, "version: 1\n")
+    (rig.cwd / ".pi").mkdir()
+    project = rig.cwd / ".pi" / "router.yaml"
+    project.write_text(PROJECT)
+    trust_project(rig)
+    hello = rig.hello()
+    assert "turn_start" in hello["events"] and hello["trust"]["state"] == "trusted"
+    assert not [w for w in hello["warnings"] if "trust" in w]
+    fresh = Engine(FakeConnection(), cwd=rig.cwd, agent=rig.agent, extra=[])  # type: ignore[arg-type]
+    assert "turn_start" in asyncio.run(fresh.hello({"cwd": str(rig.cwd)}))["events"]  # from the cache
+    project.write_text(PROJECT.replace("notify: x", "notify: y") + "# edited\n")
+    again = Engine(FakeConnection(), cwd=rig.cwd, agent=rig.agent, extra=[])  # type: ignore[arg-type]
+    changed = asyncio.run(again.hello({"cwd": str(rig.cwd)}))
+    assert "turn_start" not in changed["events"] and changed["trust"]["state"] == "changed"
+
+
+def test_file_appearing_mid_session_is_not_obeyed(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, POLICY)
+    rig.hello()
+    (rig.cwd / ".pi").mkdir()
+    (rig.cwd / ".pi" / "router.yaml").write_text(
+        "disable: [greet]\nrules:\n  - {id: evil, on: input, do: [{notify: pwned}]}\n")
+    result = rig.event()
+    assert result["fired"] == ["greet"]
+    assert [w for w in result["warnings"] if "is not applied" in w]
+    assert "is not applied" not in " ".join(rig.event()["warnings"])  # told once
+
+
+def test_trusted_project_policy_in_force_stays_when_its_file_changes(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, "version: 1\n")
+    (rig.cwd / ".pi").mkdir()
+    project = rig.cwd / ".pi" / "router.yaml"
+    project.write_text(PROJECT)
+    trust_project(rig)
+    rig.hello()
+    project.write_text("rules:\n  - {id: evil, on: turn_start, do: [{notify: pwned}]}\n")
+    result = rig.event({"type": "turn_start", "payload": {"turnIndex": 0}, "ctx": {}})
+    assert result["fired"] == ["p"]
+    assert any("stays in force" in w for w in result["warnings"])
+
+
+def test_approve_applies_the_content_present_at_start_only(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, "version: 1\n")
+    (rig.cwd / ".pi").mkdir()
+    project = rig.cwd / ".pi" / "router.yaml"
+    project.write_text(PROJECT)
+    hello = rig.hello(approve=True)
+    assert "turn_start" in hello["events"] and hello["trust"]["state"] == "approved"
+    assert not TrustStore(rig.agent).projects()  # not recorded
+    project.write_text(PROJECT.replace("id: p", "id: q"))
+    result = rig.event({"type": "turn_start", "payload": {"turnIndex": 0}, "ctx": {}})
+    assert result["fired"] == ["p"]
+
+
+def test_default_project_trust_always_is_like_approve(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, "version: 1\n")
+    (rig.cwd / ".pi").mkdir()
+    (rig.cwd / ".pi" / "router.yaml").write_text(PROJECT)
+    hello = rig.hello(settings={"defaultProjectTrust": "always"})
+    assert hello["trust"]["state"] == "approved" and "turn_start" in hello["events"]
 
 
 def test_event_without_rules_returns_no_actions(tmp_path: Path) -> None:
@@ -231,7 +309,7 @@ def test_event_reload_adding_an_event_type_returns_declarations(tmp_path: Path) 
     rig.edit(POLICY + "  - {id: count, on: turn_start, do: [{set: {turns: 1}}]}\n")
     result = rig.event()
     assert result["declarations"]["events"] == events("input", "turn_start")
-    assert [c["name"] for c in result["declarations"]["commands"]] == ["my-router"]
+    assert [c["name"] for c in result["declarations"]["commands"]] == ["my-router", "policy"]
     assert "declarations" not in rig.event()
 
 

@@ -24,8 +24,6 @@ const STATUS_KEY = "pi-policy-router";
 const EXCERPT_ENTRIES = 12; // only bounds the payload: router/questions.py decides what the excerpt holds
 const RPIV_PROMPT = "rpiv:ask-user:prompt";
 const RPIV_BLOCKED = "rpiv:ask-user:blocked";
-/** What Pi 1.6 itself gates behind project trust in `<cwd>/.pi/` (trust-manager.js). */
-const PI_GATED = ["settings.json", "mcp.json", "extensions", "skills", "prompts", "themes", "SYSTEM.md", "APPEND_SYSTEM.md"];
 
 type Json = any;
 type Ctx = any;
@@ -260,8 +258,6 @@ export default async function (pi: any) {
 	let failures = 0;
 	let restartTimer: NodeJS.Timeout | null = null;
 	let stopping = false;
-	let trusted = false;
-	let piAskedTrust = false;
 	let registered = { commands: new Set<string>(), tools: new Set<string>(), models: new Set<string>() };
 	let nativeUi: Json = null;
 	let toolActivity = false;
@@ -331,6 +327,7 @@ export default async function (pi: any) {
 			ready = true;
 			failures = 0;
 			showHelloWarnings(hello);
+			showTrust(hello.trust);
 			if (outage) {
 				outage = false;
 				logLine("router: sidecar back");
@@ -364,8 +361,8 @@ export default async function (pi: any) {
 	/**
 	 * Pi resolves `--model`, `defaultModel` and a resumed session's model before `session_start`,
 	 * and it only knows the virtual models registered while the factories run. So the factory starts
-	 * the sidecar and says hello (untrusted: the user's policy only; no UI yet) to register the
-	 * policy's declarations in time. `session_start` says hello again with the real context.
+	 * the sidecar and says hello (no UI yet; the engine decides whether the project layer applies)
+	 * to register the policy's declarations in time. `session_start` says hello again with the real context.
 	 */
 	async function preload(): Promise<void> {
 		const cwd = process.cwd();
@@ -373,7 +370,7 @@ export default async function (pi: any) {
 		try {
 			sidecar.start(cwd);
 			const hello = await sidecar.call("hello", {
-				protocol: PROTOCOL, cwd, trusted: false, mode: null, hasUI: false, state: null, models: [],
+				protocol: PROTOCOL, cwd, mode: null, hasUI: false, state: null, models: [], preload: true, ...trustFacts(),
 			}, PRELOAD_TIMEOUT_MS);
 			if (hello?.protocol !== PROTOCOL) throw new Error(`engine speaks protocol ${hello?.protocol}, bridge ${PROTOCOL}`);
 			declare(hello);
@@ -389,9 +386,27 @@ export default async function (pi: any) {
 
 	function helloParams(ctx: Ctx): Json {
 		return {
-			protocol: PROTOCOL, cwd: ctx.cwd, trusted, mode: ctx.mode, hasUI: !!ctx.hasUI,
-			state: restoredState(ctx), models: availableModels(ctx),
+			protocol: PROTOCOL, cwd: ctx.cwd, mode: ctx.mode, hasUI: !!ctx.hasUI,
+			state: restoredState(ctx), models: availableModels(ctx), ...trustFacts(),
 		};
+	}
+
+	/**
+	 * What Pi says about trust, for the engine to decide on (router/trust.py): whether this run was
+	 * started with `--approve`, and Pi's `defaultProjectTrust` setting. The bridge decides nothing.
+	 */
+	function trustFacts(): Json {
+		const argv = process.argv.slice(2);
+		const settings = attempt(() => pi.getSettings?.(), undefined);
+		return {
+			approve: argv.includes("--approve") || argv.includes("-a"),
+			settings: { defaultProjectTrust: settings?.defaultProjectTrust ?? null },
+		};
+	}
+
+	/** The engine's trust report: its status-line text (the message comes as a warning). */
+	function showTrust(trust: Json): void {
+		if (trust && typeof trust === "object") setStatus(trust.status ?? undefined);
 	}
 
 	function restoredState(ctx: Ctx): Json {
@@ -440,6 +455,7 @@ export default async function (pi: any) {
 				attempt(() => pi.appendEntry(STATE_ENTRY, { state: result.state }), undefined);
 			}
 			if (result?.declarations) declare(result.declarations);
+			if (result?.trust) showTrust(result.trust);
 			for (const text of result?.warnings ?? []) warn(`router: ${text}`);
 			await applyCommon(result?.actions ?? [], ctxRef);
 			return result;
@@ -536,71 +552,20 @@ export default async function (pi: any) {
 	// --- hooks --------------------------------------------------------------------------------
 
 	pi.on("project_trust", async (event: Json, ctx: Ctx) => {
-		trusted = false;
-		piAskedTrust = true;
 		const result = await forward("project_trust", { cwd: event.cwd }, ctx);
 		const [trust] = actions(result, "trust");
 		return trust ? { trusted: trust.trusted, remember: !!trust.remember } : undefined;
 	});
 
-	/**
-	 * Whether the project layer `.pi/router.yaml` may load. `ctx.isProjectTrusted()` alone is not
-	 * enough: Pi reports a folder as trusted when `.pi/` holds nothing Pi itself gates (PI_GATED), and
-	 * `router.yaml` is not on its list, so a cloned repository's policy would load unasked. Then the
-	 * decision is taken as Pi would take it for a gated folder: `--approve`, a saved decision in
-	 * `<agent dir>/trust.json` (nearest folder), `defaultProjectTrust: "always"`, or a user-policy rule
-	 * on `project_trust`; otherwise the project policy is skipped and the user is told once.
-	 */
-	async function projectTrusted(ctx: Ctx): Promise<boolean> {
-		if (attempt(() => ctx.isProjectTrusted(), true) === false) return false;
-		const cwd: string = ctx.cwd ?? process.cwd();
-		const projectPolicy = path.join(cwd, ".pi", "router.yaml");
-		if (!fs.existsSync(projectPolicy)) return true;
-		if (piAskedTrust || PI_GATED.some((name) => fs.existsSync(path.join(cwd, ".pi", name)))) return true;
-		const argv = process.argv.slice(2);
-		if (argv.includes("--approve") || argv.includes("-a")) return true;
-		const saved = savedTrust(cwd);
-		if (saved !== null) return saved;
-		if (attempt(() => pi.getSettings()?.defaultProjectTrust, undefined) === "always") return true;
-		if (subscribed.has("project_trust") && (await ensureStarted(ctx))) {
-			const [trust] = actions(await forward("project_trust", { cwd }, ctx), "trust");
-			if (trust && trust.trusted !== "undecided") return trust.trusted === "yes";
-		}
-		const text = `router: ${projectPolicy} is not loaded because the project is not trusted (start pi with --approve, or /trust)`;
-		if (!shownWarnings.has(text)) {
-			shownWarnings.add(text);
-			warn(text);
-		}
-		return false;
-	}
-
-	/** The saved decision for `cwd` or its nearest parent in Pi's trust store, null when none. */
-	function savedTrust(cwd: string): boolean | null {
-		let data: Json;
-		try {
-			data = JSON.parse(fs.readFileSync(path.join(agentDir(), "trust.json"), "utf8"));
-		} catch {
-			return null;
-		}
-		let dir = attempt(() => fs.realpathSync(cwd), path.resolve(cwd));
-		while (true) {
-			if (data && typeof data[dir] === "boolean") return data[dir];
-			const parent = path.dirname(dir);
-			if (parent === dir) return null;
-			dir = parent;
-		}
-	}
-
 	pi.on("session_start", async (event: Json, ctx: Ctx) => {
 		ctxRef = ctx;
 		stopping = false;
-		trusted = false; // a hello sent while the decision is taken must not load the project layer
-		trusted = await projectTrusted(ctx);
 		if (ready) {
 			const hello = await sidecar.call("hello", helloParams(ctx), HELLO_TIMEOUT_MS).catch(() => null);
 			if (hello) {
 				declare(hello);
 				showHelloWarnings(hello);
+				showTrust(hello.trust);
 			}
 		} else if (!(await ensureStarted(ctx))) return;
 		await forward("session_start", { reason: event.reason, previousSessionFile: event.previousSessionFile, history: history(ctx) }, ctx);
@@ -950,6 +915,7 @@ export default async function (pi: any) {
 	async function askUser(params: Json): Promise<Json> {
 		const ui = nativeUi ?? ctxRef?.ui;
 		if (!ctxRef?.hasUI || !ui) return { value: null };
+		if (params.confirm) return { value: (await ui.confirm(String(params.title ?? ""), String(params.message ?? ""))) === true };
 		if (params.select) {
 			const options = Array.isArray(params.select) ? params.select.map(String) : [String(params.select)];
 			return { value: (await ui.select(String(params.title ?? ""), options)) ?? null };

@@ -1,0 +1,147 @@
+"""`router trust`, `router untrust`, `router trust --list`: the user's trust in a project's policy.
+
+`summary` says what the project policy would do (its files, rules, actions, signals and the
+capabilities they use) so the user decides on what they read; `trust` records the digest of that
+exact content. The same functions serve `/policy trust` in Pi (router/policy_command.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from router.compiled import CompiledPolicy, CompiledRule
+from router.diagnostics import Diagnostic, has_errors, render_text
+from router.session_policy import project_file, read_project_content
+from router.trust import ProjectContent, TrustStore, TrustStoreError, decide
+
+SIGNAL_CAPABILITIES = {"read": "reads files", "load": "reads files", "records": "reads files",
+                       "child": "runs a child pi process", "probe": "runs a child pi process",
+                       "classify": "asks a model (Pi's registry)", "complete": "asks a model (Pi's registry)"}
+ACTION_CAPABILITIES = {"log": "writes files", "audit": "writes files", "save": "writes files",
+                       "trust": "answers Pi's project-trust prompt"}
+
+
+@dataclass(frozen=True)
+class Review:
+    """What the user is asked to trust."""
+
+    root: Path
+    content: ProjectContent | None
+    policy: CompiledPolicy | None
+    diagnostics: list[Diagnostic]
+
+
+def review(directory: Path, agent: Path) -> Review:
+    """The project layer of `directory` as the trust check reads it, compiled over the user's layers."""
+    root = directory.resolve()
+    content, diagnostics = read_project_content(root)
+    policy = None
+    if content is not None and not has_errors(diagnostics):
+        from router.compile import load_policy
+
+        policy, more = load_policy(root, agent=agent, include_project=True)
+        diagnostics = diagnostics + more
+    return Review(root, content, policy, diagnostics)
+
+
+def render_summary(item: Review, *, state: str) -> str:
+    """The text the user reads before trusting: files, rules, signals, capabilities, digest."""
+    assert item.content is not None
+    lines = [f"project policy: {project_file(item.root)} ({_state_words(state)})", "files it reaches:"]
+    lines += [f"  {name}  sha256 {sha[:12]}" for name, sha in item.content.files]
+    policy = item.policy
+    if policy is not None:
+        own = {name for name, _ in item.content.files}
+        rules = [r for r in policy.rules if _relative(r.file, item.root) in own]
+        packs = sorted({Path(f.path).stem for f in policy.files if f.layer == "pack"})
+        if packs:
+            lines.append(f"built-in packs it uses: {', '.join(packs)}")
+        lines.append(f"rules ({len(rules)}):")
+        lines += [f"  {r.id}: on {', '.join(r.on)}; do {', '.join(a.name for a in r.actions) or 'nothing'}"
+                  f"{' (shadow)' if r.shadow else ''}" for r in rules]
+        capabilities = _capabilities(policy, rules, own, item.root)
+        lines.append("capabilities: " + ("; ".join(capabilities) if capabilities else "none beyond Pi's own"))
+    lines.append(f"content sha256: {item.content.digest}")
+    return "\n".join(lines)
+
+
+def trust(directory: Path, agent: Path, *, confirm: Callable[[str], bool]) -> tuple[int, str]:
+    """Show the summary, ask `confirm`, record the digest. Exit code and text."""
+    item = review(directory, agent)
+    if item.content is None:
+        return 1, f"error: no project policy at {project_file(item.root)}"
+    if item.policy is None:
+        return 1, (f"{render_text(item.diagnostics)}\nerror: {project_file(item.root)} has errors; "
+                   "fix them (router lint) before trusting it")
+    store = TrustStore(agent)
+    try:
+        state = decide(item.content, item.root, store.projects()).state
+    except TrustStoreError as exc:
+        return 1, f"error: {exc}"
+    text = render_summary(item, state=state)
+    if state == "trusted":
+        return 0, f"{text}\nalready trusted: nothing to do"
+    if not confirm(text):
+        return 1, "not trusted: nothing was recorded"
+    store.trust(item.content)
+    digest = item.content.digest[:12]
+    return 0, f"trusted {project_file(item.root)} (sha256 {digest}); Pi applies it from now on"
+
+
+def untrust(directory: Path, agent: Path) -> tuple[int, str]:
+    root = directory.resolve()
+    try:
+        found = TrustStore(agent).untrust(root)
+    except TrustStoreError as exc:
+        return 1, f"error: {exc}"
+    return (0, f"untrusted {root}: its policy is no longer applied") if found else (
+        0, f"{root} was not trusted: nothing to do")
+
+
+def list_trusted(agent: Path) -> tuple[int, str]:
+    try:
+        projects = TrustStore(agent).projects()
+    except TrustStoreError as exc:
+        return 1, f"error: {exc}"
+    if not projects:
+        return 0, "no trusted project policies"
+    rows = []
+    for root in sorted(projects):
+        record = projects[root] if isinstance(projects[root], dict) else {}
+        current, _ = read_project_content(Path(root))
+        now = "missing" if current is None else (
+            "unchanged" if current.digest == record.get("sha256") else "changed since trusted")
+        rows.append(f"{root}  sha256 {str(record.get('sha256', ''))[:12]}  "
+                    f"trusted {record.get('trusted_at', '?')}  ({now})")
+    return 0, "\n".join(rows)
+
+
+def _capabilities(policy: CompiledPolicy, rules: list[CompiledRule], own: set[str], root: Path) -> list[str]:
+    found: dict[str, set[str]] = {}
+    for rule in rules:
+        for action in rule.actions:
+            if action.name in ACTION_CAPABILITIES:
+                found.setdefault(ACTION_CAPABILITIES[action.name], set()).add(f"{action.name} in {rule.id}")
+    for name, signal in policy.signals.items():
+        if signal.kind in SIGNAL_CAPABILITIES and _relative(signal.span.path, root) in own:
+            found.setdefault(SIGNAL_CAPABILITIES[signal.kind], set()).add(f"signal {name}")
+    env = {n for f in policy.files if f.layer == "project" for n in f.policy.env}
+    if env:
+        found["reads environment variables"] = env
+    return [f"{what} ({', '.join(sorted(where))})" for what, where in sorted(found.items())]
+
+
+def _relative(display: str, root: Path) -> str:
+    path = Path(display)
+    absolute = path if path.is_absolute() else (Path.cwd() / path)
+    try:
+        return str(absolute.resolve().relative_to(root))
+    except ValueError:
+        return str(absolute.resolve())
+
+
+def _state_words(state: str) -> str:
+    return {"trusted": "trusted", "changed": "changed since you trusted it",
+            "untrusted": "not trusted"}.get(state, state)

@@ -1,0 +1,175 @@
+"""The policy a Pi session runs: the layers, the project layer only when trusted, the cache.
+
+`load_session_policy` is what `router serve` calls at `hello` and on every reload. The trust
+decision is taken on the bytes the loader actually parsed (or, from the cache, on the files'
+current bytes compared with the digests recorded when the cached policy was compiled), so a file
+swapped between the check and the parse cannot slip through.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from router import policy_cache
+from router.compiled import CompiledPolicy
+from router.diagnostics import Diagnostic, has_errors
+from router.paths import packs_dir
+from router.trust import ProjectContent, TrustDecision, decide, project_content
+
+
+@dataclass(frozen=True)
+class SessionPolicy:
+    """A loaded session policy (None when it has errors), its diagnostics and the trust decision."""
+
+    policy: CompiledPolicy | None
+    diagnostics: list[Diagnostic]
+    trust: TrustDecision
+    watched: tuple[Path, ...] = field(default=())
+    """Files whose change means a reload (the layers, and the project files even when skipped)."""
+
+
+def project_file(cwd: Path) -> Path:
+    return cwd / ".pi" / "router.yaml"
+
+
+def base_candidates(agent: Path, extra: Sequence[Path]) -> list[Path]:
+    return [packs_dir() / "default.yaml", agent / "router.yaml", *extra]
+
+
+def load_session_policy(cwd: Path, agent: Path, *, extra: Sequence[Path] = (),
+                        records: Mapping[str, Any], approved: str | None = None) -> SessionPolicy:
+    """Load the layered policy; the project layer applies when `records` trust its content.
+
+    `approved` is a digest applied for this run without being in `records` (`pi --approve`).
+    """
+    project = project_file(cwd)
+    if not project.is_file():
+        policy, diagnostics = _base(cwd, agent, extra)
+        none = decide(None, cwd, records)
+        return SessionPolicy(policy, diagnostics, none, _watched(policy, agent, extra, cwd))
+    cached = _cached_with_project(cwd, agent, extra)
+    if cached is not None:
+        policy, content = cached
+        trust = decide(content, cwd, records, approve=content.digest == approved)
+        if trust.applies:
+            return SessionPolicy(policy, [], trust, _watched(policy, agent, extra, cwd, content))
+        base, diagnostics = _base(cwd, agent, extra)
+        return SessionPolicy(base, diagnostics, trust, _watched(base, agent, extra, cwd, content))
+    return _compile_with_project(cwd, agent, extra, records=records, approved=approved)
+
+
+def read_project_content(cwd: Path) -> tuple[ProjectContent | None, list[Diagnostic]]:
+    """The project layer's content as the loader reads it (None when there is no project policy)."""
+    from router.loader import load_layers
+
+    project = project_file(cwd)
+    if not project.is_file():
+        return None, []
+    files, diagnostics = load_layers([("project", project)])
+    return _content(cwd, files) or _raw_content(cwd), diagnostics
+
+
+def _compile_with_project(cwd: Path, agent: Path, extra: Sequence[Path], *,
+                          records: Mapping[str, Any], approved: str | None) -> SessionPolicy:
+    from router.compile import compile_policy
+    from router.loader import load_layers
+    from router.paths import layer_paths
+
+    layers = layer_paths(cwd, agent=agent, include_project=True) + [("file", p) for p in extra]
+    files, diagnostics = load_layers(layers)
+    content = _content(cwd, files) or _raw_content(cwd)
+    trust = decide(content, cwd, records, approve=content is not None and content.digest == approved)
+    if not trust.applies:
+        base, base_diagnostics = _base(cwd, agent, extra)
+        return SessionPolicy(base, base_diagnostics, trust, _watched(base, agent, extra, cwd, content))
+    if has_errors(diagnostics):
+        return SessionPolicy(None, diagnostics, trust, _watched(None, agent, extra, cwd, content))
+    policy, more = compile_policy(files)
+    diagnostics = diagnostics + more
+    if policy is not None and not has_errors(diagnostics) and content is not None:
+        meta = {"project": [[str(p), sha] for p, sha in _project_hashes(files)]}
+        cache = _cache_file(cwd, agent, extra, project=True)
+        policy_cache.save(cache, policy, _candidates(cwd, agent, extra), meta=meta)
+    return SessionPolicy(policy, diagnostics, trust, _watched(policy, agent, extra, cwd, content))
+
+
+def _base(cwd: Path, agent: Path, extra: Sequence[Path]) -> tuple[CompiledPolicy | None, list[Diagnostic]]:
+    """The built-in and user layers (and extra files), from the cache when nothing changed."""
+    candidates = [p.absolute() for p in base_candidates(agent, extra)]
+    cache = _cache_file(cwd, agent, extra, project=False)
+    policy = policy_cache.load(cache, candidates)
+    if policy is not None:
+        return policy, []
+    from router.compile import load_policy
+
+    policy, diagnostics = load_policy(cwd, agent=agent, include_project=False, extra=extra)
+    if policy is not None and not has_errors(diagnostics):
+        policy_cache.save(cache, policy, candidates)
+    return policy, diagnostics
+
+
+def _cached_with_project(cwd: Path, agent: Path,
+                         extra: Sequence[Path]) -> tuple[CompiledPolicy, ProjectContent] | None:
+    cache = _cache_file(cwd, agent, extra, project=True)
+    entry = policy_cache.load_entry(cache, _candidates(cwd, agent, extra))
+    if entry is None:
+        return None
+    policy, meta = entry
+    recorded = meta.get("project")
+    if not isinstance(recorded, list) or not recorded:
+        return None
+    files: list[tuple[Path, str]] = []
+    for item in recorded:
+        if not (isinstance(item, list) and len(item) == 2):
+            return None
+        path, sha = Path(str(item[0])), str(item[1])
+        try:
+            current = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            return None
+        if current != sha:
+            return None
+        files.append((path, sha))
+    return policy, project_content(cwd, files)
+
+
+def _content(cwd: Path, files: Sequence[Any]) -> ProjectContent | None:
+    hashes = _project_hashes(files)
+    return project_content(cwd, hashes) if hashes else None
+
+
+def _raw_content(cwd: Path) -> ProjectContent | None:
+    """A project file the loader could not read or parse still has content to (not) trust."""
+    try:
+        data = project_file(cwd).read_bytes()
+    except OSError:
+        return None
+    return project_content(cwd, [(project_file(cwd), hashlib.sha256(data).hexdigest())])
+
+
+def _project_hashes(files: Sequence[Any]) -> list[tuple[Path, str]]:
+    """(path, SHA-256) of the project layer's files, in load order (built-in packs excluded)."""
+    return [(Path(f.source or f.path), f.doc.sha256) for f in files
+            if f.layer == "project" and Path(f.source or f.path).parent != packs_dir()]
+
+
+def _candidates(cwd: Path, agent: Path, extra: Sequence[Path]) -> list[Path]:
+    return [p.absolute() for p in [*base_candidates(agent, extra), project_file(cwd)]]
+
+
+def _cache_file(cwd: Path, agent: Path, extra: Sequence[Path], *, project: bool) -> Path:
+    key = policy_cache.cache_key(cwd.absolute(), agent.absolute(), project,
+                                 *[p.absolute() for p in extra])
+    return policy_cache.cache_path(agent, key)
+
+
+def _watched(policy: CompiledPolicy | None, agent: Path, extra: Sequence[Path], cwd: Path,
+             content: ProjectContent | None = None) -> tuple[Path, ...]:
+    refs = {Path(source).absolute() for _, source in (policy.file_refs if policy else ())}
+    layers = {p.absolute() for p in [*base_candidates(agent, extra), project_file(cwd)]}
+    project = {content.root / name for name, _ in content.files} if content is not None else set()
+    return tuple(sorted(refs | layers | project))
