@@ -63,6 +63,13 @@ _ENTRIES = [
              "relative to the policy file).",
              "Pi would not list the skill, so the model never learns about it.",
              "skills: [skills/my-skil]", "skills: [skills/my-skill]"),
+    CodeInfo("RT124", "var only the user may set",
+             "A project policy sets a var that a pack reserves for the user's own file "
+             "(`user_vars:`), such as the decision pack's `auto_trust_projects`. The project's value "
+             "is ignored; the rest of the policy applies.",
+             "Such vars switch on powers over the user's machine; a cloned repository must not "
+             "choose them.", "# .pi/router.yaml\nvars: {auto_trust_projects: true}",
+             "Set it in `~/.pi/agent/router.yaml`, if you want it at all."),
     CodeInfo("RT130", "invalid event document",
              "An event given to `router explain` or a test is not a mapping or has an unknown `type`.",
              "Without a type the router cannot pick the rules to evaluate.", "{text: hi}",
@@ -164,6 +171,11 @@ _ENTRIES = [
              "A `shadow: true` rule has `set` or `unset` actions.",
              "Shadow rules are never applied, so later rules will not see the writes.",
              "- id: try\n  shadow: true\n  do: [{set: {x: 1}}]", "Remove `shadow` or the state write."),
+    CodeInfo("RT315", "a user-only var is switched on",
+             "Your own policy sets a var that a pack marks as powerful (`user_vars:`); the warning "
+             "says what it lets the pack do.",
+             "Such settings are easy to copy from an example without noticing what they allow.",
+             "vars: {auto_trust_projects: true}", "Remove it unless you want exactly that."),
     CodeInfo("RT401", "evaluation error",
              "A condition or action template failed while evaluating one event (a type error, a "
              "missing value). The rule is treated as not matching (or the action is skipped).",
@@ -194,6 +206,9 @@ _ENTRIES = [
 ]
 
 CODES: dict[str, CodeInfo] = {entry.code: entry for entry in _ENTRIES}
+
+REFUSALS = frozenset({"RT124"})
+"""Codes of things a layer may not do: refused, and shown to the user in Pi, not only by lint."""
 
 
 def render_code(info: CodeInfo) -> str:

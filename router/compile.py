@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from router.actions import ACTIONS
+from router.codes import REFUSALS
 from router.compiled import (
     ClassifyQuestionSpec,
     CompiledAction,
@@ -112,6 +113,7 @@ def compile_policy(files: list[PolicyFile]) -> tuple[CompiledPolicy | None, list
         files=tuple(files),
         warnings=tuple(d for d in ctx.diagnostics if d.severity is Severity.WARNING),
         file_refs=tuple((f.path, str(f.source or f.path)) for f in files),
+        notices=tuple(f"{d.span}: {d.message} [{d.code}]" for d in ctx.diagnostics if d.code in REFUSALS),
     )
     return compiled, ctx.diagnostics
 
@@ -199,8 +201,11 @@ def _merge_vars(files: list[PolicyFile],
                 diagnostics: list[Diagnostic]) -> tuple[dict[str, Any], dict[str, EnvVar]]:
     literals: dict[str, Any] = {}
     env_vars: dict[str, EnvVar] = {}
+    reserved = {name: text for f in files for name, text in f.policy.user_vars.items()}
     for f in files:
         for name, value in f.policy.vars.items():
+            if name in reserved and not _may_set_reserved(f, name, value, reserved[name], diagnostics):
+                continue
             literals.pop(name, None)
             env_vars.pop(name, None)
             if isinstance(value, dict) and "env" in value:
@@ -211,6 +216,22 @@ def _merge_vars(files: list[PolicyFile],
             else:
                 literals[name] = value
     return literals, env_vars
+
+
+def _may_set_reserved(f: PolicyFile, name: str, value: Any, text: str, diagnostics: list[Diagnostic]) -> bool:
+    """A `user_vars:` var: a project layer may not set it (RT124); the user is warned (RT315)."""
+    span = f.doc.span(("vars", name), key=True)
+    if f.layer == "project":
+        diagnostics.append(Diagnostic(
+            "RT124", f"vars.{name} may only be set in your own policy (~/.pi/agent/router.yaml); "
+            "this project's value is ignored", span, severity=Severity.WARNING,
+            help=f"it {text}"))
+        return False
+    if f.layer != "pack" and value not in (None, False, 0, ""):
+        diagnostics.append(Diagnostic("RT315", f"vars.{name} is on: it {text}", span,
+                                      severity=Severity.WARNING,
+                                      help=f"remove vars.{name} unless you want exactly that"))
+    return True
 
 
 # --- rules ------------------------------------------------------------------------------------

@@ -108,6 +108,7 @@ class CompiledPolicy:
     files: tuple[PolicyFile, ...] = ()
     warnings: tuple[Diagnostic, ...] = ()
     file_refs: tuple[tuple[str, str], ...] = ()  # (display path, absolute path) of every file
+    notices: tuple[str, ...] = ()  # what the layers may not do and was refused: shown to the user in Pi
     _vars_cache: dict[tuple[tuple[str, str], ...], dict[str, Any]] = field(default_factory=dict,
                                                                           repr=False)
 

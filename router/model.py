@@ -229,6 +229,9 @@ class Policy(_Model):
     signals: dict[str, Signal] = Field(default_factory=dict)
     rules: list[Rule] = Field(default_factory=list)
     disable: list[str] = Field(default_factory=list, description="rule ids to switch off")
+    user_vars: dict[str, str] = Field(
+        default_factory=dict, description="vars only the built-in and user layers may set (a project "
+        "layer's value is ignored, RT124); the text says what turning one on allows (RT315)")
     commands: list[Command] = Field(default_factory=list)
     virtual_models: list[VirtualModel] = Field(default_factory=list)
     tools: list[Tool] = Field(default_factory=list)

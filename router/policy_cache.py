@@ -138,7 +138,7 @@ def to_ir(policy: CompiledPolicy) -> dict[str, Any]:
             "env_vars": {k: dict(v) for k, v in policy.env_vars.items()},
             "commands": list(policy.commands), "virtual_models": list(policy.virtual_models),
             "tools": list(policy.tools), "skills": list(policy.skills), "env_names": sorted(policy.env_names),
-            "file_refs": [list(f) for f in policy.file_refs]}
+            "file_refs": [list(f) for f in policy.file_refs], "notices": list(policy.notices)}
 
 
 def _expr(source: str | None) -> Any:
@@ -214,5 +214,5 @@ def from_ir(data: dict[str, Any]) -> CompiledPolicy:
         env_vars=data["env_vars"], signals=_Lazy({s["name"]: s for s in data["signals"]}, _signal),
         commands=tuple(data["commands"]), virtual_models=tuple(data["virtual_models"]),
         tools=tuple(data["tools"]), skills=tuple(data["skills"]), env_names=frozenset(data["env_names"]),
-        file_refs=tuple(tuple(f) for f in data["file_refs"]),
+        file_refs=tuple(tuple(f) for f in data["file_refs"]), notices=tuple(data.get("notices", ())),
     )

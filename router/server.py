@@ -136,6 +136,7 @@ class Engine:
             warnings.insert(0, "the router policy has errors; Pi runs without it (run `router lint`)")
         if params.get("preload") is not True:  # the factory's hello shows nothing: tell at session_start
             warnings += self.trust_warnings()
+            warnings += list(self.policy.notices) if self.policy else []
         return {"protocol": protocol.PROTOCOL_VERSION, "engine": _version(), **self.declarations(),
                 "warnings": warnings, "trust": self.trust_report(),
                 "files": [path for path, _ in self.policy.file_refs] if self.policy else []}

@@ -212,9 +212,14 @@ def test_many_concurrent_sidecars_append_whole_lines(rig: RouterRig) -> None:
 # -- 10. project trust ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("enabled", [True, False], ids=["router on", "ENABLED=0"])
-def test_project_trust(rig: RouterRig, enabled: bool) -> None:
-    rig.policy(POLICY)
+AUTO_TRUST = POLICY + "vars: {auto_trust_projects: true}\n"
+
+
+@pytest.mark.parametrize(("policy", "enabled"), [(AUTO_TRUST, True), (POLICY, True), (AUTO_TRUST, False)],
+                         ids=["opted in", "default: Pi asks", "opted in, ENABLED=0"])
+def test_project_trust(rig: RouterRig, policy: str, enabled: bool) -> None:
+    """The pack answers Pi's trust prompt only when the user's own file opts in (auto_trust_projects)."""
+    rig.policy(policy)
     rig.settings(defaultProjectTrust="ask")
     (rig.work / ".pi").mkdir()
     # a setting Pi only loads from a trusted project, visible in the first request
@@ -224,9 +229,10 @@ def test_project_trust(rig: RouterRig, enabled: bool) -> None:
     rpc.prompt_and_wait("hello")
 
     [request] = parent_requests(rig)
-    assert not [r for r in ui_requests(rpc) if r.get("method") in ("select", "confirm", "input", "editor")]
     trust_file = rig.agent / "trust.json"
-    if enabled:
+    if policy is AUTO_TRUST and enabled:
+        dialogs = [r for r in ui_requests(rpc) if r.get("method") in ("select", "confirm", "input", "editor")]
+        assert not dialogs
         assert request.model == "fake-cloud"
         assert json.loads(trust_file.read_text()) == {str(rig.work): True}
         [record] = audit_records(rig)
@@ -235,6 +241,25 @@ def test_project_trust(rig: RouterRig, enabled: bool) -> None:
         [answer] = record["answers"]
         assert (answer["id"], answer["value"], answer["source"]) == ("trust", "yes", "fallback")
     else:
-        assert request.model == "fake-local"  # Pi skipped the project silently
+        assert request.model == "fake-local"  # not trusted: Pi skipped the project's settings
         assert not trust_file.exists()
         assert audit_records(rig) == []
+
+
+def test_project_cannot_turn_on_auto_trust(rig: RouterRig) -> None:
+    """A cloned repository's trusted policy that sets auto_trust_projects is not obeyed on it."""
+    rig.policy(POLICY)
+    rig.settings(defaultProjectTrust="ask")
+    (rig.work / ".pi").mkdir()
+    (rig.work / ".pi" / "settings.json").write_text(json.dumps({"defaultModel": "fake-cloud"}))
+    (rig.work / ".pi" / "router.yaml").write_text("vars: {auto_trust_projects: true}\n")
+    trusted = rig.router("trust", "--yes")
+    assert trusted.returncode == 0, trusted.stderr
+    rpc = rig.rpc(env=decision_env(rig))
+    rpc.prompt_and_wait("hello")
+
+    [request] = parent_requests(rig)
+    assert request.model == "fake-local"
+    assert not (rig.agent / "trust.json").exists()
+    assert audit_records(rig) == []
+    assert [n for n in helpers_router.notices(rpc) if "auto_trust_projects may only be set" in n]

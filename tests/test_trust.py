@@ -1,0 +1,153 @@
+"""Trust by content: digests, decisions, the store, and the commands that read and write it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from router.commands import trust as command
+from router.compile import compile_files
+from router.session_policy import load_session_policy, read_project_content
+from router.trust import TrustStore, TrustStoreError, decide, file_digest, project_content
+
+PROJECT = "rules:\n  - {id: p, on: turn_start, do: [{notify: x}]}\n"
+
+
+def project(tmp_path: Path, text: str = PROJECT, **more: str) -> Path:
+    root = tmp_path / "proj"
+    (root / ".pi").mkdir(parents=True)
+    (root / ".pi" / "router.yaml").write_text(text)
+    for name, body in more.items():
+        (root / ".pi" / name).write_text(body)
+    return root
+
+
+def test_digest_covers_every_used_file_and_its_name(tmp_path: Path) -> None:
+    root = project(tmp_path, "use: [./team.yaml]\n" + PROJECT, **{"team.yaml": "rules: []\n"})
+    content, diagnostics = read_project_content(root)
+    assert content is not None and not diagnostics
+    assert [name for name, _ in content.files] == [".pi/team.yaml", ".pi/router.yaml"]
+    (root / ".pi" / "team.yaml").write_text("rules: []\n# changed\n")
+    changed, _ = read_project_content(root)
+    assert changed is not None and changed.digest != content.digest
+
+
+@given(st.binary(max_size=64), st.binary(max_size=64))
+def test_different_content_never_shares_a_digest(first: bytes, second: bytes) -> None:
+    root = Path("/p")
+    a = project_content(root, [(root / ".pi" / "router.yaml", file_digest(first))])
+    b = project_content(root, [(root / ".pi" / "router.yaml", file_digest(second))])
+    assert (a.digest == b.digest) == (first == second)
+
+
+def test_decide_states(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    content, _ = read_project_content(root)
+    assert content is not None
+    assert decide(None, root, {}).state == "none"
+    assert decide(content, root, {}).state == "untrusted"
+    assert decide(content, root, {}, approve=True).state == "approved"
+    assert decide(content, root, {str(root.resolve()): {"sha256": "0" * 64}}).state == "changed"
+    trusted = decide(content, root, {str(root.resolve()): {"sha256": content.digest}})
+    assert trusted.state == "trusted" and trusted.applies and trusted.message() is None
+    assert "router trust" in (decide(content, root, {}).message() or "")
+
+
+def test_store_round_trip_is_private_and_keyed_by_real_path(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    link = tmp_path / "link"
+    link.symlink_to(root)
+    content, _ = read_project_content(link)
+    assert content is not None and content.root == root.resolve()
+    store = TrustStore(tmp_path / "agent")
+    store.trust(content)
+    assert (store.path.stat().st_mode & 0o777) == 0o600
+    assert store.projects()[str(root.resolve())]["sha256"] == content.digest
+    assert store.untrust(link) and not store.untrust(link)
+
+
+def test_unreadable_store_is_never_overwritten(tmp_path: Path) -> None:
+    store = TrustStore(tmp_path / "agent")
+    store.path.parent.mkdir(parents=True)
+    store.path.write_text("{not json")
+    content, _ = read_project_content(project(tmp_path))
+    assert content is not None
+    with pytest.raises(TrustStoreError, match=r"trust.json:1:2: not valid JSON"):
+        store.trust(content)
+    assert store.path.read_text() == "{not json" and store.records() == {}
+
+
+def test_session_policy_applies_project_only_when_trusted(tmp_path: Path) -> None:
+    root, agent = project(tmp_path), tmp_path / "agent"
+    loaded = load_session_policy(root, agent, records={})
+    assert loaded.trust.state == "untrusted" and loaded.policy is not None
+    assert "turn_start" not in loaded.policy.event_types
+    content, _ = read_project_content(root)
+    assert content is not None
+    records = {str(root.resolve()): {"sha256": content.digest}}
+    for _ in range(2):  # compiled, then from the cache
+        again = load_session_policy(root, agent, records=records)
+        assert again.trust.state == "trusted" and again.policy is not None
+        assert "turn_start" in again.policy.event_types
+
+
+def test_a_broken_untrusted_project_file_is_reported_not_parsed_into_the_policy(tmp_path: Path) -> None:
+    root = project(tmp_path, "rules: [\n")
+    loaded = load_session_policy(root, tmp_path / "agent", records={})
+    assert loaded.trust.state == "untrusted" and loaded.policy is not None and not loaded.diagnostics
+
+
+def test_trust_command_refuses_a_broken_policy_and_records_a_good_one(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    broken = project(tmp_path, "rules:\n  - {id: p, on: inptu, do: [{notify: x}]}\n")
+    code, text = command.trust(broken, agent, confirm=lambda _: True)
+    assert code == 1 and "has errors" in text and "RT205" in text
+    (broken / ".pi" / "router.yaml").write_text(PROJECT)
+    shown: list[str] = []
+    code, text = command.trust(broken, agent, confirm=lambda summary: shown.append(summary) or True)
+    assert code == 0 and "Pi applies it from now on" in text
+    assert "p: on turn_start; do notify" in shown[0] and "content sha256: " in shown[0]
+    assert command.trust(broken, agent, confirm=lambda _: False)[1].endswith("already trusted: nothing to do")
+    listed = command.list_trusted(agent)[1]
+    assert str(broken.resolve()) in listed and "(unchanged)" in listed
+
+
+def test_trust_summary_lists_capabilities(tmp_path: Path) -> None:
+    root = project(tmp_path, "env: [HOME]\nsignals:\n  secret: {read: {file: .pi/x}, fallback: \"''\"}\n"
+                   "rules:\n  - id: w\n    on: turn_start\n    do: [{log: {file: out.log, text: hi}}]\n")
+    item = command.review(root, tmp_path / "agent")
+    assert item.policy is not None, item.diagnostics
+    summary = command.render_summary(item, state="untrusted")
+    assert "writes files (log in w)" in summary and "reads files (signal secret)" in summary
+    assert "reads environment variables (HOME)" in summary
+
+
+def test_project_layer_may_not_set_user_vars(tmp_path: Path) -> None:
+    pack = tmp_path / "pack.yaml"
+    pack.write_text("vars: {power: false}\nuser_vars: {power: lets the pack do X}\n")
+    user = tmp_path / "user.yaml"
+    user.write_text("vars: {power: true}\n")
+    proj = tmp_path / "proj.yaml"
+    proj.write_text("vars: {power: true}\n")
+    policy, diagnostics = compile_files([("pack", pack), ("project", proj)])
+    assert policy is not None and policy.vars["power"] is False
+    [refused] = [d for d in diagnostics if d.code == "RT124"]
+    assert refused.span is not None and refused.span.line == 1 and "ignored" in refused.message
+    assert policy.notices and "RT124" in policy.notices[0]
+    policy, diagnostics = compile_files([("pack", pack), ("user", user)])
+    assert policy is not None and policy.vars["power"] is True
+    assert [d.code for d in diagnostics] == ["RT315"] and "lets the pack do X" in diagnostics[0].message
+
+
+def test_store_file_format(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    content, _ = read_project_content(root)
+    assert content is not None
+    TrustStore(tmp_path / "agent").trust(content)
+    data = json.loads((tmp_path / "agent" / "router" / "trust.json").read_text())
+    record = data["projects"][str(root.resolve())]
+    assert data["version"] == 1 and record["files"] == [".pi/router.yaml"] and record["trusted_at"]
