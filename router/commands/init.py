@@ -13,7 +13,8 @@ STARTER = """\
 # Layers: the built-in `default` pack, then ~/.pi/agent/router.yaml, then this file. A rule here
 # with the id of an earlier rule replaces it; `disable: [id]` switches one off.
 # Check it with `router lint`, try an event with `router explain --event event.json`,
-# and run its examples with `router test`.
+# and run its examples with `router test`. Pi applies it only once you trusted this exact
+# content: `router trust` (again after every change), or /policy trust inside Pi.
 version: 1
 
 # Built-in packs to switch on for this project:
@@ -50,4 +51,4 @@ def run(cwd: Path, *, force: bool = False) -> tuple[int, str]:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(STARTER, encoding="utf-8")
     (target.parent / "router.schema.json").write_text(schema.render("policy"), encoding="utf-8")
-    return 0, f"wrote {target} and {target.parent / 'router.schema.json'}\nnext: router lint"
+    return 0, f"wrote {target} and {target.parent / 'router.schema.json'}\nnext: router lint, then router trust (Pi applies a project policy only once you trust it)"
