@@ -51,4 +51,5 @@ def run(cwd: Path, *, force: bool = False) -> tuple[int, str]:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(STARTER, encoding="utf-8")
     (target.parent / "router.schema.json").write_text(schema.render("policy"), encoding="utf-8")
-    return 0, f"wrote {target} and {target.parent / 'router.schema.json'}\nnext: router lint, then router trust (Pi applies a project policy only once you trust it)"
+    return 0, (f"wrote {target} and {target.parent / 'router.schema.json'}\n"
+               "next: router lint, then router trust (Pi applies a project policy only once you trust it)")
