@@ -66,7 +66,6 @@ def explain(
         _finish(2, f"unknown mode {mode!r}; expected full, fails or matched", err=True)
     from router.codes import CODES, render_code
     from router.commands import explain as command
-    from router.compile import compile_files, load_policy
     from router.diagnostics import render_text
 
     if code is not None:
@@ -74,8 +73,8 @@ def explain(
         _finish(0 if info else 1, render_code(info) if info else f"unknown code {code!r}")
     if event is None:
         _finish(2, "give --event FILE (or - for stdin), or a code such as RT301", err=True)
-    compiled, diagnostics = (compile_files([("file", p) for p in policy]) if policy
-                             else load_policy(Path.cwd()))
+    loaded = command.load(policy or [], cwd=Path.cwd())
+    compiled, diagnostics = loaded.policy, loaded.diagnostics
     if compiled is None:
         _finish(1, render_text(diagnostics), err=True)
     assert compiled is not None and event is not None
@@ -89,18 +88,15 @@ def explain(
 
 
 @app.command("test")
-def test_(paths: Paths = None, fmt: Format = "text") -> None:
-    """Run policy test files (*.test.yaml) and every rule's inline examples."""
+def test_(paths: Paths = None, fmt: Format = "text",
+          packs: Annotated[bool, typer.Option(help="also run the built-in packs' own tests")] = False,
+          ) -> None:
+    """Run the project's tests (*.test.yaml) and its rules' inline examples."""
     if fmt not in ("text", "json"):
         _finish(2, f"unknown format {fmt!r}; expected text or json", err=True)
     from router.commands import test as command
 
-    report = command.run_tests(paths or [], cwd=Path.cwd())
-    missing = command.no_tests_message(report)
-    text = command.render(report, fmt=fmt)
-    if missing is not None and fmt != "json":
-        text = f"{text}\nerror: {missing.message}\n  help: {missing.help}"
-    _finish(command.exit_code(report), text)
+    _finish(*command.run(paths or [], cwd=Path.cwd(), fmt=fmt, packs=packs))
 
 
 @app.command()

@@ -54,7 +54,9 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_lint_clean_exit_0() -> None:
-    assert invoke("lint", DEFAULT) == (0, "Found 0 errors, 0 warnings.\n")
+    result = CliRunner().invoke(cli.app, ["lint", DEFAULT])
+    assert (result.exit_code, result.stdout) == (0, "Found 0 errors, 0 warnings.\n")
+    assert result.stderr == "policy: default pack\n"
 
 
 def test_lint_errors_exit_1_through_real_entry_point(
@@ -62,7 +64,8 @@ def test_lint_errors_exit_1_through_real_entry_point(
 ) -> None:
     path = write(tmp_path, "rules:\n  - id: a\n    on: inptu\n")
     code, out, err = run_main(monkeypatch, capsys, "lint", str(path))
-    assert code == 1 and "[RT205]" in out and "Found 1 error, 0 warnings." in out and not err
+    assert code == 1 and "[RT205]" in out and "Found 1 error, 0 warnings." in out
+    assert err == f"policy: {path}\n"  # which files were linted, on stderr: stdout stays parseable
 
 
 def test_lint_unknown_format_usage_exit_2() -> None:
@@ -254,7 +257,8 @@ def test_init_writes_policy_that_lints_clean_and_passes(
     code, out = invoke("init")
     assert code == 0 and (tmp_path / ".pi" / "router.yaml").is_file()
     assert (tmp_path / ".pi" / "router.schema.json").is_file()
-    assert invoke("lint", ".pi/router.yaml") == (0, "Found 0 errors, 0 warnings.\n")
+    lint = CliRunner().invoke(cli.app, ["lint", ".pi/router.yaml"])
+    assert (lint.exit_code, lint.stdout) == (0, "Found 0 errors, 0 warnings.\n")
     code, out = invoke("test", ".pi/router.yaml")
     assert code == 0 and "FAIL: 0/" in out and "PASS: 2/2" in out
 
