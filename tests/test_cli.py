@@ -119,6 +119,7 @@ def test_explain_text_trace_and_decision() -> None:
     code, out = invoke("explain", "--event", TURN_END, "--policy", DEFAULT)
     lines = out.splitlines()
     assert code == 0 and lines[0] == "event: turn_end (model=fake/fake-cloud)"
+    assert lines[1] == "policy: default pack"
     assert any(
         line.endswith("rule default-warn-context-full: enter") and "default.yaml:" in line for line in lines
     )
@@ -138,6 +139,15 @@ def test_explain_json_has_trace_and_effects() -> None:
     assert [e["action"] for e in body["effects"]] == ["notify", "set"]
     assert [t["kind"] for t in body["trace"]][:3] == ["rule", "cond", "fire"]
     assert body["state"] == {"default_context_warned": True} and body["dry_run_signals"] == []
+    assert [(f["pack"], f["layer"], f["used_by"]) for f in body["files"]] == [("default", "file", None)]
+
+
+def test_test_command_packs_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out = invoke("test")
+    assert code == 1 and "no test cases or inline examples found" in out
+    code, out = invoke("test", "--packs")
+    assert code == 0 and "FAIL: 0/" in out and "decision.test.yaml:" in out
 
 
 @pytest.mark.parametrize(

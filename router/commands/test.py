@@ -14,7 +14,7 @@ from pathlib import Path
 from router.commands import policy_note
 from router.compile import LoadedPolicy, compile_layers, load_layered
 from router.compiled import CompiledPolicy
-from router.diagnostics import Diagnostic, Span, has_errors, render_text
+from router.diagnostics import Diagnostic, Span, has_errors, render_text, sort_diagnostics
 from router.errors import SourceError
 from router.loader import PolicyFile, describe_files
 from router.paths import display_path, packs_dir
@@ -140,7 +140,7 @@ class _Runner:
 def _broken(where: str, diagnostics: list[Diagnostic], what: str) -> CaseResult:
     """A test file or policy that does not load: one failure, at its first error."""
     errors = [d for d in diagnostics if d.severity == "error"]
-    span = next((d.span for d in errors if d.span is not None), None) or Span(where)
+    span = next((d.span for d in sort_diagnostics(errors) if d.span is not None), None) or Span(where)
     problem = f"{len(errors)} error{'s' if len(errors) != 1 else ''}, listed above" if errors else "see above"
     return CaseResult(what, span, False, [problem])
 
