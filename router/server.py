@@ -24,7 +24,7 @@ from router.executor import Executor, budget_ms
 from router.interpreter import evaluate
 from router.normalize import model_catalog, normalize
 from router.paths import agent_dir as default_agent_dir
-from router.paths import packs_dir
+from router.paths import packs_dir, project_policy
 
 MAX_SIGNALS = 16
 
@@ -68,9 +68,10 @@ class Engine:
         return diagnostics
 
     def _candidates(self) -> list[Path]:
+        """The files that may become layers (`paths.layer_paths` keeps those that exist)."""
         paths = [packs_dir() / "default.yaml", self.agent / "router.yaml", *self.extra]
         if self.trusted:
-            paths.append(self.cwd / ".pi" / "router.yaml")
+            paths.append(project_policy(self.cwd))
         return paths
 
     def _watch_files(self) -> None:

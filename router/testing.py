@@ -31,7 +31,7 @@ from router.event_docs import complete_event
 from router.interpreter import evaluate
 from router.loader import PolicyFile
 from router.model import Example, Expectation
-from router.paths import agent_dir
+from router.paths import agent_dir, display_path
 from router.source import SourceDoc, read_source
 from router.validation import validation_diagnostics
 
@@ -136,8 +136,6 @@ def lint_test_file(path: Path) -> list[Diagnostic]:
     The policy and the events are checked even when the file does not fit the schema, so that
     one run shows every problem.
     """
-    from router.paths import display_path
-
     try:
         doc = read_source(path, display=display_path(path))
     except SourceError as exc:
@@ -152,19 +150,14 @@ def lint_test_file(path: Path) -> list[Diagnostic]:
 
 
 def _missing_policies(path: Path, data: dict[str, Any], doc: SourceDoc) -> list[Diagnostic]:
-    from router.paths import display_path
-
     named = data.get("policy")
-    names = [named] if isinstance(named, str) else named if isinstance(named, list) else None
-    if named is not None and names is None:
-        return []  # a schema error already
-    targets = policy_paths_for(path, TestFile(policy=[n for n in names or [] if isinstance(n, str)])
-                               if names is not None else TestFile())
+    names = [named] if isinstance(named, str) else named if isinstance(named, list) else []
+    test = TestFile(policy=None if named is None else [n for n in names if isinstance(n, str)])
     return [Diagnostic("RT100", f"the test file's policy does not exist: {display_path(target)}",
                        doc.span(("policy",)) if named is not None else doc.span(()),
                        help="`policy:` paths are relative to the test file; without `policy:` the "
                             "cases run against the file next to it without `.test`")
-            for target in targets if not target.is_file()]
+            for target in policy_paths_for(path, test) if not target.is_file()]
 
 
 def _case_problems(data: dict[str, Any], doc: SourceDoc) -> list[Diagnostic]:
@@ -187,8 +180,6 @@ def _case_problems(data: dict[str, Any], doc: SourceDoc) -> list[Diagnostic]:
 
 def read_test_file(path: Path) -> tuple[TestFile, SourceDoc]:
     """Parse and validate a test file; raise SourceError with located diagnostics."""
-    from router.paths import display_path
-
     doc = read_source(path, display=display_path(path))
     try:
         return TestFile.model_validate(doc.data or {}), doc

@@ -52,6 +52,7 @@ def pack_tests() -> tuple[list[Path], list[Path]]:
 
 
 def run_tests(paths: list[Path], *, cwd: Path, packs: bool = False) -> TestReport:
+    """Run the given paths, else the project's and the user's tests (see the module docstring)."""
     report = TestReport()
     tests, policies = collect(paths, cwd=cwd)
     if packs:
