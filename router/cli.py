@@ -273,7 +273,6 @@ def explain(
     """
     from router.codes import CODES, render_code
     from router.commands import explain as command
-    from router.compile import compile_files, load_policy
     from router.diagnostics import render_text
 
     if code is not None:
@@ -282,8 +281,8 @@ def explain(
     if event is None:
         raise UsageMistake("explain needs an event file or a diagnostic code",
                            "router explain --event FILE (- reads stdin), or router explain RT301")
-    compiled, diagnostics = (compile_files([("file", p) for p in policy]) if policy
-                             else load_policy(Path.cwd()))
+    loaded = command.load(policy or [], cwd=Path.cwd())
+    compiled, diagnostics = loaded.policy, loaded.diagnostics
     if compiled is None:
         _finish(1, render_text(diagnostics), err=True)
     assert compiled is not None
@@ -296,20 +295,17 @@ def explain(
     _finish(0, command.render_text(explanation, compiled, mode=mode, color=_color(no_color)))
 
 
-@_command("router test .pi/router.yaml", name="test")
-def test_(paths: Paths = None, fmt: Annotated[str, _format_option("text", "json")] = "text") -> None:
-    """Run policy tests and inline examples.
+@_command("router test --packs", name="test")
+def test_(paths: Paths = None, fmt: Annotated[str, _format_option("text", "json")] = "text",
+          packs: Annotated[bool, typer.Option(
+              "--packs", help="also run the built-in packs' own tests")] = False) -> None:
+    """Run the project's tests and its rules' inline examples.
 
-    Runs test files (*.test.yaml) and every rule's inline examples.
+    Runs .pi/*.test.yaml, the user's router.test.yaml and every rule's inline examples.
     """
     from router.commands import test as command
 
-    report = command.run_tests(paths or [], cwd=Path.cwd())
-    missing = command.no_tests_message(report)
-    text = command.render(report, fmt=fmt)
-    if missing is not None and fmt != "json":
-        text = f"{text}\nerror: {missing.message}\n  help: {missing.help}"
-    _finish(command.exit_code(report), text)
+    _finish(*command.run(paths or [], cwd=Path.cwd(), fmt=fmt, packs=packs))
 
 
 @_command("router schema event")

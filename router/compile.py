@@ -64,21 +64,43 @@ class _Context:
         self.diagnostics.append(Diagnostic(code, message, span, severity, help=help, rule_id=rule_id))
 
 
+@dataclass(frozen=True)
+class LoadedPolicy:
+    """A compiled policy (None when it has errors), its diagnostics and the files that loaded."""
+
+    policy: CompiledPolicy | None
+    diagnostics: list[Diagnostic]
+    files: list[PolicyFile]
+
+
 def load_policy(cwd: Path, *, agent: Path | None = None, include_project: bool = True,
                 extra: Iterable[Path] = ()) -> tuple[CompiledPolicy | None, list[Diagnostic]]:
     """Load the layered policy for `cwd` (plus `extra` files last) and compile it."""
+    loaded = load_layered(cwd, agent=agent, include_project=include_project, extra=extra)
+    return loaded.policy, loaded.diagnostics
+
+
+def load_layered(cwd: Path, *, agent: Path | None = None, include_project: bool = True,
+                 extra: Iterable[Path] = ()) -> LoadedPolicy:
+    """`load_policy`, also returning the files that loaded (in evaluation order)."""
     layers = layer_paths(cwd, agent=agent or agent_dir(), include_project=include_project)
     layers += [("file", Path(p)) for p in extra]
-    return compile_files(layers)
+    return compile_layers(layers)
 
 
 def compile_files(layers: Iterable[tuple[str, Path]]) -> tuple[CompiledPolicy | None, list[Diagnostic]]:
     """Load the given layers (with what they use) and compile them."""
+    loaded = compile_layers(layers)
+    return loaded.policy, loaded.diagnostics
+
+
+def compile_layers(layers: Iterable[tuple[str, Path]]) -> LoadedPolicy:
+    """`compile_files`, also returning the files that loaded (in evaluation order)."""
     files, diagnostics = load_layers(layers)
     if has_errors(diagnostics):
-        return None, diagnostics
+        return LoadedPolicy(None, diagnostics, files)
     policy, more = compile_policy(files)
-    return policy, diagnostics + more
+    return LoadedPolicy(policy, diagnostics + more, files)
 
 
 def compile_policy(files: list[PolicyFile]) -> tuple[CompiledPolicy | None, list[Diagnostic]]:

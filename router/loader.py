@@ -20,7 +20,8 @@ from router.paths import agent_dir, display_path, layer_paths, pack_names, packs
 from router.source import SourceDoc, read_source
 from router.validation import validation_diagnostics
 
-__all__ = ["PolicyFile", "agent_dir", "layer_paths", "load_layers", "pack_names", "packs_dir"]
+__all__ = ["PolicyFile", "agent_dir", "describe_files", "layer_paths", "load_layers", "pack_names",
+           "packs_dir"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,37 @@ class PolicyFile:
     layer: str
     group: str
     source: Path | None = None
+    used_by: str | None = None  # the display path of the file whose `use:` loaded this one
+
+    @property
+    def pack(self) -> str | None:
+        """The built-in pack's name when this file is one, else None."""
+        in_packs = self.source is not None and self.source.parent == packs_dir().resolve()
+        return self.source.stem if in_packs and self.source is not None else None
+
+    @property
+    def label(self) -> str:
+        """How people name the file: `decision pack`, `.pi/router.yaml`, `~/.pi/agent/router.yaml`."""
+        return f"{self.pack} pack" if self.pack else self.path
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"path": str(self.source or self.path), "display": self.path, "layer": self.layer,
+                "pack": self.pack, "used_by": self.used_by}
+
+
+def describe_files(files: Iterable[PolicyFile]) -> str:
+    """The files in force, layer by layer, each with what it `use:`s:
+    `default pack, ~/.pi/agent/router.yaml, .pi/router.yaml (+ decision pack via use:)`.
+    """
+    parts: list[str] = []
+    used: list[str] = []
+    for f in files:
+        if f.used_by is not None:
+            used.append(f.label)
+            continue
+        parts.append(f.label + (f" (+ {', '.join(used)} via use:)" if used else ""))
+        used = []
+    return ", ".join(parts + used) or "nothing"
 
 
 def load_layers(layers: Iterable[tuple[str, Path]]) -> tuple[list[PolicyFile], list[Diagnostic]]:
@@ -50,7 +82,7 @@ class _Loader:
         self._done: set[Path] = set()
         self._active: list[Path] = []
 
-    def load(self, path: Path, layer: str, via: Span | None) -> None:
+    def load(self, path: Path, layer: str, via: Span | None, *, used_by: str | None = None) -> None:
         resolved = path.resolve()
         if resolved in self._active:
             chain = " -> ".join(p.name for p in [*self._active, resolved])
@@ -72,11 +104,12 @@ class _Loader:
             span = doc.span(("use", index))
             target = self._resolve_use(entry, path.parent, span)
             if target is not None:
-                self.load(target, "pack" if target.parent == packs_dir() else layer, span)
+                self.load(target, "pack" if target.parent == packs_dir() else layer, span,
+                          used_by=doc.path)
         self._active.pop()
         self._done.add(resolved)
         group = policy.group or (path.stem if layer == "pack" else "main")
-        self.files.append(PolicyFile(doc.path, doc, policy, layer, group, resolved))
+        self.files.append(PolicyFile(doc.path, doc, policy, layer, group, resolved, used_by))
 
     def _validate(self, doc: SourceDoc) -> Policy | None:
         if doc.data is None:

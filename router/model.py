@@ -158,6 +158,10 @@ class Expectation(_Model):
     actions: list[dict[str, Any]] | None = Field(None, description="expected actions, in order")
     state: dict[str, Any] | None = Field(None, description="expected state values (subset)")
     pending: str | None = Field(None, description="the external signal evaluation waits for")
+    scope: Literal["rule", "own", "all"] | None = Field(
+        None, description="whose rules `fires`, `fired` and `actions` look at: `rule` (the example's "
+        "rule), `own` (the rules of the file's own layer, not the built-in packs it uses) or `all`; "
+        "by default an example's `fires` is about its rule, everything else is `own`")
 
 
 class Rule(_Model):

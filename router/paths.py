@@ -43,12 +43,33 @@ def agent_dir(environ: dict[str, str] | None = None) -> Path:
 
 
 def layer_paths(cwd: Path, *, agent: Path, include_project: bool = True) -> list[tuple[str, Path]]:
-    """The default layers that exist: (layer name, path)."""
+    """The policy layer files in force for a Pi started in `cwd`: (layer name, path).
+
+    The one place that decides which layers load: the sidecar (`router serve`) and every command
+    (`lint`, `test`, `explain`, `doctor`) take their layers from here, so a check of whether a
+    layer may load (trusting the project file) belongs in this function.
+    """
     layers = [("pack", packs_dir() / "default.yaml")]
     user = agent / "router.yaml"
     if user.is_file():
         layers.append(("user", user))
-    project = cwd / ".pi" / "router.yaml"
+    project = project_policy(cwd)
     if include_project and project.is_file():
         layers.append(("project", project))
     return layers
+
+
+def project_policy(cwd: Path) -> Path:
+    """The project layer of a Pi started in `cwd`: `.pi/router.yaml` there, never a parent's."""
+    return cwd / ".pi" / "router.yaml"
+
+
+def project_policy_above(cwd: Path) -> Path | None:
+    """The nearest parent directory's `.pi/router.yaml` when `cwd` has none (Pi would not load it)."""
+    if project_policy(cwd).is_file():
+        return None
+    for parent in Path(os.path.normpath(cwd.absolute())).parents:
+        candidate = project_policy(parent)
+        if candidate.is_file():
+            return candidate
+    return None

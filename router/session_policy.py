@@ -18,6 +18,7 @@ from router import policy_cache
 from router.compiled import CompiledPolicy
 from router.diagnostics import Diagnostic, has_errors
 from router.paths import packs_dir
+from router.paths import project_policy as project_file
 from router.trust import ProjectContent, TrustDecision, decide, project_content
 
 
@@ -30,10 +31,6 @@ class SessionPolicy:
     trust: TrustDecision
     watched: tuple[Path, ...] = field(default=())
     """Files whose change means a reload (the layers, and the project files even when skipped)."""
-
-
-def project_file(cwd: Path) -> Path:
-    return cwd / ".pi" / "router.yaml"
 
 
 def base_candidates(agent: Path, extra: Sequence[Path]) -> list[Path]:

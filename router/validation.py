@@ -28,8 +28,8 @@ def validation_diagnostics(
             out.append(Diagnostic(
                 "RT110", f"unknown key '{key}' in {where}{rule}", doc.span(loc, key=True),
                 key_path=format_key_path(loc),
-                help=(did_you_mean(key, fields) or "") + (f" expected one of: {', '.join(sorted(fields))}"
-                                                         if fields else "")))
+                help=((did_you_mean(key, fields) or "") + (f" expected one of: {', '.join(sorted(fields))}"
+                                                          if fields else "")).strip() or None))
         elif kind == "missing":
             out.append(Diagnostic("RT112", f"missing required key '{loc[-1]}' in {where}{rule}",
                                   doc.span(loc[:-1]), key_path=format_key_path(loc)))

@@ -54,7 +54,9 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_lint_clean_exit_0() -> None:
-    assert invoke("lint", DEFAULT) == (0, "Found 0 errors, 0 warnings.\n")
+    result = CliRunner().invoke(cli.app, ["lint", DEFAULT])
+    assert (result.exit_code, result.stdout) == (0, "Found 0 errors, 0 warnings.\n")
+    assert result.stderr == "policy: default pack\n"
 
 
 def test_lint_errors_exit_1_through_real_entry_point(
@@ -62,7 +64,8 @@ def test_lint_errors_exit_1_through_real_entry_point(
 ) -> None:
     path = write(tmp_path, "rules:\n  - id: a\n    on: inptu\n")
     code, out, err = run_main(monkeypatch, capsys, "lint", str(path))
-    assert code == 1 and "[RT205]" in out and "Found 1 error, 0 warnings." in out and not err
+    assert code == 1 and "[RT205]" in out and "Found 1 error, 0 warnings." in out
+    assert err == f"policy: {path}\n"  # which files were linted, on stderr: stdout stays parseable
 
 
 def test_lint_unknown_format_usage_exit_2() -> None:
@@ -116,6 +119,7 @@ def test_explain_text_trace_and_decision() -> None:
     code, out = invoke("explain", "--event", TURN_END, "--policy", DEFAULT)
     lines = out.splitlines()
     assert code == 0 and lines[0] == "event: turn_end (model=fake/fake-cloud)"
+    assert lines[1] == "policy: default pack"
     assert any(
         line.endswith("rule default-warn-context-full: enter") and "default.yaml:" in line for line in lines
     )
@@ -135,6 +139,15 @@ def test_explain_json_has_trace_and_effects() -> None:
     assert [e["action"] for e in body["effects"]] == ["notify", "set"]
     assert [t["kind"] for t in body["trace"]][:3] == ["rule", "cond", "fire"]
     assert body["state"] == {"default_context_warned": True} and body["dry_run_signals"] == []
+    assert [(f["pack"], f["layer"], f["used_by"]) for f in body["files"]] == [("default", "file", None)]
+
+
+def test_test_command_packs_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out = invoke("test")
+    assert code == 1 and "no test cases or inline examples found" in out
+    code, out = invoke("test", "--packs")
+    assert code == 0 and "FAIL: 0/" in out and "decision.test.yaml:" in out
 
 
 @pytest.mark.parametrize(
@@ -254,7 +267,8 @@ def test_init_writes_policy_that_lints_clean_and_passes(
     code, out = invoke("init")
     assert code == 0 and (tmp_path / ".pi" / "router.yaml").is_file()
     assert (tmp_path / ".pi" / "router.schema.json").is_file()
-    assert invoke("lint", ".pi/router.yaml") == (0, "Found 0 errors, 0 warnings.\n")
+    lint = CliRunner().invoke(cli.app, ["lint", ".pi/router.yaml"])
+    assert (lint.exit_code, lint.stdout) == (0, "Found 0 errors, 0 warnings.\n")
     code, out = invoke("test", ".pi/router.yaml")
     assert code == 0 and "FAIL: 0/" in out and "PASS: 2/2" in out
 

@@ -62,12 +62,13 @@ def test_corpus_file_lint_cli_exit_1_without_traceback(path: Path) -> None:
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output
-    lines = result.output.splitlines()
+    lines = result.stdout.splitlines()
     assert any(line.split(":")[0].endswith(path.name) and ": error: " in line for line in lines), (
         result.output
     )
-    assert "[RT" in result.output
+    assert "[RT" in result.stdout
     assert lines[-1].startswith("Found ") and " error" in lines[-1]
+    assert result.stderr.startswith("policy: ")  # the files linted, on stderr
 
 
 def test_corpus_lint_through_real_entry_point() -> None:
@@ -92,7 +93,7 @@ def test_corpus_lint_through_real_entry_point() -> None:
 def test_corpus_lint_json_format_lists_every_file() -> None:
     paths = [str(p) for p in FILES if p.name not in KNOWN_BUGS][:10]
     result = CliRunner().invoke(app, ["lint", "--format", "json", *paths])
-    body = json.loads(result.output)
+    body = json.loads(result.stdout)
     assert result.exit_code == 1 and body["errors"] >= 10
     assert {Path(d["path"]).name for d in body["diagnostics"]} == {Path(p).name for p in paths}
 

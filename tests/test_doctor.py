@@ -174,7 +174,8 @@ def test_run_without_bridge_and_broken_policy(rig: tuple[Path, Path]) -> None:
     checks = lines_of(output)
     assert code == 1
     assert checks["bridge"] == "FAIL bridge: not installed (run `router install`)"
-    assert checks["policy"] == "FAIL policy: 0 rules from nothing; 1 errors (run `router lint`)"
+    assert checks["policy"] == (f"FAIL policy: 0 rules from default pack, {agent / 'router.yaml'}; "
+                                "1 errors (run `router lint`)")
     assert checks["sidecar"].startswith("ok   sidecar: ") and "forwards 1 event types" in checks["sidecar"]
 
 

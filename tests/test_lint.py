@@ -290,3 +290,83 @@ def test_lint_text_snapshot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         expected_path.write_text(out + "\n", encoding="utf-8")
     assert code == 1
     assert out + "\n" == expected_path.read_text(encoding="utf-8")
+
+
+# --- test files -----------------------------------------------------------------------------------
+
+BROKEN_TESTS = """\
+policy: missing.yaml
+cases:
+  - name: a bad event type
+    event: {type: inptu}
+    expect: {fired: []}
+  - name: an unknown field and key
+    event: {type: input, txt: hi}
+    expect: {fired: [], scope: rule}
+    extra: 1
+"""
+
+
+def test_lint_test_file_reports_every_problem_located(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, BROKEN_TESTS, "t.test.yaml")
+    found = lint_command.lint_paths([Path("t.test.yaml")])
+    assert sorted((d.code, d.span.line, d.span.col) for d in found if d.span) == [
+        ("RT100", 1, 9),   # the policy it names does not exist
+        ("RT110", 9, 5),   # unknown key in the case
+        ("RT111", 8, 32),  # scope: rule in a test file
+        ("RT130", 4, 19),  # unknown event type
+        ("RT131", 7, 26),  # unknown event field
+    ]
+    assert all(d.span and d.span.path == "t.test.yaml" for d in found)
+    unknown_type = next(d for d in found if d.code == "RT130")
+    assert unknown_type.help == "did you mean 'input'?"
+    code, out = lint_command.run([Path("t.test.yaml")])
+    assert code == 1 and out.endswith("Found 5 errors, 0 warnings.")
+
+
+def test_lint_test_file_yaml_error_and_clean_file(tmp_path: Path) -> None:
+    write(tmp_path, "rules: []\n", "p.yaml")
+    assert lint_command.lint_paths([write(tmp_path, "cases: [\n", "p.test.yaml")])[0].code == "RT101"
+    clean = "cases:\n  - name: ok\n    event: {type: input, text: hi}\n    expect: {fires: false}\n"
+    assert lint_command.lint_paths([write(tmp_path, clean, "p.test.yaml")]) == []
+
+
+def test_lint_directory_and_default_run_check_test_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    dot_pi = tmp_path / "proj" / ".pi"
+    write(dot_pi, "rules: []\n", "router.yaml")
+    write(dot_pi, "cases:\n  - name: x\n    event: {type: nope}\n    expect: {}\n", "router.test.yaml")
+    assert [d.code for d in lint_command.lint_paths([dot_pi])] == ["RT130"]
+    assert [d.code for d in lint_command.lint_paths([], cwd=tmp_path / "proj")] == ["RT130"]
+    assert lint_command.test_files([dot_pi]) == [dot_pi / "router.test.yaml"]
+
+
+def test_lint_names_the_files_on_stderr_and_in_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "version: 1\nuse: [decision, ./team.yaml]\n", ".pi/router.yaml")
+    write(tmp_path, "version: 1\n", ".pi/team.yaml")
+    code, out = lint_command.run([], cwd=tmp_path)
+    assert (code, out) == (0, "Found 0 errors, 0 warnings.")
+    assert capsys.readouterr().err == ("policy: default pack, .pi/router.yaml "
+                                       "(+ decision pack, .pi/team.yaml via use:)\n")
+    code, out = lint_command.run([], fmt="json", cwd=tmp_path)
+    body = json.loads(out)
+    assert [(f["display"], f["layer"], f["pack"], f["used_by"]) for f in body["files"]][1:] == [
+        (body["files"][1]["display"], "pack", "decision", ".pi/router.yaml"),
+        (".pi/team.yaml", "project", None, ".pi/router.yaml"),
+        (".pi/router.yaml", "project", None, None),
+    ]
+    assert body["not_loaded"] == [] and capsys.readouterr().err == ""  # JSON: nothing on stderr
+
+
+def test_lint_a_file_that_does_not_load_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "rules: [\n", "p.yaml")
+    code, _ = lint_command.run([Path("p.yaml")])
+    assert code == 1 and capsys.readouterr().err == "policy: p.yaml (does not load)\n"

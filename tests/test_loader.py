@@ -202,3 +202,21 @@ def test_load_layers_stops_at_broken_file_but_reports_all(tmp_path: Path) -> Non
 def test_missing_layer_file_rt100(tmp_path: Path) -> None:
     policy, found = compile_files([("file", tmp_path / "missing.yaml")])
     assert policy is None and codes(found) == ["RT100"]
+
+
+def test_describe_files_names_layers_and_what_they_use(tmp_path: Path) -> None:
+    from router.loader import describe_files
+
+    write(tmp_path, "version: 1\n", "agent/router.yaml")
+    write(tmp_path, "version: 1\nuse: [./base.yaml]\n", "proj/.pi/team.yaml")
+    write(tmp_path, "version: 1\n", "proj/.pi/base.yaml")
+    write(tmp_path, "version: 1\nuse: [decision, ./team.yaml]\n", "proj/.pi/router.yaml")
+    files, found = load_layers(layer_paths(tmp_path / "proj", agent=tmp_path / "agent"))
+    assert found == []
+    assert [(f.pack, f.layer, f.used_by) for f in files] == [
+        ("default", "pack", None), (None, "user", None), ("decision", "pack", files[-1].path),
+        (None, "project", files[-2].path), (None, "project", files[-1].path), (None, "project", None)]
+    user, base, team, project = (f.path for f in files if f.pack is None)  # depth first
+    assert describe_files(files) == (f"default pack, {user}, {project} "
+                                     f"(+ decision pack, {base}, {team} via use:)")
+    assert describe_files([]) == "nothing"

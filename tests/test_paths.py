@@ -108,3 +108,16 @@ def test_layer_paths_directory_named_router_yaml_is_not_a_layer(tmp_path: Path) 
     (tmp_path / ".pi" / "router.yaml").mkdir(parents=True)
     (tmp_path / "agent" / "router.yaml").mkdir(parents=True)
     assert [name for name, _ in paths.layer_paths(tmp_path, agent=tmp_path / "agent")] == ["pack"]
+
+
+def test_project_policy_above_finds_the_nearest_parents_file(tmp_path: Path) -> None:
+    outer, inner = tmp_path / "outer", tmp_path / "outer" / "inner"
+    (inner / "src" / "deep").mkdir(parents=True)
+    assert paths.project_policy_above(inner / "src") is None
+    for root in (outer, inner):
+        (root / ".pi").mkdir()
+        (root / ".pi" / "router.yaml").write_text("version: 1\n")
+    assert paths.project_policy_above(inner / "src" / "deep") == inner / ".pi" / "router.yaml"
+    assert paths.project_policy_above(inner / "src") == inner / ".pi" / "router.yaml"
+    assert paths.project_policy_above(inner) is None  # it has its own: nothing above is missed
+    assert [name for name, _ in paths.layer_paths(inner / "src", agent=tmp_path / "agent")] == ["pack"]

@@ -10,6 +10,7 @@ import pytest
 from router.commands import test as test_command
 from router.decision import Decision, Effect
 from router.model import Expectation
+from router.paths import display_path
 from router.testing import compare, run_examples
 from tests.helpers import compile_ok, write
 
@@ -219,3 +220,189 @@ def test_compare_state_subset_with_dotted_keys() -> None:
 def test_compare_state_nested_mapping_is_a_subset() -> None:
     decision = Decision("input", state={"ds": {"band": "react", "n": 1}})
     assert compare(decision, Expectation(state={"ds": {"band": "react"}})) == []
+
+
+# --- a policy that uses a pack: expectations look at the own layer --------------------------------
+
+USES_DECISION = """
+version: 1
+use: [decision]
+signals:
+  mine: {complete: {prompt: "rate {text}"}}
+rules:
+  - id: warn
+    on: turn_end
+    when: "usage.percent >= 80"
+    continue: true
+    do: [{notify: full}]
+    examples:
+      - name: own rule only
+        event: {type: turn_end, usage: {percent: 85}}
+        expect: {fires: true, fired: [warn, also], actions: [{notify: {text: full}}, {notify: {text: also}}]}
+      - name: the rule's own actions
+        event: {type: turn_end, usage: {percent: 85}}
+        expect: {scope: rule, fired: [warn], actions: [{notify: {text: full}}]}
+  - id: also
+    on: turn_end
+    when: "usage.percent >= 80"
+    do: [{notify: also}]
+  - id: rate
+    on: input
+    when: "signals.mine > 0.5"
+    do: [{notify: rated}]
+"""
+
+
+def decision_project(tmp_path: Path, cases: str) -> Path:
+    write(tmp_path, USES_DECISION, "pol.yaml")
+    return write(tmp_path, cases, "pol.test.yaml")
+
+
+def test_cases_compare_only_own_rules_and_pack_signals_take_dry_run_values(tmp_path: Path) -> None:
+    cases = """
+    cases:
+      - name: own rules, without naming the pack's or its saved_mode signal
+        event: {type: turn_end, usage: {percent: 85}}
+        expect: {fired: [warn, also], actions: [{notify: {text: full}}, {notify: {text: also}}]}
+      - name: nothing of ours fires
+        event: {type: turn_end, usage: {percent: 10}}
+        expect: {fires: false, fired: [], actions: []}
+    """
+    report = test_command.run_tests([decision_project(tmp_path, cases)], cwd=tmp_path)
+    assert [(r.name, r.passed, r.problems) for r in report.results][:2] == [
+        ("own rules, without naming the pack's or its saved_mode signal", True, []),
+        ("nothing of ours fires", True, []),
+    ]
+    assert "dr-compaction-rearm" in report.results[0].fired  # the pack did run
+    assert [(r.name, r.passed) for r in report.results[2:]] == [
+        ("warn example own rule only", True),
+        ("warn example the rule's own actions", True),
+    ]
+
+
+def test_scope_all_compares_every_rule_and_the_diff_names_what_was_left_out(tmp_path: Path) -> None:
+    cases = """
+    cases:
+      - name: all rules
+        event: {type: turn_end, usage: {percent: 85}}
+        expect: {scope: all, fired: [dr-compaction-rearm, warn, also]}
+      - name: all rules, wrong
+        event: {type: turn_end, usage: {percent: 85}}
+        expect: {scope: all, fired: [warn, also]}
+      - name: own rules, wrong
+        event: {type: turn_end, usage: {percent: 85}}
+        expect: {fired: [warn]}
+    """
+    report = test_command.run_tests([decision_project(tmp_path, cases)], cwd=tmp_path)
+    right, wrong_all, wrong_own = report.results[:3]
+    assert right.passed and not wrong_all.passed and not wrong_own.passed
+    assert '+  "dr-compaction-rearm",' in wrong_all.problems[0]
+    assert "not compared" not in wrong_all.problems[0]
+    assert wrong_own.problems[0].startswith("fired differ")
+    assert wrong_own.problems[0].splitlines()[-1] == (
+        "(not compared: dr-compaction-rearm also fired; `expect: {scope: all}` compares every rule)")
+
+
+def test_own_external_signal_still_waits_and_a_pack_signal_can_be_expected_pending(tmp_path: Path) -> None:
+    cases = """
+    cases:
+      - name: own signal without a value
+        event: {type: input, text: x}
+        expect: {fired: []}
+      - name: own signal given
+        event: {type: input, text: x}
+        signals: {mine: 0.9}
+        expect: {fired: [rate]}
+      - name: a pack signal, expected to wait
+        event: {type: turn_end, usage: {percent: 85}}
+        expect: {pending: saved_mode}
+      - name: a pack signal given a value
+        event: {type: turn_end, usage: {percent: 85}}
+        signals: {saved_mode: {enabled: false, autoCompaction: false}}
+        expect: {scope: all, fired: [warn, also]}
+    """
+    results = test_command.run_tests([decision_project(tmp_path, cases)], cwd=tmp_path).results[:4]
+    assert [r.passed for r in results] == [False, True, True, True]
+    assert "evaluation waits for signal 'mine'" in results[0].problems[0]
+
+
+def test_scope_rule_in_a_test_case_fails_with_a_reason(tmp_path: Path) -> None:
+    cases = "cases:\n  - name: r\n    event: {type: input}\n    expect: {scope: rule, fires: true}\n"
+    (result, *_) = test_command.run_tests([project(tmp_path, cases)], cwd=tmp_path).results
+    assert not result.passed and "`scope: rule` needs the rule of an inline example" in result.problems[0]
+
+
+def test_compare_scope_defaults() -> None:
+    effects = tuple(Effect("notify", {"text": r}, r) for r in ("pack", "a", "b"))
+    decision = Decision("input", effects=effects, fired=("pack", "a", "b"))
+    own = frozenset({"a", "b"})
+    both = [{"notify": {"text": "a"}}, {"notify": {"text": "b"}}]
+    assert compare(decision, Expectation(fired=["a", "b"], actions=both), own=own) == []
+    example = Expectation(fired=["a", "b"], actions=both, fires=True)
+    assert compare(decision, example, rule_id="a", own=own) == []
+    narrow = Expectation(scope="rule", fired=["a"], actions=both[:1])
+    assert compare(decision, narrow, rule_id="a", own=own) == []
+    assert compare(decision, Expectation(scope="all", fired=["pack", "a", "b"]), own=own) == []
+    assert compare(decision, Expectation(fires=False), rule_id="b", own=frozenset({"a"}))
+    assert compare(decision, Expectation(fires=False), own=frozenset({"c"})) == []  # no own rule fired
+
+
+# --- what `router test` runs, and how broken files count ------------------------------------------
+
+
+def test_broken_test_file_counts_as_a_failure_in_the_summary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    good = project(tmp_path, CASES)
+    broken = write(tmp_path, "cases:\n  - name: x\n    event: {type: input}\n    expct: {}\n",
+                   "broken.test.yaml")
+    yaml_error = write(tmp_path, "cases: [\n", "yaml.test.yaml")
+    report = test_command.run_tests([good, broken, yaml_error], cwd=tmp_path)
+    lines = test_command.render(report, fmt="text").splitlines()
+    assert "PASS: 4/6" in lines and "FAIL: 2/6" in lines
+    at = lines.index("broken.test.yaml:2: test file does not load: FAIL")  # at its first error
+    assert lines[at + 1] == "  2 errors, listed above"  # RT110 expct, RT112 expect
+    assert "yaml.test.yaml:2: test file does not load: FAIL" in lines
+    assert test_command.exit_code(report) == 1
+    body = json.loads(test_command.render(report, fmt="json"))
+    assert (body["passed"], body["failed"]) == (4, 2)
+
+
+def test_a_policy_that_does_not_compile_counts_once_per_test_file(tmp_path: Path) -> None:
+    write(tmp_path, "rules:\n  - id: a\n    on: inptu\n", "pol.yaml")
+    first = write(tmp_path, CASES, "pol.test.yaml")
+    second = write(tmp_path, "policy: pol.yaml\n" + CASES, "more.test.yaml")
+    report = test_command.run_tests([first, second], cwd=tmp_path)
+    assert [(r.name, r.passed) for r in report.results] == [("policy does not compile", False)] * 2
+    assert [d.code for d in report.diagnostics] == ["RT205"]  # reported once
+
+
+def test_default_run_is_the_projects_and_the_users_tests_not_the_packs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    agent = tmp_path / "agent"
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
+    write(tmp_path, USES_DECISION, "proj/.pi/router.yaml")
+    write(tmp_path, "cases:\n  - name: mine\n    event: {type: input, text: x}\n    signals: {mine: 0.9}\n"
+          "    expect: {fired: [rate]}\n", "proj/.pi/router.test.yaml")
+    write(tmp_path, "rules:\n  - id: user-rule\n    on: input\n    do: [{notify: u}]\n", "agent/router.yaml")
+    write(tmp_path, "cases:\n  - name: the user's\n    event: {type: input}\n"
+          "    expect: {fired: [user-rule]}\n", "agent/router.test.yaml")
+    monkeypatch.chdir(tmp_path / "proj")
+    report = test_command.run_tests([], cwd=tmp_path / "proj")
+    assert sorted(r.name for r in report.results) == ["mine", "the user's", "warn example own rule only",
+                                                      "warn example the rule's own actions"]
+    assert report.failed == 0 and [r.id for r in report.unexercised] == []
+    with_packs = test_command.run_tests([], cwd=tmp_path / "proj", packs=True)
+    assert with_packs.failed == 0 and len(with_packs.results) > 100
+    assert any(r.name.startswith("default-warn-context-full example") for r in with_packs.results)
+    lines = test_command.notes(report)
+    assert lines[0] == f"policy: default pack, {display_path(agent / 'router.yaml')}, .pi/router.yaml " \
+                       "(+ decision pack via use:)"
+    assert lines[1] == "tests: .pi/router.test.yaml against .pi/router.yaml (+ decision pack via use:)"
+
+
+def test_no_tests_message_points_at_packs_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    report = test_command.run_tests([], cwd=tmp_path)
+    missing = test_command.no_tests_message(report)
+    assert report.results == [] and missing is not None and "--packs" in (missing.help or "")

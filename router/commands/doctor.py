@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from router.commands import policy_note
 from router.commands.install import CONFIG_NAME, configured_command, installed_state, serve_command
-from router.compile import load_policy
+from router.compile import LoadedPolicy, load_layered
 from router.diagnostics import has_errors
 from router.lint import run_checks
+from router.loader import describe_files
 
 PI_VERSION = "1.6.0"
 MIN_NODE = (22, 19)
@@ -26,9 +28,11 @@ class Check:
     ok: bool
     label: str
     detail: str = ""
+    warn: bool = False  # worth a look, but not a failure
 
     def render(self) -> str:
-        return f"{'ok  ' if self.ok else 'FAIL'} {self.label}" + (f": {self.detail}" if self.detail else "")
+        status = "FAIL" if not self.ok else "warn" if self.warn else "ok  "
+        return f"{status} {self.label}" + (f": {self.detail}" if self.detail else "")
 
 
 def _run(argv: list[str], timeout: float = 20.0) -> tuple[int, str]:
@@ -146,6 +150,15 @@ def check_models(pi: str | None, refs: set[str], virtual: set[str]) -> list[Chec
     return checks
 
 
+def check_policy(loaded: LoadedPolicy) -> list[Check]:
+    """The layered policy compiles and lints without errors; which files it is made of."""
+    lint = loaded.diagnostics + (run_checks(loaded.policy) if loaded.policy else [])
+    errors = [d for d in lint if d.severity == "error"]
+    rules = len(loaded.policy.rules) if loaded.policy else 0
+    return [Check(not has_errors(lint), "policy", f"{rules} rules from {describe_files(loaded.files)}"
+                  + (f"; {len(errors)} errors (run `router lint`)" if errors else ""))]
+
+
 def run(cwd: Path, agent: Path) -> tuple[int, str]:
     pi = shutil.which("pi")
     checks = check_pi(pi)
@@ -159,13 +172,11 @@ def run(cwd: Path, agent: Path) -> tuple[int, str]:
         command = configured_command(target)
         sidecar = sidecar or command
         checks.append(check_configured(scope, target, command))
-    policy, diagnostics = load_policy(cwd, agent=agent)
-    lint = diagnostics + (run_checks(policy) if policy else [])
-    errors = [d for d in lint if d.severity == "error"]
-    checks.append(Check(not has_errors(lint), "policy",
-                        f"{len(policy.rules) if policy else 0} rules from "
-                        f"{', '.join(f.path for f in policy.files) if policy else 'nothing'}"
-                        + (f"; {len(errors)} errors (run `router lint`)" if errors else "")))
+    loaded = load_layered(cwd, agent=agent)
+    policy = loaded.policy
+    checks += check_policy(loaded)
+    checks += [Check(True, "project policy", policy_note.warning_text(item), warn=True)
+               for item in policy_note.not_loaded(cwd)]
     checks.append(check_sidecar(cwd, agent, sidecar))
     if policy is not None:
         virtual = {f"{v['provider']}/{v['id']}" for v in policy.virtual_models}

@@ -8,12 +8,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from router.commands import policy_note
+from router.compile import LoadedPolicy, compile_layers, load_layered
 from router.compiled import CompiledPolicy
 from router.decision import Decision, SignalOutcome
 from router.diagnostics import Diagnostic, Span
 from router.errors import EventError, SourceError
 from router.event_docs import complete_event
 from router.interpreter import evaluate
+from router.loader import PolicyFile
 from router.scope import show_value
 from router.source import SourceDoc, parse_source, read_source
 from router.trace import BufferTracer, TraceEvent, filter_events, render_trace
@@ -28,6 +31,16 @@ class Explanation:
     decision: Decision
     trace: list[TraceEvent]
     dry_signals: list[str]
+    files: tuple[PolicyFile, ...] = ()
+
+
+def load(paths: list[Path], *, cwd: Path) -> LoadedPolicy:
+    """The given policy files (with what they `use:`), else the layered policy of `cwd`; from a
+    subdirectory of a project, warn on stderr that Pi started here would not load its file."""
+    if paths:
+        return compile_layers([("file", p) for p in paths])
+    policy_note.emit(policy_note.warning_lines(policy_note.not_loaded(cwd)))
+    return load_layered(cwd)
 
 
 def read_document(source: str) -> SourceDoc:
@@ -50,7 +63,7 @@ def explain_event(policy: CompiledPolicy, event: dict[str, Any], *, state: dict[
             break
         dry.append(decision.pending.name)
         outcomes[decision.pending.name] = SignalOutcome(error=DRY_RUN.format(name=decision.pending.name))
-    return Explanation(event, decision, tracer.events, dry)
+    return Explanation(event, decision, tracer.events, dry, policy.files)
 
 
 def load_event(source: str) -> dict[str, Any]:
@@ -84,7 +97,7 @@ def parse_assignments(items: list[str]) -> dict[str, Any]:
 def render_text(explanation: Explanation, policy: CompiledPolicy, *, mode: str, color: bool) -> str:
     event, decision = explanation.event, explanation.decision
     lines = [f"event: {event['type']}{_event_summary(event)}",
-             "policy: " + ", ".join(f.path for f in policy.files), ""]
+             policy_note.policy_line(policy.files), ""]
     events = filter_events(explanation.trace, mode)
     lines += render_trace(events, color=color) or ["(no rule listens to this event type)"]
     lines.append("")
@@ -124,6 +137,7 @@ def render_json(explanation: Explanation) -> str:
         "signals": decision.signals,
         "signal_errors": decision.signal_errors,
         "dry_run_signals": explanation.dry_signals,
+        "files": policy_note.files_json(explanation.files),
         "errors": [e.to_dict() for e in decision.errors],
         "trace": [{"kind": t.kind, "rule": t.rule_id, "message": t.message,
                    "path": t.span.path if t.span else None, "line": t.span.line if t.span else None,

@@ -1,49 +1,94 @@
-"""`router lint`: report every problem of a policy as located diagnostics."""
+"""`router lint`: report every problem of a policy and its test files as located diagnostics."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from router import __version__
 from router.codes import CODES
-from router.compile import compile_files, load_policy
+from router.commands import policy_note
+from router.compile import compile_layers, load_layered
 from router.diagnostics import Diagnostic, has_errors, render_json, render_sarif, render_text
 from router.lint import run_checks
+from router.loader import PolicyFile
+from router.testing import default_test_files, is_test_file, lint_test_file
 
 
 def policy_files(paths: list[Path]) -> list[Path]:
-    """Files to lint: the given files, and the policy YAML files inside given directories."""
+    """Policy files to lint: the given files, and the policy YAML files inside given directories."""
     found = []
     for path in paths:
         if path.is_dir():
-            found += sorted(p for p in path.glob("*.y*ml") if ".test." not in p.name)
-        else:
+            found += sorted(p for p in path.glob("*.y*ml") if not is_test_file(p))
+        elif not is_test_file(path):
             found.append(path)
     return found
 
 
+def test_files(paths: list[Path]) -> list[Path]:
+    """Test files to lint: the given `*.test.yaml` files and those inside given directories."""
+    found = []
+    for path in paths:
+        if path.is_dir():
+            found += sorted(p for p in path.glob("*.y*ml") if is_test_file(p))
+        elif is_test_file(path):
+            found.append(path)
+    return found
+
+
+@dataclass
+class LintResult:
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    policies: list[tuple[Path | None, list[PolicyFile]]] = field(default_factory=list)  # path asked, files
+    not_loaded: list[dict[str, str]] = field(default_factory=list)
+
+
+def lint(paths: list[Path], *, cwd: Path | None = None) -> LintResult:
+    """Lint the layered policy of `cwd` and its default test files (no paths), or the given paths."""
+    result = LintResult()
+    if not paths:
+        here = cwd or Path.cwd()
+        loaded = load_layered(here)
+        result.policies.append((None, loaded.files))
+        result.diagnostics += loaded.diagnostics + (run_checks(loaded.policy) if loaded.policy else [])
+        result.not_loaded = policy_note.not_loaded(here)
+        tests = default_test_files(here)
+    else:
+        for path in policy_files(paths):
+            loaded = compile_layers([("file", path)])
+            result.policies.append((path, loaded.files))
+            result.diagnostics += loaded.diagnostics + (run_checks(loaded.policy) if loaded.policy else [])
+        tests = test_files(paths)
+    for path in tests:
+        result.diagnostics += lint_test_file(path)
+    return result
+
+
 def lint_paths(paths: list[Path], *, cwd: Path | None = None) -> list[Diagnostic]:
     """Diagnostics of the layered policy of `cwd` (no paths) or of each given file."""
-    if not paths:
-        policy, diagnostics = load_policy(cwd or Path.cwd())
-        return diagnostics + (run_checks(policy) if policy else [])
-    diagnostics = []
-    for path in policy_files(paths):
-        policy, found = compile_files([("file", path)])
-        diagnostics += found + (run_checks(policy) if policy else [])
-    return diagnostics
+    return lint(paths, cwd=cwd).diagnostics
 
 
 def run(paths: list[Path], *, fmt: str = "text", cwd: Path | None = None) -> tuple[int, str]:
-    """Lint and render; exit code 1 when any error was found."""
-    diagnostics = lint_paths(paths, cwd=cwd)
+    """Lint and render; exit code 1 when any error was found. Text and SARIF output get the
+    `policy:` lines (and a warning about a project file Pi would not load) on stderr."""
+    result = lint(paths, cwd=cwd)
+    diagnostics = result.diagnostics
     if fmt == "json":
-        out = render_json(diagnostics)
-    elif fmt == "sarif":
-        out = render_sarif(diagnostics, version=__version__,
-                           rules_doc={code: info.title for code, info in CODES.items()})
+        body = json.loads(render_json(diagnostics))
+        body["files"] = policy_note.files_json(f for _, files in result.policies for f in files)
+        body["not_loaded"] = result.not_loaded
+        out = json.dumps(body, indent=2, ensure_ascii=False)
     else:
-        out = render_text(diagnostics, source_lines=_sources(diagnostics))
+        policy_note.emit([*(policy_note.policy_line(files, named=path) for path, files in result.policies),
+                          *policy_note.warning_lines(result.not_loaded)])
+        if fmt == "sarif":
+            out = render_sarif(diagnostics, version=__version__,
+                               rules_doc={code: info.title for code, info in CODES.items()})
+        else:
+            out = render_text(diagnostics, source_lines=_sources(diagnostics))
     return (1 if has_errors(diagnostics) else 0), out
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from router.compiled import CompiledPolicy, CompiledRule
 from router.diagnostics import Diagnostic, has_errors, render_text
-from router.session_policy import project_file, read_project_content
+from router.paths import project_policy as project_file
+from router.session_policy import read_project_content
 from router.trust import ProjectContent, TrustStore, TrustStoreError, decide
 
 SIGNAL_CAPABILITIES = {"read": "reads files", "load": "reads files", "records": "reads files",
