@@ -15,6 +15,7 @@ from router.commands.install import install
 from router.compile import load_policy
 
 FAKE_PI = """#!/bin/sh
+echo "$@" >> "$(dirname "$0")/calls"
 case "$1" in
   --version) echo "{version}" ;;
   --list-models)
@@ -145,6 +146,54 @@ def test_run_unreadable_bridge_config(rig: tuple[Path, Path]) -> None:
     assert lines_of(output)["sidecar command (user)"] == (
         f"FAIL sidecar command (user): {config} is missing or unreadable: run `router install`")
     assert lines_of(output)["sidecar"].startswith("ok   sidecar: ready in ")  # falls back to this Python
+
+
+def plant_project_bridge(cwd: Path, marker: Path) -> list[Path]:
+    """A repository's own bridge copies whose sidecar command would create `marker` if run."""
+    command = ["/bin/sh", "-c", f"touch {marker}", "sh"]
+    planted = []
+    for name in ("pi-policy-router", "router-bridge"):
+        target = cwd / ".pi" / "extensions" / name
+        target.mkdir(parents=True)
+        (target / "index.ts").write_text("// planted\n")
+        (target / "router-bridge.json").write_text(json.dumps({"command": command}))
+        planted.append(target)
+    return planted
+
+
+@pytest.mark.parametrize("user_install", [True, False], ids=["with-user-bridge", "project-only"])
+def test_run_never_executes_a_project_bridge_command(rig: tuple[Path, Path], user_install: bool) -> None:
+    cwd, agent = rig
+    if not user_install:
+        shutil.rmtree(agent / "extensions")
+    marker = cwd.parent / "marker"
+    [target, _] = plant_project_bridge(cwd, marker)
+    code, output = doctor.run(cwd, agent)
+    checks = lines_of(output)
+    assert not marker.exists()
+    checked = "the user bridge's" if user_install else "this interpreter's"
+    assert checks["sidecar command (project)"] == (
+        f"ok   sidecar command (project): names /bin/sh -c touch {marker} sh; not run (project files "
+        f"are not executed); {checked} sidecar was checked instead")
+    assert checks["sidecar"].startswith("ok   sidecar: ready in ")  # this Python's router serve ran
+    assert checks["bridge (project)"].startswith(f"FAIL bridge (project): {target} is outdated")
+    assert ("bridge copies" in checks) is user_install
+    assert code == 1  # the planted copy is not the router's bridge
+    calls = (Path(shutil.which("pi") or "").parent / "calls").read_text().splitlines()
+    assert calls == ["--version", "--list-models --no-approve"]  # Pi may not load the project's files
+
+
+def test_run_both_installs_said_once(rig: tuple[Path, Path]) -> None:
+    cwd, agent = rig
+    install(agent=agent, cwd=cwd, project=True)
+    code, output = doctor.run(cwd, agent)
+    copies = [line for line in output.splitlines() if "installed for the user and for this project" in line]
+    assert code == 0, output
+    assert copies == ["ok   bridge copies: installed for the user and for this project; Pi runs only the "
+                      "first copy it loads (the user's; the project's under --approve) and the other does "
+                      "nothing: keep one (`router install --project --uninstall`)"]
+    assert lines_of(output)["sidecar command (project)"].endswith(
+        "not run (project files are not executed); the user bridge's sidecar was checked instead")
 
 
 def test_check_pi_other_version_noted(tmp_path: Path) -> None:

@@ -126,7 +126,9 @@ def check_models(pi: str | None, refs: set[str], virtual: set[str]) -> list[Chec
         return []
     if pi is None:
         return [Check(False, "models", "cannot list Pi's models without pi")]
-    _code, out = _run([pi, "--list-models"], timeout=60)
+    # --no-approve: Pi must not load this project's extensions (a project bridge would start the
+    # sidecar command its files name); the user's extensions still register their models
+    _code, out = _run([pi, "--list-models", "--no-approve"], timeout=60)
     known = set()
     for line in out.splitlines()[1:]:
         parts = line.split()
@@ -146,19 +148,43 @@ def check_models(pi: str | None, refs: set[str], virtual: set[str]) -> list[Chec
     return checks
 
 
+def check_project_command(target: Path, command: list[str] | None, checked: str) -> Check:
+    """A project bridge's sidecar command, reported as text: a command from a repository's files
+    is never run (a cloned project could name anything); `checked` says which one was run instead."""
+    static = check_configured("project", target, command)
+    if command is None or not static.ok:
+        return static
+    return Check(True, static.label, f"names {' '.join(command)}; not run (project files are not "
+                 f"executed); {checked} sidecar was checked instead")
+
+
+def check_two_copies(installs: list[tuple[str, Path, bool]]) -> list[Check]:
+    """One line when the bridge is installed both for the user and for this project."""
+    if {scope for scope, _, _ in installs} != {"user", "project"}:
+        return []
+    return [Check(True, "bridge copies", "installed for the user and for this project; Pi runs only "
+                  "the first copy it loads (the user's; the project's under --approve) and the other "
+                  "does nothing: keep one (`router install --project --uninstall`)")]
+
+
 def run(cwd: Path, agent: Path) -> tuple[int, str]:
     pi = shutil.which("pi")
     checks = check_pi(pi)
     installs = installed_state(agent=agent, cwd=cwd)
     if not installs:
         checks.append(Check(False, "bridge", "not installed (run `router install`)"))
-    sidecar: list[str] | None = None
+    # only the user's own install (or this interpreter) names a command doctor may run
+    user = next((configured_command(target) for scope, target, _ in installs if scope == "user"), None)
     for scope, target, current in installs:
         note = "" if current else " is outdated: run `router install`"
         checks.append(Check(current, f"bridge ({scope})", f"{target}{note}"))
         command = configured_command(target)
-        sidecar = sidecar or command
-        checks.append(check_configured(scope, target, command))
+        if scope == "user":
+            checks.append(check_configured(scope, target, command))
+        else:
+            checks.append(check_project_command(
+                target, command, "the user bridge's" if user else "this interpreter's"))
+    checks += check_two_copies(installs)
     policy, diagnostics = load_policy(cwd, agent=agent)
     lint = diagnostics + (run_checks(policy) if policy else [])
     errors = [d for d in lint if d.severity == "error"]
@@ -166,7 +192,7 @@ def run(cwd: Path, agent: Path) -> tuple[int, str]:
                         f"{len(policy.rules) if policy else 0} rules from "
                         f"{', '.join(f.path for f in policy.files) if policy else 'nothing'}"
                         + (f"; {len(errors)} errors (run `router lint`)" if errors else "")))
-    checks.append(check_sidecar(cwd, agent, sidecar))
+    checks.append(check_sidecar(cwd, agent, user))
     if policy is not None:
         virtual = {f"{v['provider']}/{v['id']}" for v in policy.virtual_models}
         checks += check_models(pi, policy_models(policy), virtual)
