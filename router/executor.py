@@ -14,8 +14,9 @@ import json
 import os
 import shutil
 import signal as signals
+import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -129,8 +130,9 @@ class Executor:
         return SignalOutcome(result=str(reply.get("text") or ""))
 
     async def _child(self, request: SignalRequest) -> SignalOutcome:
+        """A tool-less `pi --print`: the prompt goes to its stdin, the system prompt to a private
+        file (`--system-prompt` takes a path), so neither shows in the process table."""
         params = request.params
-        timeout_ms = _timeout(request)
         pi_bin = str(params.get("pi_bin") or shutil.which("pi") or "pi")
         if not _is_pi(pi_bin):
             return SignalOutcome(error=f"child: {pi_bin!r} is not a pi binary (its name must be pi, "
@@ -139,17 +141,23 @@ class Executor:
         for flag in ("provider", "model"):
             if params.get(flag):
                 argv += [f"--{flag}", str(params[flag])]
-        if params.get("system_prompt"):
-            argv += ["--system-prompt", str(params["system_prompt"])]
-        argv.append(str(params.get("prompt") or ""))
+        prompt = str(params.get("prompt") or "").encode()
+        with _private_file(str(params.get("system_prompt") or "")) as system_prompt:
+            if system_prompt is not None:
+                argv += ["--system-prompt", str(system_prompt)]
+            return await self._run_child(argv, prompt, _timeout(request))
+
+    async def _run_child(self, argv: list[str], stdin: bytes, timeout_ms: int) -> SignalOutcome:
+        """Run `argv` with `stdin` written and closed; kill its process group at the deadline."""
         try:
             process = await asyncio.create_subprocess_exec(
-                *argv, cwd=self.cwd or None, stdin=asyncio.subprocess.DEVNULL,
+                *argv, cwd=self.cwd or None, stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
-        except OSError as exc:
-            return SignalOutcome(error=f"child failed to start: {exc}")
+        except OSError as exc:  # the name, not the path: the path may come from the environment
+            return SignalOutcome(error=f"child failed to start: {Path(argv[0]).name}: {exc.strerror or exc}")
         try:
-            out, err = await asyncio.wait_for(process.communicate(), timeout_ms / 1000)
+            # communicate() writes the prompt, closes stdin (EOF ends Pi's read) and reads both pipes
+            out, err = await asyncio.wait_for(process.communicate(stdin), timeout_ms / 1000)
         except TimeoutError:
             _kill_group(process)
             await process.wait()
@@ -305,8 +313,8 @@ class Executor:
                 update_json(target, keys, params.get("value"))
             elif effect.action == "release":
                 self.release(str(params.get("name") or "turn"))
-        except OSError as exc:
-            return f"{exc.strerror or exc} ({getattr(exc, 'filename', '') or ''})"
+        except OSError as exc:  # the file as the rule names it: `$VAR` expanded is an environment value
+            return f"{exc.strerror or exc} ({params.get('file') or ''})"
         except (TypeError, ValueError) as exc:
             return str(exc)
         return None
@@ -375,6 +383,24 @@ def _int(value: Any, default: int, *, allow_zero: bool = False) -> int:
     except (TypeError, ValueError):
         return default
     return number if number > 0 or (allow_zero and number == 0) else default
+
+
+@contextlib.contextmanager
+def _private_file(text: str) -> Iterator[Path | None]:
+    """`text` in a file only this user can read (0600, in a 0700 directory), removed afterwards;
+    None for an empty text."""
+    if not text:
+        yield None
+        return
+    directory = Path(tempfile.mkdtemp(prefix="router-child-"))
+    try:
+        path = directory / "system-prompt.txt"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        yield path
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:

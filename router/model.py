@@ -44,8 +44,8 @@ class ClassifySignal(_Model):
 class ChildSignal(_Model):
     """Run a tool-less child `pi --print …` and read its stdout."""
 
-    prompt: str = Field(description="template: the last argument of the child")
-    system_prompt: str | None = None
+    prompt: str = Field(description="template: written to the child's stdin (never its command line)")
+    system_prompt: str | None = Field(None, description="template: passed to the child in a private file")
     provider: str | None = None
     model: str | None = None
     pi_bin: str | None = Field(None, description="template: the pi binary (default: pi on PATH)")

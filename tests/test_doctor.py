@@ -15,6 +15,7 @@ from router.commands.install import install
 from router.compile import load_policy
 
 FAKE_PI = """#!/bin/sh
+echo "$@" >> "$(dirname "$0")/calls"
 case "$1" in
   --version) echo "{version}" ;;
   --list-models)
@@ -147,6 +148,54 @@ def test_run_unreadable_bridge_config(rig: tuple[Path, Path]) -> None:
     assert lines_of(output)["sidecar"].startswith("ok   sidecar: ready in ")  # falls back to this Python
 
 
+def plant_project_bridge(cwd: Path, marker: Path) -> list[Path]:
+    """A repository's own bridge copies whose sidecar command would create `marker` if run."""
+    command = ["/bin/sh", "-c", f"touch {marker}", "sh"]
+    planted = []
+    for name in ("pi-policy-router", "router-bridge"):
+        target = cwd / ".pi" / "extensions" / name
+        target.mkdir(parents=True)
+        (target / "index.ts").write_text("// planted\n")
+        (target / "router-bridge.json").write_text(json.dumps({"command": command}))
+        planted.append(target)
+    return planted
+
+
+@pytest.mark.parametrize("user_install", [True, False], ids=["with-user-bridge", "project-only"])
+def test_run_never_executes_a_project_bridge_command(rig: tuple[Path, Path], user_install: bool) -> None:
+    cwd, agent = rig
+    if not user_install:
+        shutil.rmtree(agent / "extensions")
+    marker = cwd.parent / "marker"
+    [target, _] = plant_project_bridge(cwd, marker)
+    code, output = doctor.run(cwd, agent)
+    checks = lines_of(output)
+    assert not marker.exists()
+    checked = "the user bridge's" if user_install else "this interpreter's"
+    assert checks["sidecar command (project)"] == (
+        f"ok   sidecar command (project): names /bin/sh -c touch {marker} sh; not run (project files "
+        f"are not executed); {checked} sidecar was checked instead")
+    assert checks["sidecar"].startswith("ok   sidecar: ready in ")  # this Python's router serve ran
+    assert checks["bridge (project)"].startswith(f"FAIL bridge (project): {target} is outdated")
+    assert ("bridge copies" in checks) is user_install
+    assert code == 1  # the planted copy is not the router's bridge
+    calls = (Path(shutil.which("pi") or "").parent / "calls").read_text().splitlines()
+    assert calls == ["--version", "--list-models --no-approve"]  # Pi may not load the project's files
+
+
+def test_run_both_installs_said_once(rig: tuple[Path, Path]) -> None:
+    cwd, agent = rig
+    install(agent=agent, cwd=cwd, project=True)
+    code, output = doctor.run(cwd, agent)
+    copies = [line for line in output.splitlines() if "installed for the user and for this project" in line]
+    assert code == 0, output
+    assert copies == ["ok   bridge copies: installed for the user and for this project; Pi runs only the "
+                      "first copy it loads (the user's; the project's under --approve) and the other does "
+                      "nothing: keep one (`router install --project --uninstall`)"]
+    assert lines_of(output)["sidecar command (project)"].endswith(
+        "not run (project files are not executed); the user bridge's sidecar was checked instead")
+
+
 def test_check_pi_other_version_noted(tmp_path: Path) -> None:
     pi = fake_pi(tmp_path, "1.7.2")
     checks = doctor.check_pi(str(pi))
@@ -190,3 +239,21 @@ def test_policy_models_literal_refs_of_model_route_and_vars(tmp_path: Path) -> N
 def test_check_render() -> None:
     assert doctor.Check(True, "pi", "x").render() == "ok   pi: x"
     assert doctor.Check(False, "node").render() == "FAIL node"
+
+
+def test_check_trust_names_the_state_and_the_command(tmp_path: Path) -> None:
+    from router.commands.doctor import check_trust
+    from router.session_policy import read_project_content
+    from router.trust import TrustStore
+
+    cwd, agent = tmp_path / "proj", tmp_path / "agent"
+    assert check_trust(cwd, agent) == []
+    (cwd / ".pi").mkdir(parents=True)
+    (cwd / ".pi" / "router.yaml").write_text("rules: []\n")
+    [untrusted] = check_trust(cwd, agent)
+    assert untrusted.warn and f"router trust {cwd.resolve()}" in untrusted.detail
+    content, _ = read_project_content(cwd)
+    assert content is not None
+    TrustStore(agent).trust(content)
+    [trusted] = check_trust(cwd, agent)
+    assert trusted.ok and not trusted.warn and "is trusted" in trusted.detail

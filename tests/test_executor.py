@@ -24,9 +24,13 @@ from tests.helpers import HANGING_PI, assert_group_gone, stub
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDING_PI = f"""#!{sys.executable}
-import json, os, sys
+import json, os, stat, sys
+argv = sys.argv[1:]
+system = argv[argv.index("--system-prompt") + 1] if "--system-prompt" in argv else None
+mode = stat.S_IMODE(os.stat(system).st_mode) if system else None
 with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "argv.json"), "w") as f:
-    json.dump({{"argv": sys.argv[1:], "cwd": os.getcwd()}}, f)
+    json.dump({{"argv": argv, "cwd": os.getcwd(), "stdin": sys.stdin.read(),
+               "system_prompt": open(system).read() if system else None, "system_mode": mode}}, f)
 code = int(os.environ.get("PI_STUB_EXIT", "0"))
 if code:
     sys.stderr.write(os.environ.get("PI_STUB_STDERR", ""))
@@ -243,24 +247,40 @@ def test_compute_probe_classifier_and_models(tmp_path: Path) -> None:
 # --- child pi --------------------------------------------------------------------------------------
 
 
-def test_compute_child_argv_seed_flags_then_model_system_prompt_last(
+def test_compute_child_argv_seed_flags_then_model_prompt_on_stdin(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The prompt and the system prompt never reach the command line (`ps` shows it to every
+    local user): the prompt is written to stdin, the system prompt to a 0600 file, removed after."""
     pi = stub(tmp_path / "bin", RECORDING_PI)
     (tmp_path / "proj").mkdir()
+    prompt = '{\n  "cwd": "/x",\n  "secret": "PROMPT-TEXT"\n}'
     outcome = compute(Executor(None, cwd=str(tmp_path / "proj")), "child", {
-        "pi_bin": str(pi), "provider": "fake", "model": "m1", "system_prompt": "You decide.",
-        "prompt": '{\n  "cwd": "/x"\n}'})
+        "pi_bin": str(pi), "provider": "fake", "model": "m1", "system_prompt": "You decide. SYSTEM-TEXT",
+        "prompt": prompt})
     assert (outcome.result, outcome.error) == ('{"answers": []}', None)
     recorded = json.loads((tmp_path / "bin" / "argv.json").read_text())
+    system_file = recorded["argv"][-1]
     assert recorded["argv"] == ["--print", "--no-session", "--no-tools", "--no-extensions", "--no-skills",
                                 "--no-prompt-templates", "--no-themes", "--no-context-files", "--thinking",
-                                "off", "--provider", "fake", "--model", "m1", "--system-prompt",
-                                "You decide.", '{\n  "cwd": "/x"\n}']
+                                "off", "--provider", "fake", "--model", "m1", "--system-prompt", system_file]
+    assert not any("PROMPT-TEXT" in part or "SYSTEM-TEXT" in part for part in recorded["argv"])
+    assert recorded["stdin"] == prompt
+    assert (recorded["system_prompt"], recorded["system_mode"]) == ("You decide. SYSTEM-TEXT", 0o600)
+    assert not Path(system_file).exists() and not Path(system_file).parent.exists()
     assert recorded["cwd"] == str(tmp_path / "proj")
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")  # pi from PATH
     assert compute(Executor(None, cwd=str(tmp_path)), "child", {"prompt": "P"}).error is None
-    assert json.loads((tmp_path / "bin" / "argv.json").read_text())["argv"] == [*CHILD_FLAGS, "P"]
+    recorded = json.loads((tmp_path / "bin" / "argv.json").read_text())
+    assert (recorded["argv"], recorded["stdin"]) == ([*CHILD_FLAGS], "P")
+
+
+def test_compute_child_that_never_reads_stdin(tmp_path: Path) -> None:
+    """A child exiting without reading a large prompt: the closed pipe is not an error."""
+    pi = stub(tmp_path / "bin", "#!/bin/sh\necho done\n")
+    outcome = compute(Executor(None, cwd=str(tmp_path)), "child",
+                      {"pi_bin": str(pi), "prompt": "x" * 1_000_000})
+    assert (outcome.result, outcome.error) == ("done", None)
 
 
 @pytest.mark.parametrize(("stderr", "error"), [("first\nbad model\n", "child exited with code 3: bad model"),

@@ -126,6 +126,51 @@ def test_uninstall_project_leaves_the_user_install(dirs: tuple[Path, Path]) -> N
     assert command.installed_state(agent=agent, cwd=cwd) == [("user", user_target(agent), True)]
 
 
+def tree(root: Path) -> list[str]:
+    """Every path under `root`, relative, sorted (folders end with /)."""
+    return sorted(f"{p.relative_to(root)}{'/' if p.is_dir() else ''}" for p in root.rglob("*"))
+
+
+def test_uninstall_project_leaves_the_project_as_it_found_it(dirs: tuple[Path, Path]) -> None:
+    """No .pi/ before: install makes .pi/extensions/pi-policy-router/, uninstall removes all three."""
+    agent, cwd = dirs
+    command.install(agent=agent, cwd=cwd, project=True)
+    target = cwd / ".pi" / "extensions" / "pi-policy-router"
+    assert json.loads((target / "router-bridge.json").read_text())["created"] == [".pi"]
+    again = command.install(agent=agent, cwd=cwd, project=True)[1]
+    assert again.startswith("the bridge is already installed")
+    code, message = command.uninstall(agent=agent, cwd=cwd, project=True)
+    assert code == 0
+    assert message.splitlines() == [f"removed {target}", f"removed {target.parent}", f"removed {cwd / '.pi'}"]
+    assert tree(cwd) == []
+
+
+def test_uninstall_project_keeps_a_pi_folder_it_did_not_make(dirs: tuple[Path, Path]) -> None:
+    """An existing .pi/ (with a policy, or empty) stays; the emptied .pi/extensions/ goes, since
+    Pi would still ask about trust for it."""
+    agent, cwd = dirs
+    (cwd / ".pi").mkdir()
+    (cwd / ".pi" / "router.yaml").write_text("version: 1\n")
+    command.install(agent=agent, cwd=cwd, project=True)
+    assert "created" not in json.loads(
+        (cwd / ".pi" / "extensions" / "pi-policy-router" / "router-bridge.json").read_text())
+    command.uninstall(agent=agent, cwd=cwd, project=True)
+    assert tree(cwd) == [".pi/", ".pi/router.yaml"]
+    (cwd / ".pi" / "router.yaml").unlink()
+    command.install(agent=agent, cwd=cwd, project=True)
+    command.uninstall(agent=agent, cwd=cwd, project=True)
+    assert tree(cwd) == [".pi/"]
+
+
+def test_uninstall_project_keeps_other_extensions(dirs: tuple[Path, Path]) -> None:
+    agent, cwd = dirs
+    command.install(agent=agent, cwd=cwd, project=True)
+    other = cwd / ".pi" / "extensions" / "other.ts"
+    other.write_text("export default () => {};\n")
+    command.uninstall(agent=agent, cwd=cwd, project=True)
+    assert tree(cwd) == [".pi/", ".pi/extensions/", ".pi/extensions/other.ts"]
+
+
 def test_serve_command_is_this_python_without_a_shell() -> None:
     assert command.serve_command() == [sys.executable, "-m", "router", "serve"]
     assert command.expected_files()["router-bridge.json"].endswith("\n")

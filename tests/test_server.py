@@ -435,6 +435,64 @@ rules:
     assert_group_gone(int((tmp_path / "bin" / "pid").read_text()))
 
 
+SECRETS_POLICY = """\
+version: 1
+env: [MY_TOKEN, PI_BIN]
+signals:
+  asked:
+    child: {prompt: "token {env.MY_TOKEN}", system_prompt: "you know {env.MY_TOKEN}", pi_bin: "{env.PI_BIN}",
+            timeout_ms: 10000}
+    fallback: "'none'"
+  missing:
+    child: {prompt: "x", pi_bin: "{env.PI_BIN}-gone", timeout_ms: 10000}
+    fallback: "'none'"
+  broken:
+    expr: "env.MY_TOKEN + 1"
+rules:
+  - id: r
+    on: input
+    when: "env.MY_TOKEN != null"
+    do:
+      - notify: "asked={signals.asked} missing={signals.missing} broken={signals.broken}"
+      - log: {file: "$ROUTER_TEST_DIR/blocker/debug.log", text: "a debug line"}
+      - audit: {file: "AUDIT", record: {asked: "{signal_errors.asked}", missing: "{signal_errors.missing}"}}
+"""
+FAILING_PI = """#!/bin/sh
+cat > "$(dirname "$0")/stdin.txt"
+echo 'bad model' >&2
+exit 3
+"""
+
+
+def test_no_environment_value_reaches_a_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Secrets in the environment (read by rules, in a `$VAR` path, unread) stay out of the router log,
+    the audit file and the warnings, while children fail, expressions fail and a file cannot be written."""
+    secrets = {"MY_TOKEN": "tok-SECRET-1", "UNREAD_API_KEY": "key-SECRET-2"}
+    pi = stub(tmp_path / "bin-SECRET-3", FAILING_PI)
+    secret_dir = tmp_path / "dir-SECRET-4"
+    secret_dir.mkdir()
+    (secret_dir / "blocker").write_text("a file where the log wants a directory\n")
+    for name, value in {**secrets, "PI_BIN": str(pi), "ROUTER_TEST_DIR": str(secret_dir)}.items():
+        monkeypatch.setenv(name, value)
+    audit = tmp_path / "audit.jsonl"
+    rig = Rig(tmp_path, SECRETS_POLICY.replace("AUDIT", str(audit)))
+    rig.hello()
+
+    result = rig.event()
+
+    assert result["actions"][0]["params"]["text"] == "asked=none missing=none broken=null"
+    assert (pi.parent / "stdin.txt").read_text() == "token tok-SECRET-1"  # the rule's prompt did arrive
+    [record] = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert record["asked"] == "child exited with code 3: bad model"
+    assert record["missing"] == "child failed to start: pi-gone: No such file or directory"
+    log = rig.log()
+    assert "RT502 signal broken failed" in log and "RT502 signal asked failed" in log
+    assert result["warnings"] == [
+        "rule r: log failed: File exists ($ROUTER_TEST_DIR/blocker/debug.log)"]
+    written = "\n".join([log, audit.read_text(), *result["warnings"]])
+    assert "SECRET" not in written, written
+
+
 # --- `python -m router serve` over stdio --------------------------------------------------------------
 
 

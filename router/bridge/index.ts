@@ -248,7 +248,27 @@ class Sidecar {
 	}
 }
 
+const OWNER = Symbol.for("pi-policy-router.bridge");
+
+/**
+ * Whether this copy of the bridge runs. Installed for the user and for the project, both copies
+ * load into one Pi process: the first one loaded owns it and a later copy does nothing (one log
+ * line), so nothing is registered, forwarded or shown twice. Pi invalidates the extension API of
+ * a reloaded or replaced session, so an owner whose API throws is gone and its place is free.
+ */
+function claimProcess(pi: any): boolean {
+	const slot = globalThis as any;
+	const owner = slot[OWNER];
+	if (owner && owner.pi !== pi && attempt(() => (owner.pi.events.emit("pi-policy-router:owner", null), true), false)) {
+		logLine(`router: the bridge in ${hereDir()} is a second copy; the one in ${owner.dir} runs, this one does nothing`);
+		return false;
+	}
+	slot[OWNER] = { pi, dir: hereDir() };
+	return true;
+}
+
 export default async function (pi: any) {
+	if (!claimProcess(pi)) return;
 	const sidecar = new Sidecar();
 	let ctxRef: Ctx = null;
 	let subscribed = new Set<string>();
@@ -554,7 +574,8 @@ export default async function (pi: any) {
 	pi.on("project_trust", async (event: Json, ctx: Ctx) => {
 		const result = await forward("project_trust", { cwd: event.cwd }, ctx);
 		const [trust] = actions(result, "trust");
-		return trust ? { trusted: trust.trusted, remember: !!trust.remember } : undefined;
+		// no rule decided: Pi 1.6 reads `.trusted` of every answer, so say "undecided" (never undefined)
+		return trust ? { trusted: trust.trusted, remember: !!trust.remember } : { trusted: "undecided" };
 	});
 
 	pi.on("session_start", async (event: Json, ctx: Ctx) => {

@@ -74,7 +74,7 @@ def check_sidecar(cwd: Path, agent: Path, command: list[str] | None = None) -> C
     except OSError as exc:
         return Check(False, "sidecar", str(exc))
     try:
-        hello = json.dumps({"id": 1, "method": "hello", "params": {"cwd": str(cwd), "trusted": True}})
+        hello = json.dumps({"id": 1, "method": "hello", "params": {"cwd": str(cwd)}})
         out, err = process.communicate(hello + "\n" + json.dumps({"id": 2, "method": "shutdown"}) + "\n",
                                        timeout=20)
     except subprocess.TimeoutExpired:
@@ -130,7 +130,9 @@ def check_models(pi: str | None, refs: set[str], virtual: set[str]) -> list[Chec
         return []
     if pi is None:
         return [Check(False, "models", "cannot list Pi's models without pi")]
-    _code, out = _run([pi, "--list-models"], timeout=60)
+    # --no-approve: Pi must not load this project's extensions (a project bridge would start the
+    # sidecar command its files name); the user's extensions still register their models
+    _code, out = _run([pi, "--list-models", "--no-approve"], timeout=60)
     known = set()
     for line in out.splitlines()[1:]:
         parts = line.split()
@@ -159,25 +161,68 @@ def check_policy(loaded: LoadedPolicy) -> list[Check]:
                   + (f"; {len(errors)} errors (run `router lint`)" if errors else ""))]
 
 
+def check_trust(cwd: Path, agent: Path) -> list[Check]:
+    """Whether Pi would apply the project policy here, and the exact way to trust it."""
+    from router.session_policy import read_project_content
+    from router.trust import TrustStore, TrustStoreError, decide
+
+    content, _ = read_project_content(cwd)
+    if content is None:
+        return []
+    try:
+        decision = decide(content, cwd, TrustStore(agent).projects())
+    except TrustStoreError as exc:
+        return [Check(False, "project trust", str(exc))]
+    if decision.applies:
+        return [Check(True, "project trust", f"{cwd / '.pi' / 'router.yaml'} is trusted "
+                      f"(sha256 {content.digest[:12]}); Pi applies it")]
+    return [Check(True, "project trust", str(decision.message()), warn=True)]
+
+
+def check_project_command(target: Path, command: list[str] | None, checked: str) -> Check:
+    """A project bridge's sidecar command, reported as text: a command from a repository's files
+    is never run (a cloned project could name anything); `checked` says which one was run instead."""
+    static = check_configured("project", target, command)
+    if command is None or not static.ok:
+        return static
+    return Check(True, static.label, f"names {' '.join(command)}; not run (project files are not "
+                 f"executed); {checked} sidecar was checked instead")
+
+
+def check_two_copies(installs: list[tuple[str, Path, bool]]) -> list[Check]:
+    """One line when the bridge is installed both for the user and for this project."""
+    if {scope for scope, _, _ in installs} != {"user", "project"}:
+        return []
+    return [Check(True, "bridge copies", "installed for the user and for this project; Pi runs only "
+                  "the first copy it loads (the user's; the project's under --approve) and the other "
+                  "does nothing: keep one (`router install --project --uninstall`)")]
+
+
 def run(cwd: Path, agent: Path) -> tuple[int, str]:
     pi = shutil.which("pi")
     checks = check_pi(pi)
     installs = installed_state(agent=agent, cwd=cwd)
     if not installs:
         checks.append(Check(False, "bridge", "not installed (run `router install`)"))
-    sidecar: list[str] | None = None
+    # only the user's own install (or this interpreter) names a command doctor may run
+    user = next((configured_command(target) for scope, target, _ in installs if scope == "user"), None)
     for scope, target, current in installs:
         note = "" if current else " is outdated: run `router install`"
         checks.append(Check(current, f"bridge ({scope})", f"{target}{note}"))
         command = configured_command(target)
-        sidecar = sidecar or command
-        checks.append(check_configured(scope, target, command))
+        if scope == "user":
+            checks.append(check_configured(scope, target, command))
+        else:
+            checks.append(check_project_command(
+                target, command, "the user bridge's" if user else "this interpreter's"))
+    checks += check_two_copies(installs)
     loaded = load_layered(cwd, agent=agent)
     policy = loaded.policy
     checks += check_policy(loaded)
     checks += [Check(True, "project policy", policy_note.warning_text(item), warn=True)
                for item in policy_note.not_loaded(cwd)]
-    checks.append(check_sidecar(cwd, agent, sidecar))
+    checks += check_trust(cwd, agent)
+    checks.append(check_sidecar(cwd, agent, user))
     if policy is not None:
         virtual = {f"{v['provider']}/{v['id']}" for v in policy.virtual_models}
         checks += check_models(pi, policy_models(policy), virtual)

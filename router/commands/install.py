@@ -3,7 +3,8 @@
 The bridge (router/bridge: index.ts + package.json) is copied into
 `<agent dir>/extensions/pi-policy-router/` (or `.pi/extensions/pi-policy-router/` with
 `--project`), where Pi discovers it, next to a `router-bridge.json` naming the command that starts
-the sidecar: this Python with `-m router serve`.
+the sidecar: this Python with `-m router serve`. A project install that had to make `.pi/`
+records it there (`"created": [".pi"]`), so `--uninstall` can take away what it made.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 BRIDGE_SOURCE = Path(__file__).resolve().parent.parent / "bridge"
 BRIDGE_FILES = ("index.ts", "package.json")
 EXTENSION_NAME = "pi-policy-router"
 CONFIG_NAME = "router-bridge.json"
+PROJECT_DIR = ".pi"
 
 
 def target_dir(*, agent: Path, cwd: Path, project: bool) -> Path:
@@ -29,18 +32,23 @@ def serve_command() -> list[str]:
     return [sys.executable, "-m", "router", "serve"]
 
 
-def expected_files() -> dict[str, str]:
+def expected_files(created: list[str] | None = None) -> dict[str, str]:
+    """The files an install writes; `created` records the project folders the install made."""
     files = {name: (BRIDGE_SOURCE / name).read_text(encoding="utf-8") for name in BRIDGE_FILES}
-    files[CONFIG_NAME] = json.dumps({"command": serve_command()}, indent=2) + "\n"
+    config: dict[str, Any] = {"command": serve_command()}
+    if created:
+        config["created"] = created
+    files[CONFIG_NAME] = json.dumps(config, indent=2) + "\n"
     return files
 
 
 def install(*, agent: Path, cwd: Path, project: bool) -> tuple[int, str]:
     """Copy the bridge and write its config; report what changed."""
     target = target_dir(agent=agent, cwd=cwd, project=project)
+    created = _created_folders(target, cwd) if project else []
     target.mkdir(parents=True, exist_ok=True)
     changed = []
-    for name, text in expected_files().items():
+    for name, text in expected_files(created).items():
         path = target / name
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
@@ -56,20 +64,46 @@ def install(*, agent: Path, cwd: Path, project: bool) -> tuple[int, str]:
     return 0, "\n".join(lines)
 
 
+def _created_folders(target: Path, cwd: Path) -> list[str]:
+    """`.pi` when this install makes it, or when an earlier install recorded making it."""
+    recorded = _read_config(target).get("created")
+    earlier = recorded if isinstance(recorded, list) and PROJECT_DIR in recorded else []
+    return [PROJECT_DIR] if earlier or not (cwd / PROJECT_DIR).exists() else []
+
+
 def uninstall(*, agent: Path, cwd: Path, project: bool) -> tuple[int, str]:
+    """Remove the bridge; for a project also the folders it leaves empty that Pi would gate.
+
+    An empty `.pi/extensions/` still makes Pi ask about trust, so it goes whoever made it; `.pi/`
+    goes only when the install made it and it is empty now.
+    """
     target = target_dir(agent=agent, cwd=cwd, project=project)
     if not target.exists():
         return 0, f"the bridge is not installed there: {target}"
+    recorded = _read_config(target).get("created")
     shutil.rmtree(target)
-    return 0, f"removed {target}"
+    removed = [target]
+    if project:
+        made_pi = isinstance(recorded, list) and PROJECT_DIR in recorded
+        for folder, remove in ((target.parent, True), (cwd / PROJECT_DIR, made_pi)):
+            if remove and folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+                removed.append(folder)
+    return 0, "\n".join(f"removed {path}" for path in removed)
+
+
+def _read_config(target: Path) -> dict[str, Any]:
+    """The installed router-bridge.json as an object ({} when missing or unreadable)."""
+    try:
+        data = json.loads((target / CONFIG_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def configured_command(target: Path) -> list[str] | None:
     """The sidecar command an installed bridge runs (its router-bridge.json), or None if unreadable."""
-    try:
-        command = json.loads((target / CONFIG_NAME).read_text(encoding="utf-8")).get("command")
-    except (OSError, ValueError, AttributeError):
-        return None
+    command = _read_config(target).get("command")
     if isinstance(command, list) and command and all(isinstance(part, str) for part in command):
         return command
     return None

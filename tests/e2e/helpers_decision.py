@@ -3,8 +3,8 @@
 The fake provider answers both the parent session and the decision delegate: the delegate's
 requests carry its system prompt ("You are the decision delegate ..."), whether they come from the
 child `pi --print ...` process or, with PI_DECISION_ROUTER_VIA=registry, from Pi's model registry
-in-process. The child's argv is recorded by a stub `PI_DECISION_ROUTER_PI_BIN` that execs the real
-pi shim.
+in-process. The child's argv and stdin are recorded by a stub `PI_DECISION_ROUTER_PI_BIN` that
+execs the real pi shim.
 """
 
 from __future__ import annotations
@@ -123,15 +123,25 @@ def audit_records(rig: RouterRig) -> list[JsonDict]:
 
 
 def recording_pi(rig: RouterRig) -> tuple[Path, Path]:
-    """A PI_DECISION_ROUTER_PI_BIN stub that records argv, cwd and pid, then execs the real pi."""
+    """A PI_DECISION_ROUTER_PI_BIN stub that records argv, stdin, the `--system-prompt` file's
+    text, cwd and pid, then execs the real pi with the same stdin (replayed from a file)."""
     log = rig.tmp / "child-argv.jsonl"
     stub = rig.tmp / "pi-recording"  # the router runs only binaries named pi, pi-…
     stub.write_text(
         f"#!{sys.executable}\n"
-        "import json, os, sys\n"
+        "import json, os, sys, tempfile\n"
+        "argv = sys.argv[1:]\n"
+        "data = sys.stdin.buffer.read()\n"
+        "system = argv[argv.index('--system-prompt') + 1] if '--system-prompt' in argv else None\n"
         f"with open({str(log)!r}, 'a') as fh:\n"
-        "    fh.write(json.dumps({'argv': sys.argv[1:], 'cwd': os.getcwd(), 'pid': os.getpid()}) + '\\n')\n"
-        f"os.execv({str(rig.install.bin_dir / 'pi')!r}, ['pi', *sys.argv[1:]])\n"
+        "    fh.write(json.dumps({'argv': argv, 'stdin': data.decode(), 'cwd': os.getcwd(),\n"
+        "                         'pid': os.getpid(),\n"
+        "                         'system_prompt': open(system).read() if system else None}) + '\\n')\n"
+        "replay = tempfile.TemporaryFile()\n"
+        "replay.write(data)\n"
+        "replay.seek(0)\n"
+        "os.dup2(replay.fileno(), 0)\n"
+        f"os.execv({str(rig.install.bin_dir / 'pi')!r}, ['pi', *argv])\n"
     )
     stub.chmod(0o755)
     return stub, log

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -63,3 +64,44 @@ def test_install_discovered_by_plain_pi_then_uninstall(rig: RouterRig) -> None:
     assert plain.returncode == 0, plain.stderr
     [without_bridge] = rig.fake.chat_requests()
     assert set(without_bridge.tools) >= BUILTIN
+
+
+def test_project_install_then_uninstall_leaves_no_trace(rig: RouterRig) -> None:
+    """`router install --project --uninstall` takes away what the install made: an empty
+    .pi/extensions/ would still make Pi ask about trust."""
+    before = sorted(rig.work.rglob("*"))
+    installed = rig.router("install", "--project")
+    removed = rig.router("install", "--project", "--uninstall")
+
+    assert installed.returncode == 0, installed.stderr
+    assert removed.returncode == 0, removed.stderr
+    assert removed.stdout.splitlines()[-1] == f"removed {rig.work / '.pi'}"
+    assert sorted(rig.work.rglob("*")) == before
+
+
+def test_doctor_never_runs_the_sidecar_command_a_project_names(rig: RouterRig) -> None:
+    """A cloned repository ships a bridge copy whose router-bridge.json names a command that leaves
+    a marker. Doctor reports it without running it, and asks Pi for its models with --no-approve so
+    that Pi does not load the copy either (the control at the end shows Pi would run it)."""
+    rig.policy("rules:\n  - {id: m, on: input, do: [{model: fake/fake-cloud}]}\n")
+    env = {key: value for key, value in rig.env.items() if key != "ROUTER_SERVE"}
+    env["PATH"] = os.pathsep.join([rig.install.path_prefix, "/usr/bin", "/bin"])
+    marker = rig.tmp / "marker"
+    target = rig.work / ".pi" / "extensions" / "pi-policy-router"
+    target.mkdir(parents=True)
+    (target / "index.ts").write_text(BRIDGE.read_text())
+    (target / "package.json").write_text((BRIDGE.parent / "package.json").read_text())
+    (target / "router-bridge.json").write_text(json.dumps({"command": ["/bin/sh", "-c", f"touch {marker}"]}))
+    (rig.agent / "trust.json").write_text(json.dumps({str(rig.work.resolve()): True}))
+
+    doctor = rig.router("doctor", env=env, timeout=120)
+
+    assert not marker.exists(), doctor.stdout
+    assert f"names /bin/sh -c touch {marker}; not run (project files are not executed); this " \
+        "interpreter's sidecar was checked instead" in doctor.stdout, doctor.stdout
+    assert "ok   sidecar: ready in " in doctor.stdout
+    assert "ok   model fake/fake-cloud" in doctor.stdout
+    control = subprocess.run([str(rig.install.bin_dir / "pi"), "--list-models"], cwd=rig.work, env=env,
+                             capture_output=True, text=True, timeout=60, check=False)
+    assert control.returncode == 0, control.stderr
+    assert marker.exists()  # a trusted project's bridge copy runs its command when Pi loads it

@@ -153,16 +153,19 @@ def test_child_answer_wins_for_each_question_shape(rig: RouterRig, shape: str) -
     assert child.system.startswith(DELEGATE_MARK)
     assert "Reply with JSON only" in child.system
     assert child.tools == []
-    # the child process: one spawn, the seed's flags, the session's model, the prompt last
+    # the child process: one spawn, the seed's flags, the session's model; the prompt arrives on
+    # stdin and the system prompt in a file, so neither is on the command line (`ps`)
     [spawn] = recorded_calls(argv_log)
     argv = spawn["argv"]
     assert argv[: len(CHILD_FLAGS)] == CHILD_FLAGS
     assert argv[len(CHILD_FLAGS): len(CHILD_FLAGS) + 5] == [
         "--provider", "fake", "--model", "fake-local", "--system-prompt"]
-    assert argv[len(CHILD_FLAGS) + 5].startswith(DELEGATE_MARK)
-    assert len(argv) == len(CHILD_FLAGS) + 7
-    assert json.loads(argv[-1]) == prompt
-    assert argv[-1] == json.dumps(prompt, indent=2, ensure_ascii=False)
+    assert len(argv) == len(CHILD_FLAGS) + 6
+    assert spawn["system_prompt"].startswith(DELEGATE_MARK)
+    assert child.system.startswith(spawn["system_prompt"])  # Pi appends the date and cwd
+    assert spawn["stdin"] == json.dumps(prompt, indent=2, ensure_ascii=False)
+    assert not any(DELEGATE_MARK in part or "plan the release" in part or '"questions"' in part
+                   for part in argv)
     assert spawn["cwd"] == str(rig.work)
     # the child's answer reached the parent model
     _, after = parent_requests(rig)
