@@ -4,8 +4,9 @@ The convention (docs/development.md, "Console examples in the docs"):
 
 - A fenced block marked ```` ```console ```` holds commands and their output. A line starting with
   `$ ` is a command (a line ending in `\\` continues on the next one); the lines after it, up to the
-  next command, are its expected standard output and standard error, merged. Trailing blank
-  lines of an output are not part of it.
+  next command, are its expected standard output and standard error, merged. A line right after
+  the command that starts with `> ` continues it too (the shell's prompt inside a quoted string).
+  Trailing blank lines of an output are not part of it.
 - A fenced block whose info string carries `file=PATH` (```` ```yaml file=.pi/router.yaml ````) is
   written to PATH before the examples after it run; PATH is relative to the project, or starts
   with `~/` for the home directory.
@@ -60,9 +61,9 @@ class Command:
 
     @property
     def shell(self) -> str:
-        """The command as the shell gets it."""
+        """The command as the shell gets it (without the `$ ` and `> ` prompts)."""
         first, *rest = self.source
-        return "\n".join([first[2:], *rest])
+        return "\n".join([first[2:], *(line[2:] if line.startswith("> ") else line for line in rest)])
 
 
 @dataclass
@@ -79,7 +80,7 @@ class Block:
         commands: list[Command] = []
         continued = False
         for offset, text in enumerate(self.body):
-            if continued:
+            if continued or (text.startswith("> ") and commands and not commands[-1].expected):
                 commands[-1].source.append(text)
             elif text.startswith("$ "):
                 commands.append(Command(self.start + offset + 1, [text]))
@@ -291,13 +292,15 @@ def lint_codes(sandbox: Sandbox, policy: Path) -> list[str]:
 
 
 def test_console_blocks_parse_commands_outputs_and_continuations() -> None:
-    lines = ["```console", "$ router lint \\", "    --format json", "[]", "", "$ true", "", "```"]
+    lines = ["```console", "$ router lint \\", "    --format json", "[]", "", "$ echo 'a", "> b'", "a", "b",
+             "", "$ true", "", "```"]
     (block,) = parse_blocks(lines)
     commands = block.commands()
-    assert [c.source for c in commands] == [["$ router lint \\", "    --format json"], ["$ true"]]
-    assert [c.expected for c in commands] == [["[]"], []]
-    assert commands[0].shell == "router lint \\\n    --format json"
-    assert rendered(commands, [["[]"], []]) == [*lines[1:5], "$ true"]
+    assert [c.source for c in commands] == [["$ router lint \\", "    --format json"], ["$ echo 'a", "> b'"],
+                                            ["$ true"]]
+    assert [c.expected for c in commands] == [["[]"], ["a", "b"], []]
+    assert [c.shell for c in commands] == ["router lint \\\n    --format json", "echo 'a\nb'", "true"]
+    assert rendered(commands, [["[]"], ["a", "b"], []]) == lines[1:11]
 
 
 def test_file_blocks_carry_their_path() -> None:
