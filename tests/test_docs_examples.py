@@ -309,7 +309,7 @@ def test_file_blocks_carry_their_path() -> None:
 
 
 def test_a_wrong_output_is_reported_and_updated(tmp_path: Path) -> None:
-    document = tmp_path / "doc.md"
+    document = tmp_path / "guide.md"
     second = "```console\n$ echo same\nsame\n```\n"
     document.write_text("```console\n$ echo hello\nbye\n```\n\n" + second)
     mismatches, updated = run_document(document, tmp_path / "home")
