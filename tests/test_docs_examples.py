@@ -14,7 +14,8 @@ The convention (docs/development.md, "Console examples in the docs"):
   files the document writes), with an empty home directory, `PI_CODING_AGENT_DIR=~/.pi/agent`,
   and the `router` of this Python first on `PATH`. Commands run through `bash -c`.
 - Output is compared exactly after normalizing the temporary home (shown as `/home/user`), the
-  router's install location (shown as a checkout in `~/pi-policy-router`) and version numbers.
+  router's install location (shown as a checkout in `~/pi-policy-router` with its `.venv`) and
+  version numbers.
 - Blocks that must not run (installation, Pi itself, the network) are ```` ```bash ```` or
   ```` ```text ````; a ```` ```text ```` block never starts a line with `$ `.
 
@@ -49,6 +50,8 @@ TRACE_LINE = re.compile(r"^(\S+:\d+) {2,}(\S.*)$")
 
 SAMPLE_HOME = "/home/user"
 SAMPLE_CHECKOUT = "pi-policy-router"
+SAMPLE_SCRIPTS = f"{SAMPLE_HOME}/{SAMPLE_CHECKOUT}/.venv/bin"
+INTERPRETER = re.compile(re.escape(SAMPLE_SCRIPTS) + r"/python[\d.]*\b")
 
 
 @dataclass
@@ -137,10 +140,11 @@ class Sandbox:
     def normalize(self, text: str) -> str:
         """Machine-specific paths replaced by the documented sample ones, trace columns re-aligned."""
         replacements = [(str(packs_dir()), f"~/{SAMPLE_CHECKOUT}/rules"),
-                        (sys.prefix, f"{SAMPLE_HOME}/{SAMPLE_CHECKOUT}/.venv"),
+                        (str(Path(sys.executable).parent), SAMPLE_SCRIPTS),
                         (str(self.home.resolve()), SAMPLE_HOME), (str(self.home), SAMPLE_HOME)]
         for real, sample in sorted(replacements, key=lambda pair: -len(pair[0])):
             text = text.replace(real, sample)
+        text = INTERPRETER.sub(f"{SAMPLE_SCRIPTS}/python3", text)
         return realign("\n".join(line.rstrip() for line in text.splitlines()))
 
     def run(self, command: Command, cwd: Path | None = None) -> list[str]:
@@ -319,10 +323,13 @@ def test_a_wrong_output_is_reported_and_updated(tmp_path: Path) -> None:
 
 def test_paths_and_versions_are_normalized(tmp_path: Path) -> None:
     sandbox = Sandbox(tmp_path / "home")
-    text = f"{packs_dir()}/default.yaml:13  rule a\nx.yaml:3  rule b\n{tmp_path}/home/project/f"
+    scripts = Path(sys.executable).parent
+    text = (f"{packs_dir()}/default.yaml:13  rule a\nx.yaml:3  rule b\n{tmp_path}/home/project/f\n"
+            f"sidecar: {scripts}/python3.11 -m router serve")
     assert sandbox.normalize(text).split("\n") == [
         f"~/{SAMPLE_CHECKOUT}/rules/default.yaml:13  rule a",
         "x.yaml:3                                  rule b",
-        "/home/user/project/f"]
+        "/home/user/project/f",
+        f"sidecar: /home/user/{SAMPLE_CHECKOUT}/.venv/bin/python3 -m router serve"]
     assert same(["router 0.1.0 (Python 3.11.7)"], ["router 0.2.1 (Python 3.12.1)"])
     assert not same(["Found 0 errors"], ["Found 1 error"])
