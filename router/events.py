@@ -89,7 +89,7 @@ class Option(_Model):
 
 
 class Question(_Model):
-    """One question, normalized from any supported tool or dialog shape (seed 000)."""
+    """One question, normalized from any supported tool or dialog shape."""
 
     id: str
     header: str | None = None
@@ -294,7 +294,7 @@ class ProjectTrustEvent(Common):
 
 
 class QuestionEvent(Common):
-    """A question tool call (decision_request and the shapes of seed 000) or an rpiv questionnaire."""
+    """A question tool call (decision_request or another question tool's shape) or an rpiv questionnaire."""
 
     type: Literal["question"] = "question"
     tool_name: str = Field("decision_request", description="the tool (or bus event) that asked")
@@ -410,7 +410,7 @@ EXAMPLES: dict[str, str] = {
   do: [{notify: {text: "Context compaction failed: {error}", level: error}}]""",
     "project_trust": """- id: trust-my-projects
   on: project_trust
-  match: "starts_with(cwd, '/work/')"
+  match: "starts_with(cwd, '/home/user/code/')"
   do: [{trust: {trusted: 'yes', remember: true}}]""",
     "question": """- id: answer-first-option
   on: question

@@ -1,7 +1,7 @@
 """Helper functions shared by both languages (JMESPath `match` and `when` expressions).
 
 Each entry is registered with `@function` into the visible `FUNCTIONS` dict, declares its arity and
-carries a runnable example (`docs/functions.md` is generated from these; a test runs every example).
+carries a runnable example (`docs/reference/functions.md` is generated from these; a test runs every example).
 """
 
 from __future__ import annotations

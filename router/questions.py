@@ -1,4 +1,4 @@
-"""Normalize question-tool arguments and UI dialogs into one question model (seed 000).
+"""Normalize question-tool arguments and UI dialogs into one question model.
 
 Shapes accepted: `question` (a prompt plus options), `questionnaire` and the gstack/Claude-style
 `questions[]` of ask_question / ask_user_question / AskUserQuestion, and `decision_request`.

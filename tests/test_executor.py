@@ -127,10 +127,10 @@ def test_apply_audit_line_with_timestamp_private_file(tmp_path: Path) -> None:
 def test_apply_save_by_key_and_by_path(tmp_path: Path) -> None:
     target = str(tmp_path / "settings.json")
     apply(Executor(None, cwd=str(tmp_path)),
-          Effect("save", {"file": target, "key": "/work/a.b", "value": {"enabled": False}}, "r"),
+          Effect("save", {"file": target, "key": "/srv/a.b", "value": {"enabled": False}}, "r"),
           Effect("save", {"file": target, "path": ["policy", "threshold"], "value": 0.4}, "r"),
           Effect("save", {"file": target, "path": "policy.mode", "value": "cost"}, "r"))
-    assert read_json(Path(target)) == {"/work/a.b": {"enabled": False},
+    assert read_json(Path(target)) == {"/srv/a.b": {"enabled": False},
                                        "policy": {"threshold": 0.4, "mode": "cost"}}
 
 
@@ -321,9 +321,9 @@ def test_compute_child_missing_binary(tmp_path: Path) -> None:
 
 def test_compute_load_by_key_whole_or_missing(tmp_path: Path) -> None:
     executor, target = Executor(None, cwd=str(tmp_path)), tmp_path / "s.json"
-    target.write_text('{"/work/a": {"enabled": false}, "n": 1}')
-    assert compute(executor, "load", {"file": str(target), "key": "/work/a"}).result == {"enabled": False}
-    assert compute(executor, "load", {"file": str(target)}).result == {"/work/a": {"enabled": False}, "n": 1}
+    target.write_text('{"/srv/a": {"enabled": false}, "n": 1}')
+    assert compute(executor, "load", {"file": str(target), "key": "/srv/a"}).result == {"enabled": False}
+    assert compute(executor, "load", {"file": str(target)}).result == {"/srv/a": {"enabled": False}, "n": 1}
     assert compute(executor, "load", {"file": str(target), "key": "zz"}).result is None
     assert compute(executor, "load", {"file": str(tmp_path / "none.json"), "key": "n"}).result is None
     assert compute(executor, "load", {"file": ""}).result is None

@@ -115,7 +115,7 @@ COMPLEX = (
     "design|system|optimize|analyze"
 )
 
-# seed-behaviours.md §2.2, worked examples: (input, build matches, fix matches, result, complex)
+# the original pi-deepseek-router's worked examples: (input, build matches, fix matches, result, complex)
 SEED_TABLE = [
     ("build a new command-line tool", 1, 0, "react", False),
     ("fix the crash in the parser", 0, 1, "spec", False),

@@ -22,7 +22,7 @@ MODEL_DOC = {"provider": "fake", "id": "fake-cloud", "ref": "fake/fake-cloud", "
              "api": "openai-completions", "context_window": 200000, "max_tokens": 16384, "reasoning": True,
              "input": ["text", "image"], "cost": {"input": 3, "output": 15, "cache_read": 0.3,
                                                   "cache_write": 3.75}, "virtual": False}
-CTX = {"cwd": "/work/p", "mode": "rpc", "hasUI": True, "sessionId": "s-1", "sessionFile": "/s.jsonl",
+CTX = {"cwd": "/srv/p", "mode": "rpc", "hasUI": True, "sessionId": "s-1", "sessionFile": "/s.jsonl",
        "model": PI_MODEL, "thinkingLevel": "medium", "activeTools": ["read", "bash"],
        "allTools": ["read", "bash", "edit"],
        "usage": {"tokens": 1200, "contextWindow": 128000, "percent": 0.9}}
@@ -37,7 +37,7 @@ def norm(event_type: str, payload: Any = None, ctx: Any = None, **kw: Any) -> di
 
 def test_normalize_common_fields_from_ctx() -> None:
     doc = norm("turn_start", {}, CTX, env={"PI_SUBAGENT_CHILD": "1", "X": "y"}, models={"a/b": {}})
-    assert doc["session"] == {"id": "s-1", "cwd": "/work/p", "mode": "rpc", "has_ui": True, "subagent": True,
+    assert doc["session"] == {"id": "s-1", "cwd": "/srv/p", "mode": "rpc", "has_ui": True, "subagent": True,
                               "file": "/s.jsonl"}
     assert doc["model"] == MODEL_DOC
     assert doc["thinking_level"] == "medium"
@@ -193,7 +193,7 @@ def test_normalize_compaction_events_keep_their_own_fields() -> None:
 
 
 def test_normalize_project_trust_and_command_argv() -> None:
-    assert norm("project_trust", {"cwd": "/work/x"})["cwd"] == "/work/x"
+    assert norm("project_trust", {"cwd": "/srv/x"})["cwd"] == "/srv/x"
     command = norm("command", {"name": "cuttle", "args": "  config set  threshold 0.4 "})
     assert (command["name"], command["args"], command["argv"]) == (
         "cuttle", "  config set  threshold 0.4 ", ["config", "set", "threshold", "0.4"])
@@ -225,7 +225,7 @@ def test_normalize_question_context_given_only_for_the_calls_own_context() -> No
 
 
 def test_decision_pack_cuts_only_the_excerpt_to_max_context_chars() -> None:
-    """Seed 000 §12/§27: PI_DECISION_ROUTER_MAX_CONTEXT_CHARS caps the conversation excerpt only."""
+    """As in the original pi-decision-router, PI_DECISION_ROUTER_MAX_CONTEXT_CHARS caps the excerpt only."""
     from router.compile import compile_files
     from router.interpreter import evaluate
 

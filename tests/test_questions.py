@@ -1,4 +1,4 @@
-"""router.questions: any question shape -> DecisionQuestion (seed 000, §1.1 items 17-28 and §1.2)."""
+"""router.questions: any question shape -> DecisionQuestion (the original pi-decision-router's shapes)."""
 
 from __future__ import annotations
 
@@ -215,7 +215,7 @@ def test_rule28_excerpt_non_object_entries_skipped() -> None:
     assert render_excerpt([None, "text", 3, {"role": "user", "text": "a"}]) == "user: a"
 
 
-# §1.2: the UI shims' questions
+# the UI shims' questions
 
 
 def test_dialog_select_prompt_title_string_options_no_other() -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,3 +46,23 @@ def test_lock_pins_every_direct_dependency() -> None:
     names = re.findall(r'"([A-Za-z][A-Za-z0-9_.-]*)\s*[><=;]', pyproject)
     wanted = {n.lower().replace("_", "-").replace(".", "-") for n in names} - {"setuptools", "wheel"}
     assert wanted <= pinned, wanted - pinned
+
+
+def headline_policy() -> str:
+    """The policy at the top of the README: its first YAML block."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```yaml[^\n]*\n(.*?)```", text, re.S)
+    assert block is not None, "the README has no YAML block"
+    return block.group(1)
+
+
+def test_headline_policy_lints_without_a_warning(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / ".pi").mkdir(parents=True)
+    (project / ".pi" / "router.yaml").write_text(headline_policy(), encoding="utf-8")
+    environment = {**os.environ, "HOME": str(tmp_path), "PI_CODING_AGENT_DIR": str(tmp_path / "agent")}
+    done = subprocess.run([sys.executable, "-m", "router", "lint"], cwd=project, env=environment,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert (done.returncode, done.stdout.splitlines()[-1:]) == (0, ["Found 0 errors, 0 warnings."]), \
+        done.stdout + done.stderr
+    assert "version: 1" in headline_policy() and "rules:" in headline_policy()

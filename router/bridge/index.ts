@@ -854,10 +854,10 @@ export default async function (pi: any) {
 	}
 
 	/**
-	 * The rpiv questionnaire protocol (seed 000): an extension emits `rpiv:ask-user:prompt` with a
-	 * questionnaire on Pi's event bus, then opens `ctx.ui.custom`. The questionnaire is sent as a
-	 * `question` event (source "event"); the answer a rule gives is what that `custom` call returns,
-	 * and without one Pi's own `custom` runs. When the engine fails (no result at all), `custom`
+	 * The rpiv questionnaire protocol, as the original pi-decision-router answers it: an extension
+	 * emits `rpiv:ask-user:prompt` with a questionnaire on Pi's event bus, then opens
+	 * `ctx.ui.custom`. The questionnaire is sent as a `question` event (source "event"); the
+	 * answer a rule gives is what that `custom` call returns, and without one Pi's own `custom` runs. When the engine fails (no result at all), `custom`
 	 * returns the protocol's cancelled answer, as the original does when its decision throws.
 	 * `rpiv:ask-user:blocked` with `active: false` drops a pending answer.
 	 */

@@ -1,6 +1,6 @@
 """Scripted replies and wire formats for the fake OpenAI-compatible chat endpoint.
 
-See /work/shared/reference/pi-api.md §7 for what Pi sends and expects.
+What Pi sends and expects is that of Pi's OpenAI-compatible provider (Pi 1.6.0).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A fake llama.cpp server in router mode, enough for Pi's ``llama-cpp-classify`` and
-``typesafe-system-one`` classifiers (see /work/shared/reference/pi-classify.md §2–4).
+``typesafe-system-one`` classifiers (the prompt format of Pi 1.6.0's llama.cpp classifier).
 
 Label probabilities are scripted per question (keyed by a substring of its instructions)
 or by a ``FAKE_PROBS[key=p,...]`` marker anywhere in the prompt or state.
@@ -89,7 +89,7 @@ class Question:
 
 
 def parse_question(prompt: str) -> Question | None:
-    """Parse the final ``Question:`` block of a classify prompt (pi-classify.md §3)."""
+    """Parse the final ``Question:`` block of a classify prompt (as Pi 1.6.0 writes it)."""
     start = prompt.rfind("Question: ")
     if start < 0:
         return None

@@ -244,7 +244,7 @@ def make_agent_dir(
     """Create an isolated ``PI_CODING_AGENT_DIR`` whose provider ``fake`` is the fake server.
 
     ``settings`` is merged over ``{defaultProvider: fake, defaultModel: fake-local}``.
-    ``llama_cpp`` stores a llama.cpp credential (pi-classify.md §1) pointing at the same server.
+    ``llama_cpp`` stores a llama.cpp credential (as Pi 1.6.0 stores one) pointing at the same server.
     """
     agent_dir = tmp_path / name
     agent_dir.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""A small client for ``pi --mode rpc`` (docs: rpc.md, rpc-commands.md, rpc-extension-ui.md).
+"""A small client for ``pi --mode rpc`` (the RPC mode Pi's own documentation describes).
 
 Records are split on ``\\n`` only (never on U+2028/2029, which are legal inside JSON strings).
 """

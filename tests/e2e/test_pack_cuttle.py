@@ -1,6 +1,7 @@
-"""The built-in `cuttle` pack (seed 002) end to end: routing through its virtual models.
+"""The built-in `cuttle` pack end to end: routing through its virtual models, as the original
+pi-cuttle routes.
 
-Reference: /work/shared/reference/seed-behaviours.md §3 (open points §5) and docs/packs/cuttle.md.
+The behaviour and the decisions on the open points: docs/packs/cuttle.md.
 The fake provider plays the local and cloud models and the llama.cpp classifier (helpers_cuttle);
 Pi runs in RPC mode with --offline, or print mode. Commands, failures, the slot broker and
 `router import` are in test_pack_cuttle_ops.py.

@@ -1,4 +1,4 @@
-"""The built-in pack `decision` (seed 000, pi-decision-router) inside a real Pi 1.6.0.
+"""The built-in pack `decision` (the original pi-decision-router) inside a real Pi 1.6.0.
 
 A user policy `use: [decision]` switches the pack on; the shared setup (the fake provider's two
 audiences, the child stubs, the audit log) is helpers_decision.py. This module holds the tests of
@@ -71,7 +71,7 @@ def test_one_registered_tool_and_guidance_once_per_request(rig: RouterRig) -> No
 
 
 def test_the_packs_skill_is_listed_in_the_system_prompt(rig: RouterRig) -> None:
-    # seed 000 §5: the package ships the skill `pi-decision-router`; with skills on, Pi lists it
+    # the original package ships the skill `pi-decision-router`; with skills on, Pi lists it
     rig.policy(POLICY)
     Provider(rig, [Reply(text="fine")])
 

@@ -1,4 +1,5 @@
-"""The `decision` pack's automatic compaction (seed 000) in a real Pi 1.6.0 over RPC.
+"""The `decision` pack's automatic compaction, as the original pi-decision-router's, in a real
+Pi 1.6.0 over RPC.
 
 The fake provider's `usage.prompt_tokens` drives Pi's context usage on fake-local (a 32000-token
 window); `compaction.keepRecentTokens` is small so Pi has something to compact. Pi's own threshold

@@ -186,7 +186,7 @@ def test_rpiv_questionnaire_answered_through_custom(rig: RouterRig) -> None:
 
 
 def test_rpiv_questionnaire_while_off_is_left_to_pi(rig: RouterRig) -> None:
-    # §69 §74: only an ON router decides; OFF, Pi's own custom runs: no decision, no audit, no entry
+    # only an ON router decides; OFF, Pi's own custom runs: no decision, no audit, no entry
     rig.policy(POLICY)
     Provider(rig, [tool_call("rpiv_ask", {}), Reply(text="ok")])
 
@@ -201,7 +201,7 @@ def test_rpiv_questionnaire_while_off_is_left_to_pi(rig: RouterRig) -> None:
 
 
 def test_rpiv_questionnaire_cancelled_when_the_engine_fails(rig: RouterRig) -> None:
-    # §76: a decision that fails outright answers the questionnaire as cancelled (not Pi's custom)
+    # a decision that fails outright answers the questionnaire as cancelled (not Pi's custom)
     rig.policy(POLICY)
     Provider(rig, [tool_call("rpiv_ask", {}), Reply(text="ok")])
     killer = rig.tmp / "pi-killer"

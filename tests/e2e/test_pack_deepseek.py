@@ -1,7 +1,7 @@
-"""The built-in `deepseek` pack (seed 001) end to end: real Pi 1.6.0, the bridge, `router serve`.
+"""The built-in `deepseek` pack end to end: real Pi 1.6.0, the bridge, `router serve`.
 
-Reference: /work/shared/reference/seed-behaviours.md §2 and docs/packs/deepseek.md. Every test
-asserts on what the fake provider received (model, tools, system prompt, messages), on RPC
+The behaviour is the original pi-deepseek-router's (docs/packs/deepseek.md). Every test asserts
+on what the fake provider received (model, tools, system prompt, messages), on RPC
 records or on the session file. `/router` is in test_pack_deepseek_router.py; the shared setup
 is helpers_deepseek.py.
 """
@@ -124,7 +124,7 @@ def test_gate_ignores_case_of_the_model_id(rig: RouterRig) -> None:
     assert chat.system.endswith(block("1.00", "react", HANDS_ON))
 
 
-# -- the worked examples of §2.2, through the real input hook (print mode: source interactive) --
+# -- the original's worked classification examples, through the real input hook (print mode) --
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """The `deepseek` pack's `/router` command end to end (RPC mode): status, controls, selector.
 
-Reference: /work/shared/reference/seed-behaviours.md §2.1 items 43-52; setup in helpers_deepseek.py.
+The `/router` command as the original has it; setup in helpers_deepseek.py.
 """
 
 from __future__ import annotations
