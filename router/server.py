@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from router import policy_cache, protocol
+from router.capabilities import refusal_warnings
 from router.compiled import CompiledPolicy
 from router.decision import Decision, SignalOutcome
 from router.diagnostics import Diagnostic, has_errors
@@ -64,6 +65,8 @@ class Engine:
         if policy is not None and not has_errors(diagnostics):
             self.policy = policy
             self.env = {n: os.environ[n] for n in policy.env_names if n in os.environ}
+            for text in refusal_warnings(policy, limit=len(policy.refused)):
+                self.executor.log(text)
         self._watch_files()
         return diagnostics
 
@@ -121,6 +124,7 @@ class Engine:
         warnings = [_render(d) for d in diagnostics if d.severity == "error"][:5]
         if self.policy is None:
             warnings.insert(0, "the router policy has errors; Pi runs without it (run `router lint`)")
+        warnings += refusal_warnings(self.policy)
         return {"protocol": protocol.PROTOCOL_VERSION, "engine": _version(), **self.declarations(),
                 "warnings": warnings,
                 "files": [path for path, _ in self.policy.file_refs] if self.policy else []}
