@@ -52,7 +52,8 @@ def load_layers(layers: Iterable[tuple[str, Path]]) -> tuple[list[PolicyFile], l
     for layer, path in layers:
         root = project_root(path) if is_confined(layer) else None
         if root is not None and (problem := _outside(path, root)) is not None:
-            loader.refuse(path.name, layer, f"{path} {problem}", Span(str(path)))
+            shown = display_path(path)
+            loader.refuse(shown, layer, f"{shown} {problem}", Span(str(path)), "file")
             continue
         loader.load(path, layer, via=None, root=root)
     return loader.files, loader.diagnostics
@@ -78,8 +79,8 @@ class _Loader:
         self._done: set[Path] = set()
         self._active: list[Path] = []
 
-    def refuse(self, name: str, layer: str, reason: str, span: Span | None) -> None:
-        refusal = Refusal("use", name, layer, CODES[POLICY_USE], reason, span,
+    def refuse(self, name: str, layer: str, reason: str, span: Span | None, kind: str = "use") -> None:
+        refusal = Refusal(kind, name, layer, CODES[POLICY_USE], reason, span,
                           "a project policy uses built-in packs by name and files inside its project")
         self.diagnostics.append(refusal.diagnostic())
 
