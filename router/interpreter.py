@@ -123,7 +123,7 @@ class _Run:
                 else:
                     matched = self._matches(rule)
                 if matched:
-                    self._fire(rule)
+                    matched = self._fire(rule)
             except SignalNeeded as need:
                 return self._pending(need.name, rule)
             if matched and not rule.shadow and not rule.continue_:
@@ -188,7 +188,9 @@ class _Run:
 
     # --- actions ------------------------------------------------------------------------------
 
-    def _fire(self, rule: CompiledRule) -> None:
+    def _fire(self, rule: CompiledRule) -> bool:
+        """Render and collect the rule's actions; False when the rule is refused (as if it had
+        not matched: none of its effects, and later rules of its group still run)."""
         self.fired.append(rule.id)
         if self.tracer:
             verdict = "fired (shadow: recorded, not applied)" if rule.shadow else "fired"
@@ -206,7 +208,7 @@ class _Run:
                     check_rendered(action.name, params, action.confined, confinement, resolve=False)
                 except Refused as refused:
                     self._refuse(rule, refused, action.span, saved)
-                    return
+                    return False
             effect = Effect(action.name, params, rule.id, rule.shadow, action.confined,
                             confinement if action.confined else None)
             (self.shadowed if rule.shadow else self.effects).append(effect)
@@ -215,6 +217,7 @@ class _Run:
             if self.tracer:
                 self._trace("action", rule, f"then {action.name}: {action.describe(params)}",
                             depth=2, span=action.span)
+        return True
 
     def _apply_state(self, action: CompiledAction, params: Any) -> None:
         if action.name == "set":
@@ -231,6 +234,7 @@ class _Run:
         """Undo what the rule did in this evaluation: none of its effects, none of its state writes."""
         del self.effects[saved[0]:]
         del self.shadowed[saved[1]:]
+        self.fired.remove(rule.id)
         if self.state != saved[2]:
             self.state.clear()
             self.state.update(saved[2])

@@ -453,6 +453,17 @@ def test_templated_path_refused_at_run_time_other_rules_fire(world: World) -> No
     assert any("sneaky" in w and "RT601" in w for w in applied.warnings)
 
 
+def test_a_rule_refused_at_run_time_does_not_decide_its_group(world: World) -> None:
+    world.project_policy("""
+        rules:
+          - {id: first, on: input, do: [{log: {file: "{'/etc/' + 'motd'}", text: x}}]}
+          - {id: second, on: input, do: [{notify: second}]}
+    """)
+    decision = evaluate(world.compile(), INPUT)
+    assert decision.fired == ("second",)
+    assert decision.actions("notify") == [{"text": "second", "level": "info"}]
+
+
 # --- run time: the executor resolves links before any I/O ----------------------------------------
 
 
