@@ -15,7 +15,28 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from router.actions import ACTIONS
-from router.codes import REFUSALS
+from router.capabilities import (
+    ACTION_PARAMS,
+    CODES,
+    ENV_READ,
+    FS_READ,
+    GRANT_CODE,
+    GRANT_LAYERS,
+    POLICY_KEYS,
+    SIGNAL_PARAMS,
+    CapabilityUse,
+    Confinement,
+    Owner,
+    Param,
+    Refusal,
+    Refused,
+    Verdict,
+    analyze,
+    confined_path,
+    help_for,
+    is_confined,
+    refusal_of,
+)
 from router.compiled import (
     ClassifyQuestionSpec,
     CompiledAction,
@@ -36,7 +57,7 @@ from router.fields import check_path, scope_tree
 from router.functions import FUNCTIONS
 from router.loader import PolicyFile, load_layers
 from router.model import SIGNAL_KINDS, EnvVar, Rule, Signal
-from router.paths import agent_dir, layer_paths
+from router.paths import agent_dir, display_path, layer_paths
 from router.query import JMESPATH_ARITY, JMESPATH_BUILTINS, Query, compile_query
 from router.source import KeyPath, SourceDoc, format_key_path
 from router.suggest import did_you_mean
@@ -58,6 +79,7 @@ class _Context:
     var_names: frozenset[str]
     signal_names: frozenset[str]
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    reads: dict[tuple[str, str], list[tuple[Span, tuple[str, ...]]]] = field(default_factory=dict)
 
     def error(self, code: str, message: str, span: Span, *, help: str | None = None,
               rule_id: str | None = None, severity: Severity = Severity.ERROR) -> None:
@@ -83,50 +105,83 @@ def load_policy(cwd: Path, *, agent: Path | None = None, include_project: bool =
 def load_layered(cwd: Path, *, agent: Path | None = None, include_project: bool = True,
                  extra: Iterable[Path] = ()) -> LoadedPolicy:
     """`load_policy`, also returning the files that loaded (in evaluation order)."""
-    layers = layer_paths(cwd, agent=agent or agent_dir(), include_project=include_project)
+    agent = agent or agent_dir()
+    layers = layer_paths(cwd, agent=agent, include_project=include_project)
     layers += [("file", Path(p)) for p in extra]
-    return compile_layers(layers)
+    return compile_layers(layers, agent=agent)
 
 
-def compile_files(layers: Iterable[tuple[str, Path]]) -> tuple[CompiledPolicy | None, list[Diagnostic]]:
+def compile_files(layers: Iterable[tuple[str, Path]], *, agent: Path | None = None,
+                  ) -> tuple[CompiledPolicy | None, list[Diagnostic]]:
     """Load the given layers (with what they use) and compile them."""
-    loaded = compile_layers(layers)
+    loaded = compile_layers(layers, agent=agent)
     return loaded.policy, loaded.diagnostics
 
 
-def compile_layers(layers: Iterable[tuple[str, Path]]) -> LoadedPolicy:
-    """`compile_files`, also returning the files that loaded (in evaluation order)."""
-    files, diagnostics = load_layers(layers)
+def compile_layers(layers: Iterable[tuple[str, Path]], *, agent: Path | None = None) -> LoadedPolicy:
+    """`compile_files`, also returning the files that loaded (in evaluation order).
+
+    A file given as `.pi/router.yaml` is a project policy wherever it is named. Refusals (what a
+    layer may not do) are not in the returned diagnostics: the policy keeps them in `refused`.
+    """
+    files, found = load_layers([(_layer_of(layer, path), path) for layer, path in layers])
+    refusals = [r for d in found if (r := refusal_of(d)) is not None]
+    diagnostics = [d for d in found if refusal_of(d) is None]
     if has_errors(diagnostics):
-        return LoadedPolicy(None, diagnostics, files)
-    policy, more = compile_policy(files)
+        return LoadedPolicy(None, found, files)
+    policy, more = compile_policy(files, agent=agent, refusals=refusals)
+    if policy is None:
+        return LoadedPolicy(None, found + more, files)
     return LoadedPolicy(policy, diagnostics + more, files)
 
 
-def compile_policy(files: list[PolicyFile]) -> tuple[CompiledPolicy | None, list[Diagnostic]]:
-    """Merge the files' layers and compile everything; None when any error was found."""
+def _layer_of(layer: str, path: Path) -> str:
+    if layer == "file" and path.name == "router.yaml" and path.absolute().parent.name == ".pi":
+        return "project"
+    return layer
+
+
+def compile_policy(files: list[PolicyFile], *, agent: Path | None = None,
+                   refusals: Iterable[Refusal] = ()) -> tuple[CompiledPolicy | None, list[Diagnostic]]:
+    """Merge the files' layers and compile everything; None when any error was found.
+
+    Rules, signals and vars that use a capability their layer lacks are left out: the policy keeps
+    them in `refused` (`router lint` reports them as errors), and they never stop it from loading.
+    """
     diagnostics: list[Diagnostic] = []
+    refused = list(refusals)
+    confinement = _confinement(files, agent or agent_dir(), refused)
     entries = _merge_rules(files, diagnostics)
-    literals, env_vars = _merge_vars(files, diagnostics)
+    literals, env_vars = _merge_vars(files, diagnostics, refused)
     signals_raw = {name: (sig, f) for f in files for name, sig in f.policy.signals.items()}
     ctx = _Context(frozenset(literals) | frozenset(env_vars), frozenset(signals_raw), diagnostics)
     signals = {name: _compile_signal(name, sig, f, ctx) for name, (sig, f) in signals_raw.items()}
     _check_signal_cycles(signals, ctx)
-    rules = tuple(r for i, e in enumerate(entries) if (r := _compile_rule(e, i, ctx)) is not None)
-    skills = _skills(files, ctx)
+    compiled_rules = [(e, r) for i, e in enumerate(entries) if (r := _compile_rule(e, i, ctx)) is not None]
+    skills = _skills(files, ctx, confinement, refused)
     if has_errors(ctx.diagnostics):
-        return None, ctx.diagnostics
+        return None, ctx.diagnostics + [r.diagnostic() for r in refused]
+    owners = _owners(compiled_rules, signals, signals_raw, files, env_vars, ctx)
+    analysis = analyze(owners, confinement)
+    refused += analysis.refusals
+    verdicts = analysis.verdicts
+    rules = tuple(_confine_rule(r, verdicts[("rule", r.id)]) for _, r in compiled_rules
+                  if verdicts[("rule", r.id)].refusal is None)
+    kept_signals = {k: _confine_signal(v, verdicts[("signal", k)]) for k, v in signals.items()
+                    if v is not None and verdicts[("signal", k)].refusal is None}
+    literals = {k: v for k, v in literals.items() if verdicts[("var", k)].refusal is None}
+    env_vars = {k: v for k, v in env_vars.items() if verdicts[("var", k)].refusal is None}
     by_event: dict[str, list[CompiledRule]] = {}
     for rule in rules:
         for event_type in rule.on:
             by_event.setdefault(event_type, []).append(rule)
-    env_names = {spec.env for spec in env_vars.values()} | {n for f in files for n in f.policy.env}
+    env_names = {spec.env for spec in env_vars.values()} | _env_list(files, confinement, refused)
     compiled = CompiledPolicy(
         rules=rules,
         by_event={k: tuple(v) for k, v in by_event.items()},
         vars=literals,
         env_vars={name: spec.model_dump() for name, spec in env_vars.items()},
-        signals={k: v for k, v in signals.items() if v is not None},
+        signals=kept_signals,
         commands=tuple(c.model_dump() for c in _by_name(files, "commands", "name")),
         virtual_models=tuple(v.model_dump() for v in _by_name(files, "virtual_models", "ref")),
         tools=tuple(t.model_dump() for t in _by_name(files, "tools", "name")),
@@ -135,25 +190,147 @@ def compile_policy(files: list[PolicyFile]) -> tuple[CompiledPolicy | None, list
         files=tuple(files),
         warnings=tuple(d for d in ctx.diagnostics if d.severity is Severity.WARNING),
         file_refs=tuple((f.path, str(f.source or f.path)) for f in files),
-        notices=tuple(f"{d.span}: {d.message} [{d.code}]" for d in ctx.diagnostics if d.code in REFUSALS),
+        confinement=confinement,
+        refused=tuple(refused),
+        capabilities=tuple(_policy_uses(files) + analysis.uses),
     )
     return compiled, ctx.diagnostics
 
 
-def _skills(files: list[PolicyFile], ctx: _Context) -> tuple[str, ...]:
+def _skills(files: list[PolicyFile], ctx: _Context, confinement: Confinement | None,
+            refused: list[Refusal]) -> tuple[str, ...]:
     """Each file's skill paths, resolved against that file's directory, in layer order."""
     found: dict[str, None] = {}
     for f in files:
         base = Path(f.source or f.path).parent
         for index, entry in enumerate(f.policy.skills):
             path = (base / Path(entry).expanduser()).resolve()
+            span = f.doc.span(("skills", index))
+            if is_confined(f.layer) and confinement is not None:
+                try:
+                    confined_path(str(path), confinement, FS_READ, label="skills")
+                except Refused as exc:
+                    refused.append(Refusal("skill", entry, f.layer, exc.code, exc.message, span,
+                                           help_for(FS_READ, confinement)))
+                    continue
             if not (path / "SKILL.md").is_file() and not (path.is_file() and path.suffix == ".md"):
-                ctx.error("RT123", f"skill not found: {entry} (looked for {path}/SKILL.md)",
-                          f.doc.span(("skills", index)),
+                ctx.error("RT123", f"skill not found: {entry} (looked for {path}/SKILL.md)", span,
                           help="name a directory holding a SKILL.md, or a .md file, relative to this file")
                 continue
             found[str(path)] = None
     return tuple(found)
+
+
+# --- capabilities -----------------------------------------------------------------------------
+
+
+def _confinement(files: list[PolicyFile], agent: Path, refused: list[Refusal]) -> Confinement | None:
+    """The project layer's bounds and the variables the user grants it (`project_env`)."""
+    grant: set[str] = set()
+    for f in files:
+        if not f.policy.project_env:
+            continue
+        if f.layer in GRANT_LAYERS:
+            grant.update(f.policy.project_env)
+        else:
+            refused.append(Refusal(
+                "project_env", ", ".join(f.policy.project_env), f.layer, GRANT_CODE,
+                "only your own router.yaml grants environment variables to project policies; "
+                "this entry is ignored", f.doc.span(("project_env",), key=True),
+                help=f"move `project_env:` to {display_path(agent / 'router.yaml')}"))
+    project = next((f for f in files if is_confined(f.layer) and f.root is not None), None)
+    if project is None or project.root is None:
+        return None
+    if not any(f.layer in GRANT_LAYERS for f in files):  # a project file compiled on its own
+        grant.update(_user_grant(agent))
+    return Confinement(str(project.root), str(agent.absolute()), str(Path.home()), frozenset(grant))
+
+
+def _user_grant(agent: Path) -> list[str]:
+    """`project_env` of the user's router.yaml, read on its own (empty when absent or invalid)."""
+    from router.errors import SourceError
+    from router.source import read_source
+
+    try:
+        data = read_source(agent / "router.yaml").data
+    except SourceError:
+        return []
+    names = data.get("project_env") if isinstance(data, dict) else None
+    names = [names] if isinstance(names, str) else names
+    return [n for n in names if isinstance(n, str)] if isinstance(names, list) else []
+
+
+def _env_list(files: list[PolicyFile], confinement: Confinement | None,
+              refused: list[Refusal]) -> set[str]:
+    """The names under `env:` events carry: a project file's only when the user grants them."""
+    names: set[str] = set()
+    grant = confinement.env if confinement else frozenset()
+    for f in files:
+        for index, name in enumerate(f.policy.env):
+            if not is_confined(f.layer) or name in grant:
+                names.add(name)
+                continue
+            refused.append(Refusal("env", name, f.layer, CODES[ENV_READ],
+                                   f"events carry {name} only when your router.yaml grants it in "
+                                   "project_env", f.doc.span(("env", index)),
+                                   help_for(ENV_READ, confinement)))
+    return names
+
+
+def _owners(compiled_rules: list[tuple[_Entry, CompiledRule]],
+            signals: dict[str, CompiledSignal | None], signals_raw: dict[str, tuple[Signal, PolicyFile]],
+            files: list[PolicyFile], env_vars: dict[str, EnvVar], ctx: _Context) -> list[Owner]:
+    """Every rule, signal and var with its layer, what it reads and its capability parameters."""
+    owners = []
+    for entry, rule in compiled_rules:
+        base: KeyPath = ("rules", entry.index, "do")
+        params = [Param(capability, i, f"{action.name}.{name}", _param(action.params, name),
+                        entry.file.doc.span((*base, i, action.name, name)))
+                  for i, action in enumerate(rule.actions)
+                  for name, capability in ACTION_PARAMS.get(action.name, {}).items()]
+        owners.append(Owner("rule", rule.id, entry.file.layer, rule.span,
+                            ctx.reads.get(("rule", rule.id), []), params))
+    for name, sig in signals.items():
+        if sig is None:
+            continue
+        f = signals_raw[name][1]
+        params = [Param(capability, None, f"{sig.kind}.{key}", _param(sig.request, key),
+                        f.doc.span(("signals", name, sig.kind, key)))
+                  for key, capability in SIGNAL_PARAMS.get(sig.kind, {}).items()]
+        owners.append(Owner("signal", name, f.layer, sig.span, ctx.reads.get(("signal", name), []), params))
+    var_files = {name: f for f in files for name in f.policy.vars}
+    for name, f in var_files.items():
+        binding = env_vars[name].env if name in env_vars else None
+        owners.append(Owner("var", name, f.layer, f.doc.span(("vars", name)), env_binding=binding))
+    return owners
+
+
+def _param(params: Any, name: str) -> Any:
+    return params.get(name) if isinstance(params, dict) else None
+
+
+def _confine_rule(rule: CompiledRule, verdict: Verdict) -> CompiledRule:
+    if not verdict.confined:
+        return rule
+    actions = tuple(replace(a, confined=verdict.confined[i]) if i in verdict.confined else a
+                    for i, a in enumerate(rule.actions))
+    return replace(rule, actions=actions)
+
+
+def _confine_signal(signal: CompiledSignal, verdict: Verdict) -> CompiledSignal:
+    confined = verdict.confined.get(None)
+    return replace(signal, confined=confined) if confined else signal
+
+
+def _policy_uses(files: list[PolicyFile]) -> list[CapabilityUse]:
+    """The file-level capabilities: `use:` entries, `skills:` and `env:`."""
+    uses = []
+    for f in files:
+        for key, capability in POLICY_KEYS.items():
+            entries = getattr(f.policy, key) if key != "vars" else []
+            uses += [CapabilityUse(f.layer, capability, key, key, str(entry), str(f.doc.span((key, i))))
+                     for i, entry in enumerate(entries)]
+    return uses
 
 
 def _by_name(files: list[PolicyFile], attr: str, key: str) -> list[Any]:
@@ -219,14 +396,15 @@ def _place(ordered: list[_Entry], entry: _Entry, f: PolicyFile, diagnostics: lis
     ordered.insert(anchor if rule.before else anchor + 1, entry)
 
 
-def _merge_vars(files: list[PolicyFile],
-                diagnostics: list[Diagnostic]) -> tuple[dict[str, Any], dict[str, EnvVar]]:
+def _merge_vars(files: list[PolicyFile], diagnostics: list[Diagnostic],
+                refused: list[Refusal]) -> tuple[dict[str, Any], dict[str, EnvVar]]:
     literals: dict[str, Any] = {}
     env_vars: dict[str, EnvVar] = {}
     reserved = {name: text for f in files for name, text in f.policy.user_vars.items()}
     for f in files:
         for name, value in f.policy.vars.items():
-            if name in reserved and not _may_set_reserved(f, name, value, reserved[name], diagnostics):
+            if name in reserved and not _may_set_reserved(f, name, value, reserved[name], diagnostics,
+                                                          refused):
                 continue
             literals.pop(name, None)
             env_vars.pop(name, None)
@@ -240,14 +418,14 @@ def _merge_vars(files: list[PolicyFile],
     return literals, env_vars
 
 
-def _may_set_reserved(f: PolicyFile, name: str, value: Any, text: str, diagnostics: list[Diagnostic]) -> bool:
-    """A `user_vars:` var: a project layer may not set it (RT124); the user is warned (RT315)."""
+def _may_set_reserved(f: PolicyFile, name: str, value: Any, text: str, diagnostics: list[Diagnostic],
+                      refused: list[Refusal]) -> bool:
+    """A `user_vars:` var: a project layer may not set it (refused, RT124); the user is warned (RT315)."""
     span = f.doc.span(("vars", name), key=True)
     if f.layer == "project":
-        diagnostics.append(Diagnostic(
-            "RT124", f"vars.{name} may only be set in your own policy (~/.pi/agent/router.yaml); "
-            "this project's value is ignored", span, severity=Severity.WARNING,
-            help=f"it {text}"))
+        refused.append(Refusal("var", name, f.layer, "RT124", "only your own policy "
+                               "(~/.pi/agent/router.yaml) may set it; the project's value is ignored",
+                               span, f"it {text}"))
         return False
     if f.layer != "pack" and value not in (None, False, 0, ""):
         diagnostics.append(Diagnostic("RT315", f"vars.{name} is on: it {text}", span,
@@ -270,7 +448,7 @@ def _compile_rule(entry: _Entry, order: int, ctx: _Context) -> CompiledRule | No
                       or f"expected one of: {', '.join(EVENT_TYPES)}",
                       rule_id=rule.id)
     checker = _Checker(ctx, scope_tree(rule.on, var_names=ctx.var_names, signal_names=ctx.signal_names),
-                       doc, rule.id)
+                       doc, rule.id, reads=ctx.reads.setdefault(("rule", rule.id), []))
     match = checker.query(rule.match, (*base, "match")) if rule.match is not None else None
     when = checker.expression(rule.when, (*base, "when")) if rule.when is not None else None
     actions = tuple(a for i, item in enumerate(rule.do)
@@ -283,6 +461,7 @@ def _compile_rule(entry: _Entry, order: int, ctx: _Context) -> CompiledRule | No
         examples=examples,
         match_span=doc.span((*base, "match")) if rule.match is not None else None,
         when_span=doc.span((*base, "when")) if rule.when is not None else None,
+        layer=entry.file.layer, sandboxed=is_confined(entry.file.layer),
     )
 
 
@@ -330,9 +509,16 @@ class _Checker:
     """Compiles expressions of one rule (or signal) and checks names, paths and functions."""
 
     def __init__(self, ctx: _Context, tree: dict[str, Any], doc: SourceDoc, rule_id: str | None,
-                 *, extra_names: frozenset[str] = frozenset()) -> None:
+                 *, extra_names: frozenset[str] = frozenset(),
+                 reads: list[tuple[Span, tuple[str, ...]]] | None = None) -> None:
         self.ctx, self.tree, self.doc, self.rule_id = ctx, tree, doc, rule_id
         self.extra_names = extra_names
+        self.reads = reads  # (where, path) of every field path read, for the capability analysis
+
+    def _record(self, paths: Iterable[tuple[str, ...]], key_path: KeyPath) -> None:
+        if self.reads is not None:
+            span = self.doc.span(key_path)
+            self.reads.extend((span, p) for p in paths)
 
     def _where(self, key_path: KeyPath) -> str:
         label = f" (rule '{self.rule_id}')" if self.rule_id else ""
@@ -346,6 +532,7 @@ class _Checker:
             return None
         self._check_calls(query.calls, key_path, jmespath=True)
         self._check_paths(query.paths, key_path, jmespath=True)
+        self._record(query.paths, key_path)
         return query
 
     def expression(self, source: str, key_path: KeyPath) -> Expression | None:
@@ -384,6 +571,7 @@ class _Checker:
                        self.doc.span_in(key_path, exc.offset), rule_id=self.rule_id)
 
     def _check_expression(self, expr: Expression, key_path: KeyPath) -> None:
+        self._record(expr.paths, key_path)
         self._check_calls(expr.calls, key_path, jmespath=False)
         known = set(self.tree) | self.extra_names
         for name in sorted(expr.names - known):
@@ -439,14 +627,16 @@ class _Checker:
 def _compile_signal(name: str, sig: Signal, f: PolicyFile, ctx: _Context) -> CompiledSignal | None:
     base: KeyPath = ("signals", name)
     tree = scope_tree(EVENT_TYPES, var_names=ctx.var_names, signal_names=ctx.signal_names)
-    checker = _Checker(ctx, tree, f.doc, None)
-    result_checker = _Checker(ctx, tree, f.doc, None, extra_names=frozenset({"result"}))
+    reads = ctx.reads.setdefault(("signal", name), [])
+    checker = _Checker(ctx, tree, f.doc, None, reads=reads)
+    result_checker = _Checker(ctx, tree, f.doc, None, extra_names=frozenset({"result"}), reads=reads)
     span = f.doc.span(base)
     transform = result_checker.expression(sig.transform, (*base, "transform")) if sig.transform else None
     fallback = checker.expression(sig.fallback, (*base, "fallback")) if sig.fallback else None
     if sig.expr is not None:
         expr = checker.expression(sig.expr, (*base, "expr"))
-        return CompiledSignal(name, "expr", span, expr=expr, transform=transform, fallback=fallback)
+        return CompiledSignal(name, "expr", span, expr=expr, transform=transform, fallback=fallback,
+                              layer=f.layer, sandboxed=is_confined(f.layer))
     kind = next(k for k in SIGNAL_KINDS[1:] if getattr(sig, k) is not None)
     source: Any = getattr(sig, kind)
     raw = source.model_dump(exclude={"questions"} if kind == "classify" else set())
@@ -459,7 +649,8 @@ def _compile_signal(name: str, sig: Signal, f: PolicyFile, ctx: _Context) -> Com
                                  if q.when else None)
             for qname, q in source.questions.items())
     return CompiledSignal(name, kind, span, request=request, questions=questions,
-                          transform=transform, fallback=fallback)
+                          transform=transform, fallback=fallback, layer=f.layer,
+                          sandboxed=is_confined(f.layer))
 
 
 def _signal_deps(sig: CompiledSignal) -> set[str]:

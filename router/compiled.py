@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from router.capabilities import CapabilityUse, Confinement, Refusal
 from router.diagnostics import Diagnostic, Span
 from router.expr import Expression, Template
 from router.query import Query
@@ -23,6 +24,7 @@ class CompiledAction:
     name: str
     params: ParamTree
     span: Span
+    confined: frozenset[str] = frozenset()  # parameters checked against the project's bounds
 
     def describe(self, params: Any) -> str:
         """What the executor would do with these (rendered) parameters."""
@@ -49,6 +51,8 @@ class CompiledRule:
     examples: tuple[tuple[Example, Span], ...] = ()
     match_span: Span | None = None
     when_span: Span | None = None
+    layer: str = "user"  # the layer of the file that defines the rule
+    sandboxed: bool = False  # evaluated with the environment the user grants the project only
     conditions: tuple[tuple[str, Query | Expression, Callable[[Any], Any]], ...] = ()
     runs: tuple[tuple[Callable[[Any], Any], bool], ...] = ()  # (closure, Python truthiness?)
 
@@ -87,6 +91,9 @@ class CompiledSignal:
     questions: tuple[ClassifyQuestionSpec, ...] = ()
     transform: Expression | None = None
     fallback: Expression | None = None
+    layer: str = "user"
+    sandboxed: bool = False
+    confined: frozenset[str] = frozenset()  # request fields checked against the project's bounds
 
     @property
     def external(self) -> bool:
@@ -108,7 +115,9 @@ class CompiledPolicy:
     files: tuple[PolicyFile, ...] = ()
     warnings: tuple[Diagnostic, ...] = ()
     file_refs: tuple[tuple[str, str], ...] = ()  # (display path, absolute path) of every file
-    notices: tuple[str, ...] = ()  # what the layers may not do and was refused: shown to the user in Pi
+    confinement: Confinement | None = None  # the project layer's bounds (None: no project layer)
+    refused: tuple[Refusal, ...] = ()  # what the layers may not do, left out of the policy
+    capabilities: tuple[CapabilityUse, ...] = ()  # every use of a capability, per layer
     _vars_cache: dict[tuple[tuple[str, str], ...], dict[str, Any]] = field(default_factory=dict,
                                                                           repr=False)
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from router.diagnostics import Diagnostic
+
+if TYPE_CHECKING:
+    from router.capabilities import Confinement
 
 ROUTER_LOG = "@router"  # the `log` action's default file: the router's own log
 
@@ -18,6 +21,8 @@ class Effect:
     params: Any
     rule_id: str
     shadow: bool = False
+    confined: frozenset[str] = field(default=frozenset(), compare=False)  # checked parameters
+    confinement: Confinement | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {self.action: self.params}
@@ -31,6 +36,9 @@ class SignalRequest:
     kind: str
     params: dict[str, Any]
     questions: dict[str, Any] = field(default_factory=dict)
+    rule_id: str | None = None  # the rule whose evaluation first needed the signal
+    confined: frozenset[str] = field(default=frozenset(), compare=False)  # checked parameters
+    confinement: Confinement | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -93,7 +93,7 @@ def render_text(diagnostics: Sequence[Diagnostic], *,
     for diag in sort_diagnostics(diagnostics):
         where = f"{diag.span}: " if diag.span else ""
         out.append(f"{where}{diag.severity}: {diag.message} [{diag.code}]")
-        lines = (source_lines or {}).get(diag.span.path) if diag.span else None
+        lines = (source_lines or {}).get(diag.span.path) if diag.span and shows_excerpt(diag) else None
         if lines and diag.span and 0 < diag.span.line <= len(lines):
             text = lines[diag.span.line - 1]
             out.append(f"  | {text}")
@@ -104,6 +104,17 @@ def render_text(diagnostics: Sequence[Diagnostic], *,
     out.append(f"Found {errors} error{'s' if errors != 1 else ''}, "
                f"{warnings} warning{'s' if warnings != 1 else ''}.")
     return "\n".join(out)
+
+
+EXCERPT_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def shows_excerpt(diagnostic: Diagnostic) -> bool:
+    """Whether a renderer may quote the diagnostic's source line: only of YAML (or JSON) files, and
+    never of a file that turned out not to be a policy (binary, not YAML, not a mapping)."""
+    span = diagnostic.span
+    return (span is not None and span.path.endswith(EXCERPT_SUFFIXES)
+            and diagnostic.extra.get("excerpt", True) is not False)
 
 
 def render_json(diagnostics: Sequence[Diagnostic]) -> str:

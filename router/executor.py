@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -22,8 +23,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from router.capabilities import (
+    CAPABILITY_CODES,
+    CODES,
+    FS_READ,
+    FS_WRITE,
+    PROCESS_SPAWN,
+    SIGNAL_PARAMS,
+    SYMLINK_CODE,
+    Refused,
+    check_rendered,
+    confined_path,
+)
 from router.decision import ROUTER_LOG, Decision, Effect, SignalOutcome, SignalRequest
-from router.filelock import append_line, read_json, update_json
+from router.filelock import append_line, is_symlink_error, read_json, read_text, update_json
 from router.functions import cap_level
 
 BridgeCall = Callable[[str, dict[str, Any], float], Awaitable[Any]]
@@ -67,12 +80,20 @@ class Executor:
         self.cwd = cwd
         self.log_file = log_file
         self.slots: dict[str, tuple[int, int]] = {}
+        self.notices: list[str] = []  # refusals met while computing signals, shown by `apply`
 
     # --- signals ------------------------------------------------------------------------------
 
     async def compute(self, request: SignalRequest) -> SignalOutcome:
         """Compute one external signal; failures come back as an outcome with an error text."""
         started = time.perf_counter()
+        try:
+            request = self._confine(request)
+        except (Refused, ValueError) as exc:
+            refused = exc if isinstance(exc, Refused) else Refused(CODES[FS_READ], str(exc))
+            self._notice(f"rule '{request.rule_id}': signal {request.name} refused: {refused.message} "
+                         f"[{refused.code}]")
+            return SignalOutcome(error=f"refused: {refused.message} [{refused.code}]")
         try:
             if request.kind == "classify":
                 outcome = await self._classify(request)
@@ -94,10 +115,39 @@ class Executor:
                 outcome = await self._ask(request)
             else:
                 outcome = SignalOutcome(error=f"unknown signal kind {request.kind!r}")
+        except OSError as exc:
+            outcome = SignalOutcome(error=_os_problem(exc))
         except Exception as exc:
             outcome = SignalOutcome(error=f"{type(exc).__name__}: {exc}")
         elapsed = (time.perf_counter() - started) * 1000
         return SignalOutcome(outcome.result, outcome.error, round(elapsed, 1))
+
+    def _confine(self, request: SignalRequest) -> SignalRequest:
+        """Check a confined request's fields (paths resolved, links followed) before any I/O; the
+        request with the checked paths. Refused when one is out of the project's bounds."""
+        conf = request.confinement
+        if conf is None or not request.confined:
+            return request
+        params = dict(request.params)
+        for name in sorted(request.confined):
+            value = params.get(name)
+            capability = SIGNAL_PARAMS.get(request.kind, {}).get(name)
+            label = f"{request.kind}.{name}"
+            if capability is None or value in (None, ""):
+                continue
+            if capability == PROCESS_SPAWN:
+                raise Refused(CODES[PROCESS_SPAWN], f"{label} {value!r} chooses the program the child runs")
+            if label == "child.system_prompt":  # Pi reads a system prompt that names a file
+                candidate = Path(self.cwd or ".") / str(value)
+                if os.path.exists(candidate):
+                    confined_path(str(candidate), conf, FS_READ, label=label)
+                continue
+            params[name] = str(confined_path(str(value), conf, capability, label=label))
+        return dataclasses.replace(request, params=params)
+
+    def _notice(self, text: str) -> None:
+        self.notices.append(text)
+        self.log(text)
 
     async def _classify(self, request: SignalRequest) -> SignalOutcome:
         params = request.params
@@ -175,7 +225,7 @@ class Executor:
         target = _path(request.params.get("file"))
         if target is None:
             return SignalOutcome(result=None)
-        data = read_json(target)
+        data = read_json(target, nofollow=request.confinement is not None)
         key = request.params.get("key")
         if key is None:
             return SignalOutcome(result=data)
@@ -185,7 +235,7 @@ class Executor:
         target = _path(request.params.get("file"))
         records = []
         try:
-            lines = target.read_text(encoding="utf-8", errors="replace").splitlines() if target else []
+            lines = read_text(target, nofollow=request.confinement is not None).splitlines() if target else []
         except FileNotFoundError:
             lines = []
         days = request.params.get("days")
@@ -255,7 +305,7 @@ class Executor:
     def _read(self, request: SignalRequest) -> SignalOutcome:
         target = _path(request.params.get("file"))
         try:
-            text = target.read_text(encoding="utf-8", errors="replace") if target else ""
+            text = read_text(target, nofollow=request.confinement is not None) if target else ""
         except FileNotFoundError:
             text = ""
         lines = [line for line in text.splitlines() if line.strip()]
@@ -272,11 +322,24 @@ class Executor:
     # --- effects ------------------------------------------------------------------------------
 
     def apply(self, decision: Decision) -> Applied:
-        """Do the local effects; return the ones the bridge applies, model before thinking."""
-        applied = Applied()
+        """Do the local effects; return the ones the bridge applies, model before thinking.
+
+        A rule with a confined path out of the project's bounds (links followed) is refused as a
+        whole: none of its effects of this decision is carried out, and the user is told.
+        """
+        applied = Applied(warnings=self.notices)
+        self.notices = []
+        applied.warnings += [f"{e.message} [{e.code}]" for e in decision.errors if e.code in CAPABILITY_CODES]
+        targets, refused = self._check_confined(decision.effects)
+        for rule_id, refusal in refused.items():
+            text = f"rule '{rule_id}' refused: {refusal.message} [{refusal.code}]"
+            applied.warnings.append(text)
+            self.log(text)
         for effect in decision.effects:
+            if effect.rule_id in refused:
+                continue
             if effect.action in LOCAL_ACTIONS:
-                problem = self._local(effect)
+                problem = self._local(effect, targets.get(id(effect), {}))
                 if problem:
                     applied.warnings.append(f"rule {effect.rule_id}: {effect.action} failed: {problem}")
             else:
@@ -284,17 +347,35 @@ class Executor:
         applied.actions.sort(key=lambda a: ORDER.get(a["action"], 2))
         return applied
 
-    def _local(self, effect: Effect) -> str | None:
+    def _check_confined(self, effects: tuple[Effect, ...]) -> tuple[dict[int, dict[str, Path]],
+                                                                    dict[str, Refused]]:
+        """The checked paths of confined effects (by effect), and the rules refused (by rule id)."""
+        targets: dict[int, dict[str, Path]] = {}
+        refused: dict[str, Refused] = {}
+        for effect in effects:
+            if effect.confinement is None or not effect.confined or effect.rule_id in refused:
+                continue
+            try:
+                targets[id(effect)] = check_rendered(effect.action, effect.params, effect.confined,
+                                                     effect.confinement, resolve=True)
+            except Refused as exc:
+                refused[effect.rule_id] = exc
+            except ValueError as exc:  # a path the OS cannot name (a NUL byte)
+                refused[effect.rule_id] = Refused(CODES[FS_WRITE], f"{effect.action}: {exc}")
+        return targets, refused
+
+    def _local(self, effect: Effect, checked: dict[str, Path] | None = None) -> str | None:
         params = effect.params
+        checked = checked or {}
         try:
             if effect.action == "log":
                 target = params.get("file")
                 if target == ROUTER_LOG:
                     self.log(f"rule {effect.rule_id}: {params.get('text', '')}")
-                elif (path := _path(target)) is not None:
+                elif (path := checked.get("file") or _path(target)) is not None:
                     append_line(path, str(params.get("text", "")))
             elif effect.action == "audit":
-                target = _path(params.get("file"))
+                target = checked.get("file") or _path(params.get("file"))
                 if target is None:
                     return "no audit file"
                 record = params.get("record")
@@ -302,7 +383,7 @@ class Executor:
                     record = {"timestamp": _now_iso(), **record}
                 append_line(target, json.dumps(record, ensure_ascii=False, default=str))
             elif effect.action == "save":
-                target = _path(params.get("file"))
+                target = checked.get("file") or _path(params.get("file"))
                 if target is None:
                     return "no file"
                 path, key = params.get("path"), params.get("key")
@@ -314,7 +395,7 @@ class Executor:
             elif effect.action == "release":
                 self.release(str(params.get("name") or "turn"))
         except OSError as exc:  # the file as the rule names it: `$VAR` expanded is an environment value
-            return f"{exc.strerror or exc} ({params.get('file') or ''})"
+            return _os_problem(exc, str(params.get('file') or ''))
         except (TypeError, ValueError) as exc:
             return str(exc)
         return None
@@ -336,6 +417,14 @@ def _for_bridge(effect: Effect) -> dict[str, Any]:
     return {"action": effect.action, "params": params, "rule": effect.rule_id}
 
 
+def _os_problem(exc: OSError, named: str = "") -> str:
+    """What went wrong with a file, naming it as the rule does (`$VAR` expanded is an environment value)."""
+    filename = named or getattr(exc, "filename", "") or ""
+    if is_symlink_error(exc):
+        return f"{filename} is a symbolic link, which the router does not follow here [{SYMLINK_CODE}]"
+    return f"{exc.strerror or exc} ({filename})"
+
+
 def _is_pi(path: str) -> bool:
     name = Path(path).name
     return name == "pi" or name.startswith(("pi-", "pi.", "pi_"))
@@ -343,7 +432,8 @@ def _is_pi(path: str) -> bool:
 
 def _try_slots(directory: Path, count: int) -> tuple[int, int] | None:
     for number in range(count):
-        fd = os.open(directory / f"slot-{number}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(directory / f"slot-{number}.lock",
+                     os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

@@ -17,6 +17,7 @@ from typing import Any
 
 from jmespath.exceptions import JMESPathError
 
+from router.capabilities import Confinement, Refused, check_rendered
 from router.compiled import CompiledAction, CompiledPolicy, CompiledRule, CompiledSignal
 from router.decision import Decision, Effect, SignalOutcome, SignalRequest
 from router.diagnostics import Diagnostic, Span
@@ -60,6 +61,7 @@ class _Run:
         self.scope["signal_errors"] = SignalErrors(self.signals)
         self.signals.evaluator_of = lambda: self.evaluator
         self.signals.scope = self.scope
+        self.signals.sandbox_of = lambda: (self.sandbox, self.sandbox_evaluator)
         self.tracer = tracer
         self.effects: list[Effect] = []
         self.shadowed: list[Effect] = []
@@ -71,9 +73,32 @@ class _Run:
         """The simpleeval-based evaluator, made only when templates or fallbacks need it."""
         return Evaluator(self.scope)
 
+    @functools.cached_property
+    def sandbox(self) -> dict[str, Any]:
+        """The scope of a project layer's rules and signals: only the environment variables the
+        user grants (`project_env`), and vars resolved from those alone."""
+        confinement = self.policy.confinement
+        granted = confinement.env if confinement is not None else frozenset()
+        env = self.event.get("env") or {}
+        allowed = {k: v for k, v in env.items() if k in granted} if isinstance(env, Mapping) else {}
+        scope = dict(self.scope)  # state and signals are shared
+        scope["env"] = allowed
+        scope["vars"] = self.policy.vars_for(allowed)
+        return scope
+
+    @functools.cached_property
+    def sandbox_evaluator(self) -> Evaluator:
+        return Evaluator(self.sandbox)
+
+    def _scope(self, rule: CompiledRule) -> dict[str, Any]:
+        return self.sandbox if rule.sandboxed else self.scope
+
+    def _evaluator(self, rule: CompiledRule) -> Evaluator:
+        return self.sandbox_evaluator if rule.sandboxed else self.evaluator
+
     def decide(self) -> Decision:
         decided: dict[str, str] = {}
-        scope, tracer = self.scope, self.tracer
+        tracer = self.tracer
         for rule in self.policy.by_event.get(self.event_type, ()):
             if rule.group in decided:
                 if tracer:
@@ -83,6 +108,7 @@ class _Run:
             try:
                 if tracer is None:  # the hot path: no tracing, conditions inline
                     matched = True
+                    scope = self.sandbox if rule.sandboxed else self.scope
                     try:
                         for run, python_truth in rule.runs:
                             value = run(scope)
@@ -97,7 +123,7 @@ class _Run:
                 else:
                     matched = self._matches(rule)
                 if matched:
-                    self._fire(rule)
+                    matched = self._fire(rule)
             except SignalNeeded as need:
                 return self._pending(need.name, rule)
             if matched and not rule.shadow and not rule.continue_:
@@ -114,9 +140,10 @@ class _Run:
     def _matches(self, rule: CompiledRule) -> bool:
         if self.tracer:
             self._trace("rule", rule, f"rule {rule.id}: enter" + (" (shadow)" if rule.shadow else ""))
+        scope = self._scope(rule)
         for kind, cond, run in rule.conditions:
             try:
-                value = run(self.scope)
+                value = run(scope)
             except _EVAL_ERRORS as exc:
                 message = exc.message if isinstance(exc, ExpressionError) else python_error(exc)
                 self._error(rule, f"{kind} failed: {message}",
@@ -135,50 +162,62 @@ class _Run:
         span = rule.match_span if kind == "match" else rule.when_span
         self._trace("cond", rule, f"{kind} {cond.source}: {'true' if ok else 'false'}"
                     + ("" if isinstance(value, bool) else f" ({show_value(value)})")
-                    + self._bindings(cond), depth=1, span=span)
+                    + self._bindings(rule, cond), depth=1, span=span)
         if ok:
             return
         parts = cond.conjuncts()
         for part in parts if len(parts) > 1 else ():
             try:
-                part_value = part.search(self.scope) if isinstance(part, Query) \
-                    else self.evaluator.value(part)
+                part_value = part.search(self._scope(rule)) if isinstance(part, Query) \
+                    else self._evaluator(rule).value(part)
             except (ExpressionError, SignalNeeded):
                 continue
             if not _truthy(part_value):
-                self._trace("miss", rule, f"first miss: {part.source}{self._bindings(part)}",
+                self._trace("miss", rule, f"first miss: {part.source}{self._bindings(rule, part)}",
                             depth=1, span=span)
                 return
 
-    def _bindings(self, cond: Query | Expression) -> str:
+    def _bindings(self, rule: CompiledRule, cond: Query | Expression) -> str:
         shown = []
         for path in dict.fromkeys(cond.paths):
             try:
-                shown.append(f"{'.'.join(path)}={show_value(lookup(self.scope, path), 40)}")
+                shown.append(f"{'.'.join(path)}={show_value(lookup(self._scope(rule), path), 40)}")
             except SignalNeeded:
                 shown.append(f"{'.'.join(path)}=<pending>")
         return f"  [{', '.join(shown)}]" if shown else ""
 
     # --- actions ------------------------------------------------------------------------------
 
-    def _fire(self, rule: CompiledRule) -> None:
+    def _fire(self, rule: CompiledRule) -> bool:
+        """Render and collect the rule's actions; False when the rule is refused (as if it had
+        not matched: none of its effects, and later rules of its group still run)."""
         self.fired.append(rule.id)
         if self.tracer:
             verdict = "fired (shadow: recorded, not applied)" if rule.shadow else "fired"
             self._trace("shadow" if rule.shadow else "fire", rule, f"rule {rule.id}: {verdict}", depth=1)
+        evaluator, confinement = self._evaluator(rule), self.policy.confinement
+        saved = (len(self.effects), len(self.shadowed), dict(self.state))
         for action in rule.actions:
             try:
-                params = _render(self.evaluator, action.params)
+                params = _render(evaluator, action.params)
             except ExpressionError as exc:
                 self._error(rule, f"action '{action.name}' skipped: {exc.message}", action.span)
                 continue
-            effect = Effect(action.name, params, rule.id, rule.shadow)
+            if action.confined and confinement is not None:
+                try:
+                    check_rendered(action.name, params, action.confined, confinement, resolve=False)
+                except Refused as refused:
+                    self._refuse(rule, refused, action.span, saved)
+                    return False
+            effect = Effect(action.name, params, rule.id, rule.shadow, action.confined,
+                            confinement if action.confined else None)
             (self.shadowed if rule.shadow else self.effects).append(effect)
             if not rule.shadow:
                 self._apply_state(action, params)
             if self.tracer:
                 self._trace("action", rule, f"then {action.name}: {action.describe(params)}",
                             depth=2, span=action.span)
+        return True
 
     def _apply_state(self, action: CompiledAction, params: Any) -> None:
         if action.name == "set":
@@ -190,12 +229,28 @@ class _Run:
                 _remove(self.state, key.split("."))
             self.signals.state_changed()
 
+    def _refuse(self, rule: CompiledRule, refused: Refused, span: Span,
+                saved: tuple[int, int, dict[str, Any]]) -> None:
+        """Undo what the rule did in this evaluation: none of its effects, none of its state writes."""
+        del self.effects[saved[0]:]
+        del self.shadowed[saved[1]:]
+        self.fired.remove(rule.id)
+        if self.state != saved[2]:
+            self.state.clear()
+            self.state.update(saved[2])
+            self.signals.state_changed()
+        self.errors.append(Diagnostic(refused.code, f"rule '{rule.id}' refused: {refused.message}", span,
+                                      rule_id=rule.id))
+        if self.tracer:
+            self._trace("error", rule, f"refused [{refused.code}]: {refused.message}", depth=1, span=span)
+
     # --- pending signals and errors -----------------------------------------------------------
 
     def _pending(self, name: str, rule: CompiledRule) -> Decision:
         spec = self.policy.signals[name]
         try:
-            request = _signal_request(spec, self.evaluator)
+            request = _signal_request(spec, self.sandbox_evaluator if spec.sandboxed else self.evaluator,
+                                      rule.id, self.policy.confinement)
         except SignalNeeded as need:
             return self._pending(need.name, rule)
         except ExpressionError as exc:
@@ -240,14 +295,17 @@ def _render(evaluator: Evaluator, tree: Any) -> Any:
     return tree
 
 
-def _signal_request(spec: CompiledSignal, evaluator: Evaluator) -> SignalRequest:
+def _signal_request(spec: CompiledSignal, evaluator: Evaluator, rule_id: str,
+                    confinement: Confinement | None) -> SignalRequest:
     params = _render(evaluator, spec.request) or {}
     questions = {}
     for q in spec.questions:
         if q.when is not None and not _truthy(evaluator.value(q.when)):
             continue
         questions[q.name] = {"type": q.type, "instructions": q.instructions, "criteria": q.criteria}
-    return SignalRequest(spec.name, spec.kind, params, questions)
+    confined = spec.confined if confinement is not None else frozenset()
+    return SignalRequest(spec.name, spec.kind, params, questions, rule_id, confined,
+                         confinement if confined else None)
 
 
 def _write(target: dict[str, Any], parts: list[str], value: Any) -> None:

@@ -7,12 +7,14 @@ most once), then its own rules. The layers are the built-in `default` pack, then
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from router.capabilities import CODES, POLICY_USE, Refusal, is_confined, project_area, project_root, show_path
 from router.diagnostics import Diagnostic, Span
 from router.errors import SourceError
 from router.model import Policy
@@ -35,6 +37,7 @@ class PolicyFile:
     group: str
     source: Path | None = None
     used_by: str | None = None  # the display path of the file whose `use:` loaded this one
+    root: Path | None = None  # the project directory of a project-layer file
 
     @property
     def pack(self) -> str | None:
@@ -67,12 +70,38 @@ def describe_files(files: Iterable[PolicyFile]) -> str:
     return ", ".join(parts + used) or "nothing"
 
 
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
 def load_layers(layers: Iterable[tuple[str, Path]]) -> tuple[list[PolicyFile], list[Diagnostic]]:
-    """Load each layer and what it uses; return files in evaluation order plus diagnostics."""
+    """Load each layer and what it uses; return files in evaluation order plus diagnostics.
+
+    A project file that reaches outside its project (a `use:` entry, or `.pi/router.yaml` itself
+    being a link that leads out) is not read: that is a refusal (`capabilities.refusal_of`), which
+    does not stop the other files from loading.
+    """
     loader = _Loader()
     for layer, path in layers:
-        loader.load(path, layer, via=None)
+        root = project_root(path) if is_confined(layer) else None
+        if root is not None and (problem := _outside(path, root)) is not None:
+            shown = display_path(path)
+            loader.refuse(shown, layer, f"{shown} {problem}", Span(str(path)), "file")
+            continue
+        loader.load(path, layer, via=None, root=root)
     return loader.files, loader.diagnostics
+
+
+def _outside(path: Path, root: Path) -> str | None:
+    """Why `path` (links followed) is not a file of the project at `root`, or None."""
+    area = Path(os.path.realpath(project_area(root, Path.home())))
+    real = Path(os.path.realpath(path))
+    if not real.is_relative_to(area):
+        outside = f"outside the project {show_path(area)}"
+        return f"leads to {show_path(real)}, {outside}" \
+            if real != Path(os.path.normpath(path.absolute())) else f"is {outside}"
+    if ".git" in real.relative_to(area).parts:
+        return "is inside a .git directory"
+    return None
 
 
 class _Loader:
@@ -82,7 +111,13 @@ class _Loader:
         self._done: set[Path] = set()
         self._active: list[Path] = []
 
-    def load(self, path: Path, layer: str, via: Span | None, *, used_by: str | None = None) -> None:
+    def refuse(self, name: str, layer: str, reason: str, span: Span | None, kind: str = "use") -> None:
+        refusal = Refusal(kind, name, layer, CODES[POLICY_USE], reason, span,
+                          "a project policy uses built-in packs by name and files inside its project")
+        self.diagnostics.append(refusal.diagnostic())
+
+    def load(self, path: Path, layer: str, via: Span | None, root: Path | None = None, *,
+             used_by: str | None = None) -> None:
         resolved = path.resolve()
         if resolved in self._active:
             chain = " -> ".join(p.name for p in [*self._active, resolved])
@@ -93,8 +128,8 @@ class _Loader:
             return
         try:
             doc = read_source(path, display=display_path(path))
-        except SourceError as exc:
-            self.diagnostics.extend(d.at(d.span or via) for d in exc.diagnostics)
+        except SourceError as exc:  # nothing of a file that is not a policy is shown
+            self.diagnostics.extend(_no_excerpt(d.at(d.span or via)) for d in exc.diagnostics)
             return
         policy = self._validate(doc)
         if policy is None:
@@ -102,21 +137,30 @@ class _Loader:
         self._active.append(resolved)
         for index, entry in enumerate(policy.use):
             span = doc.span(("use", index))
+            if root is not None and _is_path(entry):
+                named = path.parent / Path(entry).expanduser()
+                problem = None if _is_pack_file(named) else _outside(named, root)
+                if problem is not None:
+                    self.refuse(entry, layer, f"{entry} {problem}", span)
+                    continue
             target = self._resolve_use(entry, path.parent, span)
-            if target is not None:
-                self.load(target, "pack" if target.parent == packs_dir() else layer, span,
-                          used_by=doc.path)
+            if target is None:
+                continue
+            if _is_pack_file(target):
+                self.load(target, "pack", span, used_by=doc.path)
+            else:
+                self.load(target, layer, span, root, used_by=doc.path)
         self._active.pop()
         self._done.add(resolved)
         group = policy.group or (path.stem if layer == "pack" else "main")
-        self.files.append(PolicyFile(doc.path, doc, policy, layer, group, resolved, used_by))
+        self.files.append(PolicyFile(doc.path, doc, policy, layer, group, resolved, used_by, root))
 
     def _validate(self, doc: SourceDoc) -> Policy | None:
         if doc.data is None:
             return Policy.model_validate({})
         if not isinstance(doc.data, dict):
-            self.diagnostics.append(Diagnostic("RT111", "a policy file must be a mapping at the top level",
-                                               doc.span(())))
+            self.diagnostics.append(_no_excerpt(Diagnostic(
+                "RT111", "a policy file must be a mapping at the top level", doc.span(()))))
             return None
         try:
             return Policy.model_validate(doc.data)
@@ -125,8 +169,13 @@ class _Loader:
             return None
 
     def _resolve_use(self, entry: str, base: Path, span: Span) -> Path | None:
-        if "/" in entry or entry.endswith((".yaml", ".yml")):
-            target = (base / entry).expanduser()
+        if _is_path(entry):
+            target = base / Path(entry).expanduser()
+            if not entry.endswith(YAML_SUFFIXES):
+                self.diagnostics.append(Diagnostic(
+                    "RT120", f"`use:` file must be a .yaml or .yml file: {entry}", span,
+                    help="policy files end in .yaml or .yml; other files are never read as policies"))
+                return None
             if target.is_file():
                 return target
             self.diagnostics.append(Diagnostic("RT120", f"`use:` file not found: {entry}", span,
@@ -141,3 +190,17 @@ class _Loader:
             "RT120", f"unknown pack '{entry}'; expected one of {', '.join(pack_names())}", span,
             help=did_you_mean(entry, pack_names()) or "use ./path.yaml for a file"))
         return None
+
+
+def _is_path(entry: str) -> bool:
+    """A `use:` entry naming a file (else it names a built-in pack)."""
+    return "/" in entry or entry.endswith(YAML_SUFFIXES)
+
+
+def _is_pack_file(path: Path) -> bool:
+    return path.resolve().parent == packs_dir().resolve() and path.suffix == ".yaml"
+
+
+def _no_excerpt(diagnostic: Diagnostic) -> Diagnostic:
+    """The diagnostic of a file that may not be a policy at all: renderers show none of its lines."""
+    return replace(diagnostic, extra={**diagnostic.extra, "excerpt": False})

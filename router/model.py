@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -229,6 +230,8 @@ class Policy(_Model):
     group: str | None = Field(None, description="default first-match group of this file's rules")
     use: list[str] = Field(default_factory=list, description="packs or relative paths to layer first")
     env: list[str] = Field(default_factory=list, description="environment variables events carry")
+    project_env: list[str] = Field(default_factory=list, description="environment variables a "
+                                   "project policy may read (only in your own router.yaml)")
     vars: dict[str, Any] = Field(default_factory=dict)
     signals: dict[str, Signal] = Field(default_factory=dict)
     rules: list[Rule] = Field(default_factory=list)
@@ -242,10 +245,20 @@ class Policy(_Model):
     skills: list[str] = Field(default_factory=list, description="Pi skill directories (or SKILL.md "
                               "files), relative to this file, that Pi lists while the policy is loaded")
 
-    @field_validator("use", "env", "disable", "skills", mode="before")
+    @field_validator("use", "env", "project_env", "disable", "skills", mode="before")
     @classmethod
     def _listify(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
 
+    @field_validator("project_env")
+    @classmethod
+    def _env_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not _ENV_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not an environment variable name (letters, digits, _)")
+        return value
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 Example.model_rebuild()

@@ -17,12 +17,13 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from router.capabilities import CapabilityUse, Confinement, Refusal
 from router.compiled import ClassifyQuestionSpec, CompiledAction, CompiledPolicy, CompiledRule, CompiledSignal
 from router.diagnostics import Span
 from router.expr import Template, compile_expression, compile_template
 from router.query import compile_query
 
-FORMAT = 2
+FORMAT = 3
 
 
 def cache_path(agent: Path, key: str) -> Path:
@@ -120,10 +121,12 @@ def to_ir(policy: CompiledPolicy) -> dict[str, Any]:
     rules = [{
         "id": r.id, "index": r.index, "group": r.group, "on": list(r.on),
         "match": r.match.source if r.match else None, "when": r.when.source if r.when else None,
-        "actions": [{"name": a.name, "params": _sources(a.params), "span": _span(a.span)} for a in r.actions],
+        "actions": [{"name": a.name, "params": _sources(a.params), "span": _span(a.span),
+                     "confined": sorted(a.confined)} for a in r.actions],
         "continue": r.continue_, "shadow": r.shadow, "span": _span(r.span), "file": r.file,
         "key_path": r.key_path, "description": r.description,
         "match_span": _span(r.match_span), "when_span": _span(r.when_span),
+        "layer": r.layer, "sandboxed": r.sandboxed,
     } for r in policy.rules]
     signals = [{
         "name": s.name, "kind": s.kind, "span": _span(s.span), "expr": s.expr.source if s.expr else None,
@@ -133,12 +136,16 @@ def to_ir(policy: CompiledPolicy) -> dict[str, Any]:
                       for q in s.questions],
         "transform": s.transform.source if s.transform else None,
         "fallback": s.fallback.source if s.fallback else None,
+        "layer": s.layer, "sandboxed": s.sandboxed, "confined": sorted(s.confined),
     } for s in policy.signals.values()]
     return {"rules": rules, "signals": signals, "vars": dict(policy.vars),
             "env_vars": {k: dict(v) for k, v in policy.env_vars.items()},
             "commands": list(policy.commands), "virtual_models": list(policy.virtual_models),
             "tools": list(policy.tools), "skills": list(policy.skills), "env_names": sorted(policy.env_names),
-            "file_refs": [list(f) for f in policy.file_refs], "notices": list(policy.notices)}
+            "file_refs": [list(f) for f in policy.file_refs],
+            "confinement": policy.confinement.to_dict() if policy.confinement else None,
+            "refused": [r.to_dict() for r in policy.refused],
+            "capabilities": [u.to_dict() for u in policy.capabilities]}
 
 
 def _expr(source: str | None) -> Any:
@@ -149,11 +156,12 @@ def _rule(r: dict[str, Any]) -> CompiledRule:
     return CompiledRule(
         id=r["id"], index=r["index"], group=r["group"], on=tuple(r["on"]),
         match=compile_query(r["match"]) if r["match"] is not None else None, when=_expr(r["when"]),
-        actions=tuple(CompiledAction(a["name"], _templates(a["params"]), _unspan(a["span"]) or Span(""))
-                      for a in r["actions"]),
+        actions=tuple(CompiledAction(a["name"], _templates(a["params"]), _unspan(a["span"]) or Span(""),
+                                     frozenset(a["confined"])) for a in r["actions"]),
         continue_=r["continue"], shadow=r["shadow"], span=_unspan(r["span"]) or Span(""),
         file=r["file"], key_path=r["key_path"], description=r["description"],
         match_span=_unspan(r["match_span"]), when_span=_unspan(r["when_span"]),
+        layer=r["layer"], sandboxed=r["sandboxed"],
     )
 
 
@@ -164,6 +172,7 @@ def _signal(s: dict[str, Any]) -> CompiledSignal:
         questions=tuple(ClassifyQuestionSpec(q["name"], q["type"], q["instructions"], q["criteria"],
                                              _expr(q["when"])) for q in s["questions"]),
         transform=_expr(s["transform"]), fallback=_expr(s["fallback"]),
+        layer=s["layer"], sandboxed=s["sandboxed"], confined=frozenset(s["confined"]),
     )
 
 
@@ -214,5 +223,8 @@ def from_ir(data: dict[str, Any]) -> CompiledPolicy:
         env_vars=data["env_vars"], signals=_Lazy({s["name"]: s for s in data["signals"]}, _signal),
         commands=tuple(data["commands"]), virtual_models=tuple(data["virtual_models"]),
         tools=tuple(data["tools"]), skills=tuple(data["skills"]), env_names=frozenset(data["env_names"]),
-        file_refs=tuple(tuple(f) for f in data["file_refs"]), notices=tuple(data.get("notices", ())),
+        file_refs=tuple(tuple(f) for f in data["file_refs"]),
+        confinement=Confinement.from_dict(data["confinement"]) if data["confinement"] else None,
+        refused=tuple(Refusal.from_dict(r) for r in data["refused"]),
+        capabilities=tuple(CapabilityUse(**u) for u in data["capabilities"]),
     )

@@ -38,6 +38,7 @@ class Signals(Mapping[str, Any]):
         self.values: dict[str, Any] = dict(values)  # type: ignore[assignment]
         self.errors: dict[str, str] = {}
         self.evaluator_of: Callable[[], Evaluator] | None = None
+        self.sandbox_of: Callable[[], tuple[Mapping[str, Any], Evaluator]] | None = None
         self.scope: Mapping[str, Any] = {}
         self._busy: set[str] = set()
 
@@ -45,6 +46,12 @@ class Signals(Mapping[str, Any]):
     def evaluator(self) -> Evaluator:
         assert self.evaluator_of is not None
         return self.evaluator_of()
+
+    def _context(self, spec: CompiledSignal) -> tuple[Mapping[str, Any], Evaluator]:
+        """The scope and evaluator of a signal: a project layer's signals see the granted env only."""
+        if spec.sandboxed and self.sandbox_of is not None:
+            return self.sandbox_of()
+        return self.scope, self.evaluator
 
     def state_changed(self) -> None:
         """Forget expression signals (they may read state); keep external and provided values."""
@@ -82,8 +89,9 @@ class Signals(Mapping[str, Any]):
     def _compute(self, spec: CompiledSignal) -> Any:
         if spec.kind == "expr":
             assert spec.expr is not None
+            scope = self._context(spec)[0] if spec.sandboxed else self.scope
             try:
-                return self._transformed(spec, run_expression(spec.expr, self.scope))
+                return self._transformed(spec, run_expression(spec.expr, scope))
             except ExpressionError as exc:
                 return self._fail(spec, exc.message)
         outcome = self.outcomes.get(spec.name)
@@ -99,12 +107,13 @@ class Signals(Mapping[str, Any]):
     def _transformed(self, spec: CompiledSignal, result: Any) -> Any:
         if spec.transform is None:
             return result
-        saved = self.evaluator.scope.get("result")
-        scope = self.evaluator.scope
+        evaluator = self._context(spec)[1]
+        scope = evaluator.scope
+        saved = scope.get("result")
         assert isinstance(scope, dict)
         scope["result"] = result
         try:
-            return self.evaluator.value(spec.transform)
+            return evaluator.value(spec.transform)
         finally:
             scope["result"] = saved
 
@@ -113,7 +122,7 @@ class Signals(Mapping[str, Any]):
         if spec.fallback is None:
             return None
         try:
-            return self.evaluator.value(spec.fallback)
+            return self._context(spec)[1].value(spec.fallback)
         except ExpressionError as exc:
             self.errors[spec.name] = f"{reason}; fallback failed: {exc.message}"
             return None

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from router import policy_command, protocol
+from router.capabilities import refusal_warnings
 from router.compiled import CompiledPolicy
 from router.decision import Decision, SignalOutcome
 from router.diagnostics import Diagnostic, has_errors
@@ -65,6 +66,9 @@ class Engine:
             self.policy = loaded.policy
             self.env = {n: os.environ[n] for n in loaded.policy.env_names if n in os.environ}
         self.watched = [str(p) for p in loaded.watched]
+        if loaded.policy is not None and not keep:
+            for text in refusal_warnings(loaded.policy, limit=len(loaded.policy.refused)):
+                self.executor.log(text)
         self.fingerprint = tuple(_stat(p) for p in self.watched)
         return loaded.diagnostics
 
@@ -136,7 +140,7 @@ class Engine:
             warnings.insert(0, "the router policy has errors; Pi runs without it (run `router lint`)")
         if params.get("preload") is not True:  # the factory's hello shows nothing: tell at session_start
             warnings += self.trust_warnings()
-            warnings += list(self.policy.notices) if self.policy else []
+            warnings += refusal_warnings(self.policy)
         return {"protocol": protocol.PROTOCOL_VERSION, "engine": _version(), **self.declarations(),
                 "warnings": warnings, "trust": self.trust_report(),
                 "files": [path for path, _ in self.policy.file_refs] if self.policy else []}

@@ -93,7 +93,7 @@ class Rig:
         self.engine = Engine(self.connection, cwd=self.cwd, agent=self.agent, extra=[])  # type: ignore[arg-type]
 
     def hello(self, **params: Any) -> dict[str, Any]:
-        return asyncio.run(self.engine.hello({"cwd": str(self.cwd), "trusted": True, **params}))
+        return asyncio.run(self.engine.hello({"cwd": str(self.cwd), **params}))
 
     def event(self, params: dict[str, Any] = INPUT, request_id: Any = 7) -> dict[str, Any]:
         return asyncio.run(self.engine.event(request_id, params))
@@ -330,7 +330,7 @@ def test_policy_cache_second_engine_does_not_compile(tmp_path: Path, monkeypatch
 
     monkeypatch.setattr(router.compile, "load_policy", refuse)
     second = Engine(FakeConnection(), cwd=rig.cwd, agent=rig.agent, extra=[])  # type: ignore[arg-type]
-    hello = asyncio.run(second.hello({"cwd": str(rig.cwd), "trusted": True}))
+    hello = asyncio.run(second.hello({"cwd": str(rig.cwd)}))
     assert {k: hello[k] for k in ("events", "commands", "tools", "virtual_models")} == {
         k: first[k] for k in ("events", "commands", "tools", "virtual_models")}
     assert asyncio.run(second.event(1, INPUT))["fired"] == ["greet"]

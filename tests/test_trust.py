@@ -133,11 +133,11 @@ def test_project_layer_may_not_set_user_vars(tmp_path: Path) -> None:
     user.write_text("vars: {power: true}\n")
     proj = tmp_path / "proj.yaml"
     proj.write_text("vars: {power: true}\n")
-    policy, diagnostics = compile_files([("pack", pack), ("project", proj)])
+    policy, _ = compile_files([("pack", pack), ("project", proj)])
     assert policy is not None and policy.vars["power"] is False
-    [refused] = [d for d in diagnostics if d.code == "RT124"]
-    assert refused.span is not None and refused.span.line == 1 and "ignored" in refused.message
-    assert policy.notices and "RT124" in policy.notices[0]
+    [refused] = [r for r in policy.refused if r.code == "RT124"]
+    assert refused.span is not None and refused.span.line == 1 and "ignored" in refused.reason
+    assert "var 'power' of the project policy refused" in refused.warning()
     policy, diagnostics = compile_files([("pack", pack), ("user", user)])
     assert policy is not None and policy.vars["power"] is True
     assert [d.code for d in diagnostics] == ["RT315"] and "lets the pack do X" in diagnostics[0].message

@@ -63,7 +63,8 @@ def failing_examples(policy: CompiledPolicy) -> Iterator[Diagnostic]:
 @check("RT311")
 def unused_definitions(policy: CompiledPolicy) -> Iterator[Diagnostic]:
     """Vars and signals that no rule, signal or template reads."""
-    used = _used_paths(policy)
+    used = _used_paths(policy) | {("vars" if r.kind == "var" else "signals", r.name)
+                                  for r in policy.refused if r.kind in ("var", "signal")}
     for f in policy.files:
         for name in f.policy.vars:
             if ("vars", name) not in used and f.layer != "pack":
@@ -113,6 +114,13 @@ def shadow_state_writes(policy: CompiledPolicy) -> Iterator[Diagnostic]:
             yield Diagnostic("RT314", f"shadow rule '{rule.id}' writes state, which is never applied",
                              rule.span, Severity.WARNING, rule_id=rule.id,
                              help="later rules will not see these values; remove `shadow` to apply them")
+
+
+@check("RT601")
+def refused_capabilities(policy: CompiledPolicy) -> Iterator[Diagnostic]:
+    """What a layer may not do (RT601-RT606): rules, signals, vars and entries left out of the policy."""
+    for refusal in policy.refused:
+        yield refusal.diagnostic()
 
 
 def _rule_expressions(rule: CompiledRule) -> list[Expression | Query]:

@@ -262,4 +262,5 @@ def test_project_cannot_turn_on_auto_trust(rig: RouterRig) -> None:
     assert request.model == "fake-local"
     assert not (rig.agent / "trust.json").exists()
     assert audit_records(rig) == []
-    assert [n for n in helpers_router.notices(rpc) if "auto_trust_projects may only be set" in n]
+    refused = "var 'auto_trust_projects' of the project policy refused"
+    assert [n for n in helpers_router.notices(rpc) if refused in n]
