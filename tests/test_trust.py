@@ -122,8 +122,10 @@ def test_trust_summary_lists_capabilities(tmp_path: Path) -> None:
     item = command.review(root, tmp_path / "agent")
     assert item.policy is not None, item.diagnostics
     summary = command.render_summary(item, state="untrusted")
-    assert "writes files (log in w)" in summary and "reads files (signal secret)" in summary
-    assert "reads environment variables (HOME)" in summary
+    assert "fs.write: log.file = out.log (rule w, " in summary
+    assert "fs.read: read.file = .pi/x (signal secret" in summary
+    assert "refused (1; they stay refused in Pi, the rest applies):" in summary
+    assert "env HOME: events carry HOME only when your router.yaml grants it" in summary
 
 
 def test_project_layer_may_not_set_user_vars(tmp_path: Path) -> None:

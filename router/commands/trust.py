@@ -11,17 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from router.compiled import CompiledPolicy, CompiledRule
+from router.capabilities import capability_report
+from router.compiled import CompiledPolicy
 from router.diagnostics import Diagnostic, has_errors, render_text
 from router.paths import project_policy as project_file
 from router.session_policy import read_project_content
 from router.trust import ProjectContent, TrustStore, TrustStoreError, decide
-
-SIGNAL_CAPABILITIES = {"read": "reads files", "load": "reads files", "records": "reads files",
-                       "child": "runs a child pi process", "probe": "runs a child pi process",
-                       "classify": "asks a model (Pi's registry)", "complete": "asks a model (Pi's registry)"}
-ACTION_CAPABILITIES = {"log": "writes files", "audit": "writes files", "save": "writes files",
-                       "trust": "answers Pi's project-trust prompt"}
 
 
 @dataclass(frozen=True)
@@ -54,16 +49,15 @@ def render_summary(item: Review, *, state: str) -> str:
     lines += [f"  {name}  sha256 {sha[:12]}" for name, sha in item.content.files]
     policy = item.policy
     if policy is not None:
-        own = {name for name, _ in item.content.files}
-        rules = [r for r in policy.rules if _relative(r.file, item.root) in own]
-        packs = sorted({Path(f.path).stem for f in policy.files if f.layer == "pack"})
+        rules = [r for r in policy.rules if r.layer == "project"]
+        packs = sorted({f.pack for f in policy.files if f.pack and f.used_by is not None
+                        and f.used_by in {g.path for g in policy.files if g.layer == "project"}})
         if packs:
             lines.append(f"built-in packs it uses: {', '.join(packs)}")
         lines.append(f"rules ({len(rules)}):")
         lines += [f"  {r.id}: on {', '.join(r.on)}; do {', '.join(a.name for a in r.actions) or 'nothing'}"
                   f"{' (shadow)' if r.shadow else ''}" for r in rules]
-        capabilities = _capabilities(policy, rules, own, item.root)
-        lines.append("capabilities: " + ("; ".join(capabilities) if capabilities else "none beyond Pi's own"))
+        lines += _capability_lines(policy)
     lines.append(f"content sha256: {item.content.digest}")
     return "\n".join(lines)
 
@@ -119,28 +113,17 @@ def list_trusted(agent: Path) -> tuple[int, str]:
     return 0, "\n".join(rows)
 
 
-def _capabilities(policy: CompiledPolicy, rules: list[CompiledRule], own: set[str], root: Path) -> list[str]:
-    found: dict[str, set[str]] = {}
-    for rule in rules:
-        for action in rule.actions:
-            if action.name in ACTION_CAPABILITIES:
-                found.setdefault(ACTION_CAPABILITIES[action.name], set()).add(f"{action.name} in {rule.id}")
-    for name, signal in policy.signals.items():
-        if signal.kind in SIGNAL_CAPABILITIES and _relative(signal.span.path, root) in own:
-            found.setdefault(SIGNAL_CAPABILITIES[signal.kind], set()).add(f"signal {name}")
-    env = {n for f in policy.files if f.layer == "project" for n in f.policy.env}
-    if env:
-        found["reads environment variables"] = env
-    return [f"{what} ({', '.join(sorted(where))})" for what, where in sorted(found.items())]
-
-
-def _relative(display: str, root: Path) -> str:
-    path = Path(display)
-    absolute = path if path.is_absolute() else (Path.cwd() / path)
-    try:
-        return str(absolute.resolve().relative_to(root))
-    except ValueError:
-        return str(absolute.resolve())
+def _capability_lines(policy: CompiledPolicy) -> list[str]:
+    """The project layer's capabilities (each use, where) and what is refused at run time."""
+    report = next((r for r in capability_report(policy) if r.layer == "project"), None)
+    if report is None:
+        return ["capabilities: none beyond Pi's own"]
+    lines = ["capabilities:"] if report.capabilities else ["capabilities: none beyond Pi's own"]
+    lines += [f"  {u.capability}: {u.field} = {u.value} ({u.owner}, {u.where})" for u in report.capabilities]
+    if report.refused:
+        lines.append(f"refused ({len(report.refused)}; they stay refused in Pi, the rest applies):")
+        lines += [f"  {r.kind} {r.name}: {r.reason} [{r.code}] ({r.where})" for r in report.refused]
+    return lines
 
 
 def _state_words(state: str) -> str:
