@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from router.decision import ROUTER_LOG, Decision, Effect, SignalOutcome, SignalRequest
-from router.filelock import append_line, read_json, update_json
+from router.filelock import JsonFileError, append_line, load_json, update_json_values
 from router.functions import cap_level
 
 BridgeCall = Callable[[str, dict[str, Any], float], Awaitable[Any]]
@@ -167,7 +167,10 @@ class Executor:
         target = _path(request.params.get("file"))
         if target is None:
             return SignalOutcome(result=None)
-        data = read_json(target)
+        try:
+            data = load_json(target)
+        except JsonFileError as exc:
+            return SignalOutcome(error=str(exc))
         key = request.params.get("key")
         if key is None:
             return SignalOutcome(result=data)
@@ -297,12 +300,10 @@ class Executor:
                 target = _path(params.get("file"))
                 if target is None:
                     return "no file"
-                path, key = params.get("path"), params.get("key")
-                keys = [str(k) for k in path] if isinstance(path, list) else \
-                    (str(path).split(".") if path else ([str(key)] if key not in (None, "") else []))
-                if not keys or any(k == "" for k in keys):
-                    return "no key to save under (key or path rendered empty)"
-                update_json(target, keys, params.get("value"))
+                updates = _save_updates(params)
+                if isinstance(updates, str):
+                    return updates
+                update_json_values(target, updates, backup=params.get("backup") is True)
             elif effect.action == "release":
                 self.release(str(params.get("name") or "turn"))
         except OSError as exc:
@@ -326,6 +327,21 @@ def _for_bridge(effect: Effect) -> dict[str, Any]:
             level = cap_level(level, params.get("ceiling"))
         params = {"level": level}
     return {"action": effect.action, "params": params, "rule": effect.rule_id}
+
+
+def _save_updates(params: dict[str, Any]) -> list[tuple[list[str], Any]] | str:
+    """The (key path, value) pairs of a `save`: key, path, or values (dotted paths); or a problem."""
+    values = params.get("values")
+    if isinstance(values, dict):
+        pairs = [(str(name).split("."), value) for name, value in values.items()]
+    else:
+        path, key = params.get("path"), params.get("key")
+        keys = [str(k) for k in path] if isinstance(path, list) else \
+            (str(path).split(".") if path else ([str(key)] if key not in (None, "") else []))
+        pairs = [(keys, params.get("value"))]
+    if not pairs or any(not keys or "" in keys for keys, _ in pairs):
+        return "no key to save under (key, path or values rendered empty)"
+    return pairs
 
 
 def _is_pi(path: str) -> bool:
