@@ -338,3 +338,27 @@ def test_a_waiting_turn_shows_it_and_goes_out_when_the_slot_frees(rig: RouterRig
     assert assistant_errors(records) == [None]
     assert not tracker.held_too_long
     assert (tracker.seen, tracker.peak) == (2, 1)
+
+
+def test_aborting_a_waiting_turn_stops_its_wait_and_takes_no_slot(rig: RouterRig) -> None:
+    tracker, first, second = start_capped(rig, 120000)
+    marks = [first.mark(), second.mark()]
+    first.send({"type": "prompt", "message": "first task"})
+    try:
+        assert tracker.first.wait(30), "the first request never arrived"
+        second.send({"type": "prompt", "message": "second task"})
+        second.wait_event(helpers_router.is_status("waiting for a free slot", key="cuttle"), 30, marks[1])
+        second.command("abort")
+        second.wait_event("agent_settled", 30, marks[1])
+    finally:
+        tracker.release.set()
+    first.wait_event("agent_settled", 60, marks[0])
+    # had the aborted wait gone on, the second process would take the freed slot and keep it
+    again = first.prompt_and_wait("first process, next task", timeout=180)
+
+    assert assistant_errors(again) == [None]
+    assert statuses(second, key="cuttle")[-1] is None  # the waiting line is gone
+    assert not tracker.held_too_long
+    assert (tracker.seen, tracker.peak) == (2, 1)
+    users = [c.texts("user")[-1] for c in rig.fake.chat_requests()]
+    assert users == ["first task", "first process, next task"]  # the aborted turn never went out
