@@ -48,7 +48,8 @@ class ModelInfo(_Model):
     max_tokens: int | None = None
     reasoning: bool = False
     input: list[str] = Field(default_factory=list)
-    cost: Cost | None = None
+    cost: Cost | None = Field(None, description="null when Pi has no price for the model (Pi reports a "
+                                                "missing price as all zeros, so those read as null)")
     virtual: bool = Field(False, description="true for a virtual model such as cuttle/auto")
 
 

@@ -36,7 +36,14 @@ from router.capabilities import (
     confined_path,
 )
 from router.decision import ROUTER_LOG, Decision, Effect, SignalOutcome, SignalRequest
-from router.filelock import append_line, is_symlink_error, read_json, read_text, update_json
+from router.filelock import (
+    JsonFileError,
+    append_line,
+    is_symlink_error,
+    load_json,
+    read_text,
+    update_json_values,
+)
 from router.functions import cap_level
 
 BridgeCall = Callable[[str, dict[str, Any], float], Awaitable[Any]]
@@ -225,7 +232,10 @@ class Executor:
         target = _path(request.params.get("file"))
         if target is None:
             return SignalOutcome(result=None)
-        data = read_json(target, nofollow=request.confinement is not None)
+        try:
+            data = load_json(target, nofollow=request.confinement is not None)
+        except JsonFileError as exc:
+            return SignalOutcome(error=str(exc))
         key = request.params.get("key")
         if key is None:
             return SignalOutcome(result=data)
@@ -386,12 +396,10 @@ class Executor:
                 target = checked.get("file") or _path(params.get("file"))
                 if target is None:
                     return "no file"
-                path, key = params.get("path"), params.get("key")
-                keys = [str(k) for k in path] if isinstance(path, list) else \
-                    (str(path).split(".") if path else ([str(key)] if key not in (None, "") else []))
-                if not keys or any(k == "" for k in keys):
-                    return "no key to save under (key or path rendered empty)"
-                update_json(target, keys, params.get("value"))
+                updates = _save_updates(params)
+                if isinstance(updates, str):
+                    return updates
+                update_json_values(target, updates, backup=params.get("backup") is True)
             elif effect.action == "release":
                 self.release(str(params.get("name") or "turn"))
         except OSError as exc:  # the file as the rule names it: `$VAR` expanded is an environment value
@@ -423,6 +431,21 @@ def _os_problem(exc: OSError, named: str = "") -> str:
     if is_symlink_error(exc):
         return f"{filename} is a symbolic link, which the router does not follow here [{SYMLINK_CODE}]"
     return f"{exc.strerror or exc} ({filename})"
+
+
+def _save_updates(params: dict[str, Any]) -> list[tuple[list[str], Any]] | str:
+    """The (key path, value) pairs of a `save`: key, path, or values (dotted paths); or a problem."""
+    values = params.get("values")
+    if isinstance(values, dict):
+        pairs = [(str(name).split("."), value) for name, value in values.items()]
+    else:
+        path, key = params.get("path"), params.get("key")
+        keys = [str(k) for k in path] if isinstance(path, list) else \
+            (str(path).split(".") if path else ([str(key)] if key not in (None, "") else []))
+        pairs = [(keys, params.get("value"))]
+    if not pairs or any(not keys or "" in keys for keys, _ in pairs):
+        return "no key to save under (key, path or values rendered empty)"
+    return pairs
 
 
 def _is_pi(path: str) -> bool:

@@ -11,13 +11,21 @@ import errno
 import fcntl
 import json
 import os
+import re
 import stat
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+BOM = "\ufeff"
+INDENT = re.compile(r"^[ \t]+(?=\S)", re.MULTILINE)
+
+
+class JsonFileError(ValueError):
+    """A JSON file that cannot be used; the message names the place (file:line:col)."""
 
 
 def is_symlink_error(exc: OSError) -> bool:
@@ -58,31 +66,74 @@ def append_line(path: Path, line: str) -> None:
 
 def read_text(path: Path, *, nofollow: bool = False) -> str:
     """The text of a regular file (`nofollow`: never through a final symbolic link)."""
+    return _read_bytes(path, nofollow=nofollow).decode("utf-8", errors="replace")
+
+
+def _read_bytes(path: Path, *, nofollow: bool) -> bytes:
     flags = os.O_RDONLY | _NONBLOCK | os.O_CLOEXEC | (_NOFOLLOW if nofollow else 0)
     fd = os.open(path, flags)
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
         os.set_blocking(fd, True)
-        return handle.read().decode("utf-8", errors="replace")
+        return handle.read()
 
 
 def read_json(path: Path, *, nofollow: bool = False) -> Any:
     """The JSON content of a file, or None when it is missing or not JSON."""
     try:
-        return json.loads(read_text(path, nofollow=nofollow))
+        return load_json(path, nofollow=nofollow)
     except OSError as exc:
         if nofollow and is_symlink_error(exc):
             raise
         return None
-    except ValueError:
+    except JsonFileError:
         return None
 
 
-def update_json(path: Path, key: str | list[str], value: Any) -> None:
-    """Set `key` (or a nested key path) in a JSON object file, under an exclusive lock.
+def load_json(path: Path, *, nofollow: bool = False) -> Any:
+    """The JSON content of a file (a leading UTF-8 byte order mark is skipped); None when missing.
 
-    A file (or lock file) that is a symbolic link is refused (ELOOP), not replaced or followed.
+    Raises JsonFileError, located at file:line:col, when the text is not JSON (comments and
+    trailing commas are not JSON either); OSError (ELOOP) for a symbolic link with `nofollow`.
+    """
+    text = _read_text(path, nofollow=nofollow)
+    return None if text is None else parse_json_text(text.removeprefix(BOM), path)
+
+
+def parse_json_text(text: str, path: Path | str) -> Any:
+    """Parse JSON text; a failure is a JsonFileError located at `path`:line:col."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise JsonFileError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}"
+                            f"{_hint(text, exc.pos)}") from None
+
+
+def _hint(text: str, pos: int) -> str:
+    """What the usual hand edits that break JSON look like, when one is at `pos`."""
+    if text.startswith(("//", "/*"), pos):
+        return " (a comment: JSON has none)"
+    before = text[:pos].rstrip()
+    if before.endswith(",") and text[pos:pos + 1] in ("}", "]"):
+        return " (a trailing comma: JSON allows none)"
+    return ""
+
+
+def update_json(path: Path, key: str | list[str], value: Any, *, backup: bool = False) -> bool:
+    """Set `key` (or a nested key path) in a JSON object file, under an exclusive lock."""
+    keys = [key] if isinstance(key, str) else list(key)
+    return update_json_values(path, [(keys, value)], backup=backup)
+
+
+def update_json_values(path: Path, updates: list[tuple[list[str], Any]], *, backup: bool = False) -> bool:
+    """Set each (key path, value) in a JSON object file in one write, under an exclusive lock.
+
+    The rest of the document is kept: its keys, their order, its indentation and a leading byte
+    order mark. A file that is not a JSON object is never overwritten (JsonFileError); a missing
+    or empty file starts as {}. With `backup`, the previous content is kept in `<file>.bak`. A
+    write that changes nothing leaves the file alone. Returns whether the file was written. A file
+    (or lock file) that is a symbolic link is refused (ELOOP), not replaced or followed.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     lock_fd = _open_regular(Path(f"{path}.lock"), os.O_WRONLY | os.O_CREAT)
@@ -90,25 +141,79 @@ def update_json(path: Path, key: str | list[str], value: Any) -> None:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
         if os.path.islink(path):
             raise OSError(errno.ELOOP, "is a symbolic link", str(path))
-        current = read_json(path, nofollow=True)
-        data = current if isinstance(current, dict) else {}
-        keys = [key] if isinstance(key, str) else list(key)
-        target = data
-        for part in keys[:-1]:
-            child = target.get(part)
-            target[part] = child if isinstance(child, dict) else {}
-            target = target[part]
-        target[keys[-1]] = value
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, indent=2, ensure_ascii=False)
-                handle.write("\n")
-            os.chmod(temp, 0o600)
-            os.replace(temp, path)
-        except BaseException:
-            os.unlink(temp)
-            raise
+        original = _read_text(path, nofollow=True)
+        data = _object(original, path)
+        updated = json.loads(json.dumps(data))
+        for keys, value in updates:
+            _set(updated, keys, value)
+        if original is not None and updated == data:
+            return False
+        text = json.dumps(updated, indent=_indent(original), ensure_ascii=False) + "\n"
+        if original is not None and original.startswith(BOM):
+            text = BOM + text
+        if backup and original is not None:
+            _replace(Path(f"{path}.bak"), original)
+        _replace(path, text)
+        return True
     finally:
         fcntl.flock(lock_fd, fcntl.LOCK_UN)
         os.close(lock_fd)
+
+
+def _read_text(path: Path, *, nofollow: bool = True) -> str | None:
+    try:
+        data = _read_bytes(path, nofollow=nofollow)
+    except FileNotFoundError:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise JsonFileError(f"{path}: not UTF-8 text (byte {exc.start}); not overwriting it") from None
+
+
+def _object(text: str | None, path: Path) -> dict[str, Any]:
+    """The JSON object `text` holds ({} for no or blank text); anything else is refused."""
+    if text is None or not text.strip(BOM + " \t\r\n"):
+        return {}
+    data = parse_json_text(text.removeprefix(BOM), path)
+    if not isinstance(data, Mapping):
+        raise JsonFileError(f"{path}: not a JSON object (it holds {_kind(data)}); not overwriting it")
+    return dict(data)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    return "a number"
+
+
+def _set(data: dict[str, Any], keys: list[str], value: Any) -> None:
+    target = data
+    for part in keys[:-1]:
+        child = target.get(part)
+        target[part] = child if isinstance(child, dict) else {}
+        target = target[part]
+    target[keys[-1]] = value
+
+
+def _indent(text: str | None) -> str | int:
+    """The indentation of the first indented line of `text` (2 spaces without one)."""
+    found = INDENT.search(text or "")
+    return found.group(0) if found else 2
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write `text` to `path` atomically (a private temporary file renamed over it)."""
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(temp, 0o600)
+        os.replace(temp, path)
+    except BaseException:
+        os.unlink(temp)
+        raise

@@ -573,8 +573,9 @@ def _capacity(ref: str, models: Mapping[str, Any], capabilities: Mapping[str, An
 
 
 def _price(ref: str, models: Mapping[str, Any]) -> float:
+    """Input plus output price; infinite without a price (no cost, or all zero as Pi reports none)."""
     cost = (models.get(ref) or {}).get("cost") or {}
-    if cost.get("input") is None and cost.get("output") is None:
+    if not cost.get("input") and not cost.get("output"):
         return math.inf
     return float(cost.get("input") or 0) + float(cost.get("output") or 0)
 
@@ -587,8 +588,10 @@ def pick_model(refs: Any, strategy: Any, models: Any, score: Any = 0, capabiliti
     Capacity is the `capabilities` entry, else the context window divided by the largest window
     among the candidates. Strategies: `smallest_fitting` (smallest capacity >= score, else the
     largest), `largest`, `smallest`, `cheapest` (lowest input+output price among those that fit,
-    else among all; catalog order breaks ties). Refs missing from `models` are skipped, even
-    with a `capabilities` entry: Pi cannot route to a model it does not know.
+    else among all; priced models first, then those without a price (no `cost`, or zero input
+    and output prices: Pi's way of saying none) in catalog order; catalog order breaks ties).
+    Refs missing from `models` are skipped, even with a `capabilities` entry: Pi cannot route
+    to a model it does not know.
     """
     catalog = models if isinstance(models, Mapping) else {}
     if not all(isinstance(v, Mapping) for v in catalog.values()):

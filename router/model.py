@@ -63,7 +63,11 @@ class CompleteSignal(_Model):
 
 
 class LoadSignal(_Model):
-    """Read a JSON file: the value under `key` (as `save` stores it), or the whole document."""
+    """Read a JSON file: the value under `key` (as `save` stores it), or the whole document.
+
+    A missing file reads as null; a leading byte order mark is skipped. A file that is not JSON
+    (comments and trailing commas included) fails the signal: `signal_errors.<name>` names
+    file:line:col and what is wrong."""
 
     file: str = Field(description="template: the JSON file")
     key: str | None = Field(None, description="template: the key; none reads the whole document")

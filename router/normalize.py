@@ -40,17 +40,25 @@ def _model(raw: Any) -> dict[str, Any] | None:
     if not isinstance(raw, Mapping) or not raw.get("id"):
         return None
     provider, model_id = str(raw.get("provider") or ""), str(raw.get("id"))
-    cost = raw.get("cost") if isinstance(raw.get("cost"), Mapping) else None
+    cost = _prices(raw.get("cost"))
     return {
         "provider": provider, "id": model_id, "ref": f"{provider}/{model_id}" if provider else model_id,
         "name": raw.get("name"), "api": raw.get("api"), "context_window": raw.get("contextWindow"),
         "max_tokens": raw.get("maxTokens"), "reasoning": bool(raw.get("reasoning")),
         "input": _list(raw.get("input")),
-        "cost": None if cost is None else {"input": cost.get("input"), "output": cost.get("output"),
-                                           "cache_read": cost.get("cacheRead"),
-                                           "cache_write": cost.get("cacheWrite")},
+        "cost": cost,
         "virtual": raw.get("api") == "pi-virtual" or bool(raw.get("virtual")),
     }
+
+
+def _prices(raw: Any) -> dict[str, Any] | None:
+    """A model's prices, or None when it has none: Pi fills in zeros for a model without a price,
+    so all-zero prices mean "no price", never "free"."""
+    if not isinstance(raw, Mapping):
+        return None
+    cost = {"input": raw.get("input"), "output": raw.get("output"),
+            "cache_read": raw.get("cacheRead"), "cache_write": raw.get("cacheWrite")}
+    return cost if any(v for v in cost.values()) else None
 
 
 def _choice(raw: Any) -> dict[str, Any] | None:

@@ -134,6 +134,24 @@ def test_apply_save_by_key_and_by_path(tmp_path: Path) -> None:
                                        "policy": {"threshold": 0.4, "mode": "cost"}}
 
 
+def test_apply_save_values_with_a_backup_and_a_broken_file_left_alone(tmp_path: Path) -> None:
+    target, broken = tmp_path / "c.json", tmp_path / "broken.json"
+    target.write_text('{"mine": 1, "policy": {"mode": "cost"}}')
+    broken.write_text('{"a": 1,}')
+    values = {"autoSelect": True, "policy.threshold": 0.6}
+    applied = apply(Executor(None, cwd=str(tmp_path)),
+                    Effect("save", {"file": str(target), "values": values, "backup": True}, "r"),
+                    Effect("save", {"file": str(broken), "key": "autoSelect", "value": True,
+                                    "backup": True}, "rb"))
+    assert read_json(target) == {"mine": 1, "policy": {"mode": "cost", "threshold": 0.6},
+                                 "autoSelect": True}
+    assert (tmp_path / "c.json.bak").read_text() == '{"mine": 1, "policy": {"mode": "cost"}}'
+    assert applied.warnings == [f"rule rb: save failed: {broken}:1:9: not valid JSON: Expecting property "
+                                "name enclosed in double quotes (a trailing comma: JSON allows none)"]
+    assert broken.read_text() == '{"a": 1,}'
+    assert not (tmp_path / "broken.json.bak").exists()
+
+
 def test_apply_failing_local_effects_become_warnings(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
@@ -160,7 +178,7 @@ def test_apply_save_without_a_key_is_a_warning_not_an_exception(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     assert apply(Executor(None, cwd=str(tmp_path)), effect).warnings == [
-        "rule r: save failed: no key to save under (key or path rendered empty)"]
+        "rule r: save failed: no key to save under (key, path or values rendered empty)"]
     assert "None" not in (read_json(tmp_path / "s.json") or {})
 
 
@@ -329,6 +347,16 @@ def test_compute_load_by_key_whole_or_missing(tmp_path: Path) -> None:
     assert compute(executor, "load", {"file": ""}).result is None
     (tmp_path / "list.json").write_text("[1]")
     assert compute(executor, "load", {"file": str(tmp_path / "list.json"), "key": "0"}).result is None
+    (tmp_path / "bom.json").write_text('\ufeff{"n": 2}', encoding="utf-8")
+    assert compute(executor, "load", {"file": str(tmp_path / "bom.json"), "key": "n"}).result == 2
+
+
+def test_compute_load_of_a_file_that_is_not_json_is_a_located_error(tmp_path: Path) -> None:
+    target = tmp_path / "c.json"
+    target.write_text('{\n  "a": 1, // mine\n}')
+    outcome = compute(Executor(None, cwd=str(tmp_path)), "load", {"file": str(target)})
+    assert (outcome.result, outcome.error) == (None, f"{target}:2:11: not valid JSON: Expecting property "
+                                               "name enclosed in double quotes (a comment: JSON has none)")
 
 
 def test_compute_read_last_non_empty_lines(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from router.filelock import append_line, read_json, update_json
+from router.filelock import JsonFileError, append_line, load_json, read_json, update_json, update_json_values
 
 FORK = multiprocessing.get_context("fork")
 WORKERS = 4
@@ -126,12 +126,68 @@ def test_update_json_nested_path_creates_objects_and_replaces_scalars(tmp_path: 
     assert target.read_text().endswith("}\n")
 
 
-@pytest.mark.parametrize("content", ["[1, 2]", "not json", "", '"text"'])
-def test_update_json_non_object_file_starts_over(tmp_path: Path, content: str) -> None:
+@pytest.mark.parametrize(("content", "problem"), [
+    ("[1, 2]", "not a JSON object (it holds an array); not overwriting it"),
+    ('"text"', "not a JSON object (it holds a string); not overwriting it"),
+    ("not json", "1:1: not valid JSON: Expecting value"),
+    ('{\n  "a": 1,\n}\n', "3:1: not valid JSON: Expecting property name enclosed in double quotes"
+                         " (a trailing comma: JSON allows none)"),
+    ('{\n  // mine\n  "a": 1\n}', "2:3: not valid JSON: Expecting property name enclosed in double quotes"
+                               " (a comment: JSON has none)"),
+])
+def test_update_json_never_overwrites_a_file_that_is_not_a_json_object(
+    tmp_path: Path, content: str, problem: str
+) -> None:
     target = tmp_path / "s.json"
     target.write_text(content)
+    with pytest.raises(JsonFileError) as failure:
+        update_json(target, "k", "v", backup=True)
+    assert str(failure.value) == f"{target}{'' if problem.startswith('not a') else ':'}{problem}".replace(
+        f"{target}not a", f"{target}: not a")
+    assert target.read_text() == content
+    assert not (tmp_path / "s.json.bak").exists()
+
+
+@pytest.mark.parametrize("content", ["", "  \n", "\ufeff"])
+def test_update_json_blank_file_starts_over(tmp_path: Path, content: str) -> None:
+    target = tmp_path / "s.json"
+    target.write_text(content, encoding="utf-8")
     update_json(target, "k", "v")
     assert read_json(target) == {"k": "v"}
+
+
+def test_update_json_keeps_keys_order_indentation_and_bom_and_backs_up(tmp_path: Path) -> None:
+    target = tmp_path / "s.json"
+    original = '\ufeff{\n    "zeta": {"x": 1},\n    "autoSelect": false,\n    "mine": [1, 2]\n}\n'
+    target.write_text(original, encoding="utf-8")
+    assert update_json(target, "autoSelect", True, backup=True) is True
+    assert target.read_text(encoding="utf-8") == (
+        '\ufeff{\n    "zeta": {\n        "x": 1\n    },\n    "autoSelect": true,\n    "mine": [\n'
+        '        1,\n        2\n    ]\n}\n')
+    assert (tmp_path / "s.json.bak").read_text(encoding="utf-8") == original
+    assert _mode(tmp_path / "s.json.bak") == 0o600
+
+
+def test_update_json_that_changes_nothing_does_not_write(tmp_path: Path) -> None:
+    target = tmp_path / "s.json"
+    target.write_text('{"a":  true}')
+    assert update_json(target, "a", True, backup=True) is False
+    assert target.read_text() == '{"a":  true}'
+    assert not (tmp_path / "s.json.bak").exists()
+
+
+def test_update_json_values_sets_several_in_one_write_and_one_backup(tmp_path: Path) -> None:
+    target = tmp_path / "s.json"
+    target.write_text('{"policy": {"mode": "cost"}, "x": 1}')
+    update_json_values(target, [(["policy", "threshold"], 0.6), (["catalog"], {"local": ["a"]})], backup=True)
+    assert read_json(target) == {"policy": {"mode": "cost", "threshold": 0.6}, "x": 1,
+                                 "catalog": {"local": ["a"]}}
+    assert (tmp_path / "s.json.bak").read_text() == '{"policy": {"mode": "cost"}, "x": 1}'
+
+
+def test_update_json_missing_file_has_no_backup(tmp_path: Path) -> None:
+    update_json(tmp_path / "new.json", "a", 1, backup=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.json", "new.json.lock"]
 
 
 def test_update_json_unserializable_value_leaves_file_and_no_temp(tmp_path: Path) -> None:
@@ -157,3 +213,16 @@ def test_append_line_unwritable_directory_raises_os_error(tmp_path: Path) -> Non
     with pytest.raises(OSError):
         append_line(blocker / "sub" / "log.txt", "x")
     assert os.listdir(tmp_path) == ["file"]
+
+
+def test_load_json_skips_a_bom_and_locates_errors(tmp_path: Path) -> None:
+    target = tmp_path / "c.json"
+    assert load_json(target) is None
+    target.write_text('\ufeff{"a": 1}', encoding="utf-8")
+    assert load_json(target) == {"a": 1}
+    target.write_text('\ufeff{"a": [1,\n  2,]}', encoding="utf-8")
+    with pytest.raises(JsonFileError, match=r"c\.json:2:5: not valid JSON: Expecting value \(a trailing"):
+        load_json(target)
+    target.write_bytes(b'{"a": "\xff"}')
+    with pytest.raises(JsonFileError, match=r"c\.json: not UTF-8 text \(byte 7\)"):
+        load_json(target)

@@ -38,6 +38,7 @@ CATALOG = {
     "b": {"context_window": 32000, "cost": {"input": 0.5, "output": 0.5}},
     "c": {"context_window": 32000, "cost": {"input": 0.25, "output": 0.75}},
     "d": {"context_window": 16000},
+    "z": {"context_window": 32000, "cost": {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}},
 }
 
 
@@ -56,6 +57,10 @@ CATALOG = {
         (["a", "d"], "cheapest", 0, "a"),
         (["a", "b"], "cheapest", 0.9, "b"),
         (["a", "d"], "cheapest", 2, "a"),
+        (["z", "a"], "cheapest", 0, "a"),  # zero prices are Pi's "no price": after the priced ones
+        (["z", "d"], "cheapest", 0, "z"),  # among models without a price, catalog order
+        (["d", "z"], "cheapest", 0, "d"),
+        (["a", "z"], "cheapest", 0.5, "z"),  # fitting first: a (0.25) does not fit 0.5
         (["zz", "a"], "largest", 0, "a"),
         (["zz"], "largest", 0, None),
         ([], "cheapest", 0, None),

@@ -146,3 +146,10 @@ def test_import_target_with_empty_vars_does_not_crash(tmp_path: Path) -> None:
     target.write_text("version: 1\nvars:\n")
     code, _ = import_cuttle(source(tmp_path), target)
     assert code == 0 and load(target)["vars"] == {"cuttle": CONFIG}
+
+
+def test_import_reads_a_file_with_a_byte_order_mark(tmp_path: Path) -> None:
+    target = tmp_path / "router.yaml"
+    code, _ = import_cuttle(source(tmp_path, text="\ufeff" + json.dumps(CONFIG)), target)
+    assert code == 0
+    assert load(target)["vars"]["cuttle"] == CONFIG

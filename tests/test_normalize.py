@@ -138,6 +138,18 @@ def test_normalize_turn_end_usage_and_answered_by() -> None:
                              "answered_by")] == [2, "error", 1, 1, "toolUse", "fake/fake-cloud"]
 
 
+@pytest.mark.parametrize(("cost", "expected"), [
+    ({"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}, None),
+    (None, None),
+    ({"input": 0, "output": 2, "cacheRead": 0, "cacheWrite": 0},
+     {"input": 0, "output": 2, "cache_read": 0, "cache_write": 0}),
+])
+def test_normalize_model_without_a_price_has_cost_null(cost: Any, expected: Any) -> None:
+    # Pi fills in zeros for a model whose models.json entry has no cost: that is no price, not free
+    catalog = model_catalog([{**PI_MODEL, "cost": cost}])
+    assert catalog["fake/fake-cloud"]["cost"] == expected
+
+
 def test_normalize_turn_end_defaults_and_plain_cost() -> None:
     doc = norm("turn_end", {"usage": None, "answeredBy": None})
     assert (doc["message_usage"], doc["answered_by"], doc["outcome"], doc["turn_index"]) == (

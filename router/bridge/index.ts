@@ -802,7 +802,9 @@ export default async function (pi: any) {
 					} : null,
 					state: request.state ?? null, lastUserText: users.length ? textOf(users[users.length - 1].content) : null,
 					lastIsToolResult: messages.length > 0 && messages[messages.length - 1].role === "toolResult", messageCount: messages.length,
-				}, ctxRef);
+				}, ctxRef, request.signal);
+				// an aborted run cancels the routing (a classifier call, a wait for a slot): no model for it
+				if (request.signal?.aborted) throw new Error("aborted");
 				const [route] = actions(result, "route");
 				if (route?.error) throw new Error(String(route.error));
 				const chosen = route ? findModel(ctxRef, String(route.model)) : undefined;

@@ -18,7 +18,7 @@ from ruamel.yaml.comments import CommentedMap
 def import_cuttle(source: Path, target: Path, *, force: bool = False) -> tuple[int, str]:
     """Merge the JSON configuration into `target` (created when missing)."""
     try:
-        config: Any = json.loads(source.read_text(encoding="utf-8"))
+        config: Any = json.loads(source.read_text(encoding="utf-8-sig"))  # a BOM is harmless
     except FileNotFoundError:
         return 1, f"{source}: file not found"
     except json.JSONDecodeError as exc:

@@ -59,15 +59,17 @@ def setup_cuttle(
     *,
     retry: JsonDict | None = None,
     policy: str = "use: [cuttle]\n",
+    models: list[JsonDict] | None = None,
 ) -> Path:
     """Write models, llama.cpp credential, settings, policy and pi-cuttle.json; return the debug log.
 
-    ``rig.env`` gets ``PI_CUTTLE_DEBUG``. ``retry`` replaces the rig's ``{"enabled": False}``.
+    ``rig.env`` gets ``PI_CUTTLE_DEBUG``. ``retry`` replaces the rig's ``{"enabled": False}``;
+    ``models`` replaces cuttle_models().
     """
     make_agent_dir(
         rig.tmp,
         rig.fake,
-        models=cuttle_models(),
+        models=models if models is not None else cuttle_models(),
         settings={"retry": retry or {"enabled": False}},
         llama_cpp=True,
     )
