@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from router import policy_cache
+from router.capabilities import refusal_of
 from router.compiled import CompiledPolicy
 from router.diagnostics import Diagnostic, has_errors
 from router.paths import packs_dir
@@ -77,15 +78,17 @@ def _compile_with_project(cwd: Path, agent: Path, extra: Sequence[Path], *,
     from router.paths import layer_paths
 
     layers = layer_paths(cwd, agent=agent, include_project=True) + [("file", p) for p in extra]
-    files, diagnostics = load_layers(layers)
+    files, found = load_layers(layers)
+    refusals = [r for d in found if (r := refusal_of(d)) is not None]
+    diagnostics = [d for d in found if refusal_of(d) is None]
     content = _content(cwd, files) or _raw_content(cwd)
     trust = decide(content, cwd, records, approve=content is not None and content.digest == approved)
     if not trust.applies:
         base, base_diagnostics = _base(cwd, agent, extra)
         return SessionPolicy(base, base_diagnostics, trust, _watched(base, agent, extra, cwd, content))
     if has_errors(diagnostics):
-        return SessionPolicy(None, diagnostics, trust, _watched(None, agent, extra, cwd, content))
-    policy, more = compile_policy(files)
+        return SessionPolicy(None, found, trust, _watched(None, agent, extra, cwd, content))
+    policy, more = compile_policy(files, agent=agent, refusals=refusals)
     diagnostics = diagnostics + more
     if policy is not None and not has_errors(diagnostics) and content is not None:
         meta = {"project": [[str(p), sha] for p, sha in _project_hashes(files)]}

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from router.capabilities import capability_report
+from router.capabilities import capability_report, refusal_of
 from router.compiled import CompiledPolicy
 from router.diagnostics import Diagnostic, has_errors, render_text
 from router.paths import project_policy as project_file
@@ -32,7 +32,8 @@ class Review:
 def review(directory: Path, agent: Path) -> Review:
     """The project layer of `directory` as the trust check reads it, compiled over the user's layers."""
     root = directory.resolve()
-    content, diagnostics = read_project_content(root)
+    content, found = read_project_content(root)
+    diagnostics = [d for d in found if refusal_of(d) is None]  # refusals are listed, not fatal
     policy = None
     if content is not None and not has_errors(diagnostics):
         from router.compile import load_policy
