@@ -140,6 +140,15 @@ def test_hello_broken_policy_warns_and_declares_nothing(tmp_path: Path) -> None:
 PROJECT = "rules:\n  - {id: p, on: turn_start, do: [{notify: x}]}\n"
 
 
+def project_rig(tmp_path: Path) -> tuple[Rig, Path]:
+    """A Rig with an empty user policy and a project policy (PROJECT) not trusted yet."""
+    rig = Rig(tmp_path, "version: 1\n")
+    (rig.cwd / ".pi").mkdir()
+    project = rig.cwd / ".pi" / "router.yaml"
+    project.write_text(PROJECT)
+    return rig, project
+
+
 def trust_project(rig: Rig) -> None:
     content, diagnostics = read_project_content(rig.cwd)
     assert content is not None and not diagnostics
@@ -147,9 +156,7 @@ def trust_project(rig: Rig) -> None:
 
 
 def test_hello_untrusted_project_layer_is_skipped_and_user_told(tmp_path: Path) -> None:
-    rig = Rig(tmp_path, "version: 1\n")
-    (rig.cwd / ".pi").mkdir()
-    (rig.cwd / ".pi" / "router.yaml").write_text(PROJECT)
+    rig, _ = project_rig(tmp_path)
     hello = rig.hello(trusted=True)  # Pi's folder trust is not content trust
     assert "turn_start" not in hello["events"]
     assert hello["trust"]["state"] == "untrusted"
@@ -159,10 +166,7 @@ def test_hello_untrusted_project_layer_is_skipped_and_user_told(tmp_path: Path) 
 
 
 def test_hello_trusted_content_applies_and_a_change_needs_trust_again(tmp_path: Path) -> None:
-    rig = Rig(tmp_path, "version: 1\n")
-    (rig.cwd / ".pi").mkdir()
-    project = rig.cwd / ".pi" / "router.yaml"
-    project.write_text(PROJECT)
+    rig, project = project_rig(tmp_path)
     trust_project(rig)
     hello = rig.hello()
     assert "turn_start" in hello["events"] and hello["trust"]["state"] == "trusted"
@@ -188,10 +192,7 @@ def test_file_appearing_mid_session_is_not_obeyed(tmp_path: Path) -> None:
 
 
 def test_trusted_project_policy_in_force_stays_when_its_file_changes(tmp_path: Path) -> None:
-    rig = Rig(tmp_path, "version: 1\n")
-    (rig.cwd / ".pi").mkdir()
-    project = rig.cwd / ".pi" / "router.yaml"
-    project.write_text(PROJECT)
+    rig, project = project_rig(tmp_path)
     trust_project(rig)
     rig.hello()
     project.write_text("rules:\n  - {id: evil, on: turn_start, do: [{notify: pwned}]}\n")
@@ -201,10 +202,7 @@ def test_trusted_project_policy_in_force_stays_when_its_file_changes(tmp_path: P
 
 
 def test_approve_applies_the_content_present_at_start_only(tmp_path: Path) -> None:
-    rig = Rig(tmp_path, "version: 1\n")
-    (rig.cwd / ".pi").mkdir()
-    project = rig.cwd / ".pi" / "router.yaml"
-    project.write_text(PROJECT)
+    rig, project = project_rig(tmp_path)
     hello = rig.hello(approve=True)
     assert "turn_start" in hello["events"] and hello["trust"]["state"] == "approved"
     assert not TrustStore(rig.agent).projects()  # not recorded
@@ -214,9 +212,7 @@ def test_approve_applies_the_content_present_at_start_only(tmp_path: Path) -> No
 
 
 def test_default_project_trust_always_is_like_approve(tmp_path: Path) -> None:
-    rig = Rig(tmp_path, "version: 1\n")
-    (rig.cwd / ".pi").mkdir()
-    (rig.cwd / ".pi" / "router.yaml").write_text(PROJECT)
+    rig, _ = project_rig(tmp_path)
     hello = rig.hello(settings={"defaultProjectTrust": "always"})
     assert hello["trust"]["state"] == "approved" and "turn_start" in hello["events"]
 
