@@ -287,6 +287,7 @@ export default async function (pi: any) {
 	let preloading = false;
 	let pendingCustom: Promise<Json> | null = null;
 	const shownWarnings = new Set<string>();
+	let trustStatus: string | null = null;
 
 	// --- lifecycle ----------------------------------------------------------------------------
 
@@ -424,9 +425,12 @@ export default async function (pi: any) {
 		};
 	}
 
-	/** The engine's trust report: its status-line text (the message comes as a warning). */
+	/** The engine's trust report: its status-line text, set when it changes (the message comes as a warning). */
 	function showTrust(trust: Json): void {
-		if (trust && typeof trust === "object") setStatus(trust.status ?? undefined);
+		const next: string | null = trust && typeof trust === "object" ? (trust.status ?? null) : null;
+		if (next === trustStatus) return;
+		trustStatus = next;
+		setStatus(next ?? undefined);
 	}
 
 	function restoredState(ctx: Ctx): Json {
