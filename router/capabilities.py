@@ -41,12 +41,14 @@ FS_READ = "fs.read"
 ENV_READ = "env.read"
 PROCESS_SPAWN = "process.spawn"
 POLICY_USE = "policy.use"
-CAPABILITIES = (FS_WRITE, FS_READ, ENV_READ, PROCESS_SPAWN, POLICY_USE)
+PI_TRUST = "pi.trust"
+CAPABILITIES = (FS_WRITE, FS_READ, ENV_READ, PROCESS_SPAWN, POLICY_USE, PI_TRUST)
 
 ACTION_PARAMS: Mapping[str, Mapping[str, str]] = {
     "log": {"file": FS_WRITE},  # the router's own log (`@router`) is open to every layer
     "audit": {"file": FS_WRITE},
     "save": {"file": FS_WRITE},
+    "trust": {"trusted": PI_TRUST},  # Pi then runs the folder's .pi/extensions
 }
 SIGNAL_PARAMS: Mapping[str, Mapping[str, str]] = {
     "load": {"file": FS_READ},
@@ -60,7 +62,12 @@ POLICY_KEYS: Mapping[str, str] = {
     "vars": ENV_READ,  # `{env: NAME}` bindings; `env.NAME` in expressions is env.read too
 }
 CODES: Mapping[str, str] = {FS_WRITE: "RT601", FS_READ: "RT602", ENV_READ: "RT603",
-                            PROCESS_SPAWN: "RT604", POLICY_USE: "RT605"}
+                            PROCESS_SPAWN: "RT604", POLICY_USE: "RT605", PI_TRUST: "RT608"}
+PI_CONFIG = frozenset({"settings.json", "mcp.json", "extensions", "skills", "prompts", "themes", "SYSTEM.md",
+                       "APPEND_SYSTEM.md", "router.yaml", "router.lock", "router.schema.json",
+                       "trust.json", "AGENTS.md"})
+"""What Pi and the router read from a project's `.pi/` as configuration or code: closed to writes
+of a project policy (writing `.pi/extensions/x.ts` would make Pi run it)."""
 GRANT_CODE = "RT606"  # `project_env` outside the user's own file
 SYMLINK_CODE = "RT607"  # a file the router writes is a symbolic link
 CAPABILITY_CODES = frozenset({*CODES.values(), GRANT_CODE, SYMLINK_CODE})
@@ -161,11 +168,12 @@ def confined_path(value: str, conf: Confinement, capability: str, *, label: str,
         path = Path(value)
     path = Path(os.path.normpath(Path(conf.project) / path))
     verb = "writes" if capability == FS_WRITE else "reads"
-    problem = _out_of_bounds(path, conf.area, Path(conf.agent), conf.data)
+    writing = capability == FS_WRITE
+    problem = _out_of_bounds(path, conf.area, Path(conf.agent), conf.data, writing=writing)
     if problem is None and resolve:
         real = Path(os.path.realpath(path))
         problem = _out_of_bounds(real, *(Path(os.path.realpath(p)) for p in
-                                         (conf.area, Path(conf.agent), conf.data)))
+                                         (conf.area, Path(conf.agent), conf.data)), writing=writing)
         if problem is not None and real != path:
             problem = f"resolves to {show_path(real)}, which {problem}"
         path = real
@@ -174,16 +182,26 @@ def confined_path(value: str, conf: Confinement, capability: str, *, label: str,
     return path
 
 
-def _out_of_bounds(path: Path, area: Path, agent: Path, data: Path) -> str | None:
+def _out_of_bounds(path: Path, area: Path, agent: Path, data: Path, *, writing: bool = False) -> str | None:
     if path.is_relative_to(data):
         return None
     if path.is_relative_to(agent):
         return f"is inside Pi's agent directory (only {show_path(data)} is open to a project policy)"
     if path.is_relative_to(area):
-        if ".git" in path.relative_to(area).parts:
+        parts = path.relative_to(area).parts
+        if ".git" in parts:
             return "is inside a .git directory"
+        if writing and _is_pi_config(parts if area.name != ".pi" else (".pi", *parts)):
+            return "is configuration or code Pi or the router reads from the project's .pi/"
         return None
     return f"is outside the project {show_path(area)}"
+
+
+def _is_pi_config(parts: tuple[str, ...]) -> bool:
+    """`.pi/<name>` that Pi or the router reads as configuration or code, or a policy test file."""
+    if len(parts) < 2 or parts[0] != ".pi":
+        return False
+    return parts[1] in PI_CONFIG or parts[1].endswith((".test.yaml", ".ts", ".js"))
 
 
 def check_rendered(action: str, params: Any, confined: Iterable[str], conf: Confinement, *,
@@ -272,6 +290,7 @@ def help_for(capability: str, conf: Confinement | None) -> str:
         FS_READ: f"a project policy reads only inside {bounds}",
         ENV_READ: "grant the variable in your own router.yaml: `project_env: [NAME]`",
         PROCESS_SPAWN: "remove pi_bin: a project policy's child signals run your `pi`",
+        PI_TRUST: "answer Pi's project-trust prompt from your own router.yaml, if at all",
         POLICY_USE: "a project policy uses built-in packs by name and files inside the project",
     }[capability]
 
@@ -368,6 +387,7 @@ def analyze(owners: list[Owner], conf: Confinement | None) -> Analysis:
     for owner in owners:
         if is_confined(owner.layer):
             verdicts[owner.key].refusal = _direct_refusal(owner, conf, grant)
+    _refuse_env_through_signals(owners, verdicts, _env_readers(owners, grant), conf)
     _propagate_refusals(owners, verdicts, by_key)
     tainted = _tainted(owners)
     for owner in owners:
@@ -409,6 +429,9 @@ def _static_param(param: Param, conf: Confinement | None) -> Refused | None:
         if value not in (None, ""):
             return Refused(CODES[PROCESS_SPAWN], f"{param.label} chooses the program the child runs")
         return None
+    if param.capability == PI_TRUST:
+        return Refused(CODES[PI_TRUST], "it answers Pi's project-trust prompt, after which Pi runs the "
+                       "folder's .pi/extensions")
     if not isinstance(value, str) or not value or value == ROUTER_LOG or conf is None:
         return None  # templates are checked when rendered
     if param.label == "child.system_prompt":
@@ -441,6 +464,53 @@ def _propagate_refusals(owners: list[Owner], verdicts: dict[tuple[str, str], Ver
                     f"it reads {'vars' if dep[0] == 'var' else 'signals'}.{dep[1]}, which is refused "
                     f"({by_key[dep].layer} {refused.where})", span, refused.help)
                 changed = True
+                break
+
+
+def _env_readers(owners: list[Owner], grant: frozenset[str]) -> dict[tuple[str, str], str]:
+    """Signals of unconfined layers computed (in the full scope) from variables not granted to the
+    project, and vars bound to them, each with the variable it reads: a project rule reading one
+    would read the variable."""
+    found: dict[tuple[str, str], str] = {}
+    for owner in owners:
+        if owner.kind == "var" and owner.env_binding is not None and owner.env_binding not in grant:
+            found[owner.key] = owner.env_binding
+    changed = True
+    while changed:
+        changed = False
+        for owner in owners:
+            if owner.kind != "signal" or owner.key in found or is_confined(owner.layer):
+                continue
+            for _, path in owner.reads:
+                name = _ungranted_env(path, grant) or found.get(_dep(path) or ("", ""))
+                if name is not None:
+                    found[owner.key] = name
+                    changed = True
+                    break
+    return {k: v for k, v in found.items() if k[0] == "signal"}
+
+
+def _ungranted_env(path: tuple[str, ...], grant: frozenset[str]) -> str | None:
+    if path[0] != "env":
+        return None
+    if len(path) == 1:
+        return "the whole env"
+    return path[1] if path[1] not in grant else None
+
+
+def _refuse_env_through_signals(owners: list[Owner], verdicts: dict[tuple[str, str], Verdict],
+                                readers: dict[tuple[str, str], str], conf: Confinement | None) -> None:
+    for owner in owners:
+        verdict = verdicts[owner.key]
+        if not is_confined(owner.layer) or verdict.refusal is not None:
+            continue
+        for span, path in owner.reads:
+            dep = _dep(path)
+            if dep in readers:
+                verdict.refusal = Refusal(
+                    owner.kind, owner.name, owner.layer, CODES[ENV_READ],
+                    f"it reads signals.{dep[1]}, which is computed from {readers[dep]}; your router.yaml "
+                    "does not grant that to project policies in project_env", span, help_for(ENV_READ, conf))
                 break
 
 

@@ -207,7 +207,9 @@ _ENTRIES = [
     CodeInfo("RT601", "project policy writes outside its project",
              "A `log`, `audit` or `save` action, or a `slot` signal's `dir`, of a project policy "
              "(`.pi/router.yaml` and the project files it uses) names a file outside the project "
-             "directory and `<agent dir>/router/data/`, or inside a `.git` directory. Paths are "
+             "directory and `<agent dir>/router/data/`, inside a `.git` directory, or configuration "
+             "Pi or the router reads from the project's `.pi/` (`settings.json`, `extensions/`, "
+             "`skills/`, `router.yaml`, test files, …). Paths are "
              "resolved first: `~` is your home, `..` is removed, symbolic links are followed. A "
              "literal path is reported by `router lint`; a templated one is checked when it renders. "
              "The rule (or signal) is refused as a whole; the rest of the policy works.",
@@ -262,6 +264,13 @@ _ENTRIES = [
              "A link planted in a shared directory (`/tmp/debug.log -> ~/.bashrc`) would make the "
              "router append to or replace a file of someone's choosing.",
              "ln -s ~/.bashrc /tmp/cuttle-debug.log", "Remove the link, or name the real file."),
+    CodeInfo("RT608", "project policy answers Pi's project-trust prompt",
+             "A project policy has a rule with a `trust` action. Only the built-in packs and your own "
+             "router.yaml may answer Pi's project-trust prompt; the rule is refused.",
+             "Once Pi trusts a folder it loads its `.pi/extensions/*.ts` (code that runs in Pi), its "
+             "settings and skills: a repository must not vouch for itself.",
+             "- id: x\n  on: project_trust\n  do: [{trust: {trusted: 'yes', remember: true}}]",
+             "Let Pi ask you, or answer in ~/.pi/agent/router.yaml."),
 ]
 
 CODES: dict[str, CodeInfo] = {entry.code: entry for entry in _ENTRIES}

@@ -87,6 +87,7 @@ class Executor:
         self.cwd = cwd
         self.log_file = log_file
         self.slots: dict[str, tuple[int, int]] = {}
+        self.secrets: dict[str, str] = {}  # environment values the policy reads: never logged
         self.notices: list[str] = []  # refusals met while computing signals, shown by `apply`
 
     # --- signals ------------------------------------------------------------------------------
@@ -409,10 +410,18 @@ class Executor:
         return None
 
     def log(self, text: str) -> None:
-        """A line in the router's own log (failures of the router itself)."""
+        """A line in the router's own log (failures of the router itself); environment values the
+        policy reads are never written, whatever message carries them."""
         if self.log_file is not None:
             with contextlib.suppress(OSError):
-                append_line(self.log_file, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {text}")
+                append_line(self.log_file, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {self.redact(text)}")
+
+    def redact(self, text: str) -> str:
+        """`text` with every value in `secrets` (the environment the policy reads) replaced."""
+        for name, value in self.secrets.items():
+            if len(value) >= 4 and value in text:
+                text = text.replace(value, f"<${name}>")
+        return text
 
 
 def _for_bridge(effect: Effect) -> dict[str, Any]:

@@ -136,7 +136,8 @@ def update_json_values(path: Path, updates: list[tuple[list[str], Any]], *, back
     (or lock file) that is a symbolic link is refused (ELOOP), not replaced or followed.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    lock_fd = _open_regular(Path(f"{path}.lock"), os.O_WRONLY | os.O_CREAT)
+    # not `<file>.lock`: Pi's own lockfile takes `settings.json.lock` for a held lock
+    lock_fd = _open_regular(path.parent / f".{path.name}.router-lock", os.O_WRONLY | os.O_CREAT)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
         if os.path.islink(path):

@@ -65,6 +65,7 @@ class Engine:
         if loaded.policy is not None and not has_errors(loaded.diagnostics) and not keep:
             self.policy = loaded.policy
             self.env = {n: os.environ[n] for n in loaded.policy.env_names if n in os.environ}
+            self.executor.secrets = dict(self.env)
         self.watched = [str(p) for p in loaded.watched]
         if loaded.policy is not None and not keep:
             for text in refusal_warnings(loaded.policy, limit=len(loaded.policy.refused)):
@@ -146,11 +147,17 @@ class Engine:
                 "files": [path for path, _ in self.policy.file_refs] if self.policy else []}
 
     def _approved_digest(self, params: dict[str, Any]) -> str | None:
-        """The project content present now, when Pi says to apply it for this run unrecorded."""
+        """The project content Pi says to apply for this run unrecorded (`--approve`, or the user's
+        `defaultProjectTrust: always`): the content of the run's first hello, never newer bytes."""
+        if params.get("noApprove") is True:
+            return None
         settings = params.get("settings")
         always = isinstance(settings, dict) and settings.get("defaultProjectTrust") == "always"
         if not (params.get("approve") is True or always):
             return None
+        if params.get("firstHello") is False:  # a new session or sidecar: only what was approved
+            earlier = params.get("approvedDigest")
+            return earlier if isinstance(earlier, str) and earlier else None
         content, _ = read_project_content(self.cwd)
         return content.digest if content is not None else None
 
@@ -181,7 +188,7 @@ class Engine:
         decision = await self._decide(request_id, policy, event)
         applied = self.executor.apply(decision)
         result: dict[str, Any] = {"actions": applied.actions, "fired": list(decision.fired),
-                                  "warnings": warnings + applied.warnings}
+                                  "warnings": [self.executor.redact(w) for w in warnings + applied.warnings]}
         if decision.state != self.state:
             self.state = decision.state
             result["state"] = self.state

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from router import policy_cache
-from router.capabilities import refusal_of
+from router.capabilities import Refusal, refusal_of
 from router.compiled import CompiledPolicy
 from router.diagnostics import Diagnostic, has_errors
 from router.paths import packs_dir
@@ -71,9 +71,28 @@ def read_project_content(cwd: Path) -> tuple[ProjectContent | None, list[Diagnos
     return _content(cwd, files) or _raw_content(cwd), diagnostics
 
 
-def _compile_with_project(cwd: Path, agent: Path, extra: Sequence[Path], *,
-                          records: Mapping[str, Any], approved: str | None) -> SessionPolicy:
-    from router.compile import compile_policy
+@dataclass(frozen=True)
+class LoadedLayers:
+    """The layers with the project's, read once: the files, what went wrong, and the project's
+    content as those very bytes (so a summary and a digest can never come from two reads)."""
+
+    files: list[Any]
+    diagnostics: list[Diagnostic]
+    refusals: list[Refusal]
+    content: ProjectContent | None
+
+    def compile(self, agent: Path) -> tuple[CompiledPolicy | None, list[Diagnostic]]:
+        """These files compiled (refusals kept in the policy); None while the files have errors."""
+        from router.compile import compile_policy
+
+        if has_errors(self.diagnostics):
+            return None, self.diagnostics
+        policy, more = compile_policy(self.files, agent=agent, refusals=self.refusals)
+        return policy, self.diagnostics + more
+
+
+def load_with_project(cwd: Path, agent: Path, extra: Sequence[Path] = ()) -> LoadedLayers:
+    """Read every layer, the project's included, once."""
     from router.loader import load_layers
     from router.paths import layer_paths
 
@@ -81,15 +100,18 @@ def _compile_with_project(cwd: Path, agent: Path, extra: Sequence[Path], *,
     files, found = load_layers(layers)
     refusals = [r for d in found if (r := refusal_of(d)) is not None]
     diagnostics = [d for d in found if refusal_of(d) is None]
-    content = _content(cwd, files) or _raw_content(cwd)
+    return LoadedLayers(files, diagnostics, refusals, _content(cwd, files) or _raw_content(cwd))
+
+
+def _compile_with_project(cwd: Path, agent: Path, extra: Sequence[Path], *,
+                          records: Mapping[str, Any], approved: str | None) -> SessionPolicy:
+    loaded = load_with_project(cwd, agent, extra)
+    files, content = loaded.files, loaded.content
     trust = decide(content, cwd, records, approve=content is not None and content.digest == approved)
     if not trust.applies:
         base, base_diagnostics = _base(cwd, agent, extra)
         return SessionPolicy(base, base_diagnostics, trust, _watched(base, agent, extra, cwd, content))
-    if has_errors(diagnostics):
-        return SessionPolicy(None, found, trust, _watched(None, agent, extra, cwd, content))
-    policy, more = compile_policy(files, agent=agent, refusals=refusals)
-    diagnostics = diagnostics + more
+    policy, diagnostics = loaded.compile(agent)
     if policy is not None and not has_errors(diagnostics) and content is not None:
         meta = {"project": [[str(p), sha] for p, sha in _project_hashes(files)]}
         cache = _cache_file(cwd, agent, extra, project=True)

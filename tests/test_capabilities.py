@@ -529,7 +529,7 @@ def test_log_audit_and_save_files_are_created_private(tmp_path: Path) -> None:
         Effect("audit", {"file": str(tmp_path / "b.jsonl"), "record": {"a": 1}}, "r"),
         Effect("save", {"file": str(tmp_path / "c.json"), "key": "k", "value": 1}, "r"))))
     assert applied.warnings == []
-    for name in ("a.log", "b.jsonl", "c.json", "c.json.lock"):
+    for name in ("a.log", "b.jsonl", "c.json", ".c.json.router-lock"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600, name
 
 
@@ -550,7 +550,7 @@ def test_a_planted_link_is_never_followed(tmp_path: Path, action: str) -> None:
 
 def test_a_planted_lock_link_is_never_followed(tmp_path: Path) -> None:
     victim = tmp_path / "victim"
-    (tmp_path / "c.json.lock").symlink_to(victim)
+    (tmp_path / ".c.json.router-lock").symlink_to(victim)
     applied = Executor(None, cwd=str(tmp_path)).apply(Decision("input", effects=(
         Effect("save", {"file": str(tmp_path / "c.json"), "key": "k", "value": 1}, "r"),)))
     assert not victim.exists() and "RT607" in applied.warnings[0]

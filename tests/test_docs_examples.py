@@ -325,11 +325,11 @@ def test_paths_and_versions_are_normalized(tmp_path: Path) -> None:
     sandbox = Sandbox(tmp_path / "home")
     scripts = Path(sys.executable).parent
     text = (f"{packs_dir()}/default.yaml:13  rule a\nx.yaml:3  rule b\n{tmp_path}/home/project/f\n"
-            f"sidecar: {scripts}/python3.11 -m router serve")
+            f"sidecar: {scripts}/python3.11 -P -m router serve")
     assert sandbox.normalize(text).split("\n") == [
         f"~/{SAMPLE_CHECKOUT}/rules/default.yaml:13  rule a",
         "x.yaml:3                                  rule b",
         "/home/user/project/f",
-        f"sidecar: /home/user/{SAMPLE_CHECKOUT}/.venv/bin/python3 -m router serve"]
+        f"sidecar: /home/user/{SAMPLE_CHECKOUT}/.venv/bin/python3 -P -m router serve"]
     assert same(["router 0.1.0 (Python 3.11.7)"], ["router 0.2.1 (Python 3.12.1)"])
     assert not same(["Found 0 errors"], ["Found 1 error"])

@@ -85,7 +85,7 @@ def test_run_all_good_exit_0_with_a_real_sidecar(rig: tuple[Path, Path]) -> None
     assert checks["node"].startswith("ok   node: v")
     assert checks["bridge (user)"] == f"ok   bridge (user): {agent / 'extensions' / 'pi-policy-router'}"
     assert checks["sidecar command (user)"] == (
-        f"ok   sidecar command (user): {sys.executable} -m router serve")
+        f"ok   sidecar command (user): {sys.executable} -P -m router serve")
     policy, _ = load_policy(cwd, agent=agent)
     assert policy is not None and checks["policy"].startswith(f"ok   policy: {len(policy.rules)} rules from ")
     assert checks["policy"].endswith("agent/router.yaml")

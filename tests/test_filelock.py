@@ -96,7 +96,8 @@ def test_update_json_concurrent_processes_keep_every_key(tmp_path: Path) -> None
     data = json.loads(target.read_text())
     assert set(data) == {f"w{w}-{i}" for w in range(WORKERS) for i in range(25)}
     assert data["w3-24"] == {"worker": 3, "i": 24}
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["store.json", "store.json.lock"]  # no temp files
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == [".store.json.router-lock", "store.json"]  # no temp files
 
 
 def test_update_json_readers_always_see_valid_json(tmp_path: Path) -> None:
@@ -187,7 +188,7 @@ def test_update_json_values_sets_several_in_one_write_and_one_backup(tmp_path: P
 
 def test_update_json_missing_file_has_no_backup(tmp_path: Path) -> None:
     update_json(tmp_path / "new.json", "a", 1, backup=True)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["new.json", "new.json.lock"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".new.json.router-lock", "new.json"]
 
 
 def test_update_json_unserializable_value_leaves_file_and_no_temp(tmp_path: Path) -> None:
@@ -196,7 +197,7 @@ def test_update_json_unserializable_value_leaves_file_and_no_temp(tmp_path: Path
     with pytest.raises(TypeError):
         update_json(target, "bad", object())
     assert read_json(target) == {"k": 1}
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json", "s.json.lock"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".s.json.router-lock", "s.json"]
 
 
 def test_read_json_missing_or_invalid_is_none(tmp_path: Path) -> None:

@@ -36,10 +36,10 @@ def test_install_creates_the_three_files(dirs: tuple[Path, Path]) -> None:
     assert (target / "index.ts").read_text() == (SOURCE / "index.ts").read_text()
     assert (target / "package.json").read_text() == (SOURCE / "package.json").read_text()
     config = json.loads((target / "router-bridge.json").read_text())
-    assert config == {"command": [sys.executable, "-m", "router", "serve"]}
+    assert config == {"command": [sys.executable, "-P", "-m", "router", "serve"]}
     assert f"installed the bridge (user): {target}" in message
     assert "updated: index.ts, package.json, router-bridge.json" in message
-    assert f"sidecar: {sys.executable} -m router serve" in message
+    assert f"sidecar: {sys.executable} -P -m router serve" in message
     assert "trusted" not in message
 
 
@@ -172,7 +172,7 @@ def test_uninstall_project_keeps_other_extensions(dirs: tuple[Path, Path]) -> No
 
 
 def test_serve_command_is_this_python_without_a_shell() -> None:
-    assert command.serve_command() == [sys.executable, "-m", "router", "serve"]
+    assert command.serve_command() == [sys.executable, "-P", "-m", "router", "serve"]
     assert command.expected_files()["router-bridge.json"].endswith("\n")
 
 

@@ -153,3 +153,42 @@ def test_store_file_format(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "agent" / "router" / "trust.json").read_text())
     record = data["projects"][str(root.resolve())]
     assert data["version"] == 1 and record["files"] == [".pi/router.yaml"] and record["trusted_at"]
+
+
+def test_summary_shows_overrides_and_escapes_control_characters(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "router.yaml").write_text(
+        "vars: {limit: 5}\nrules:\n  - {id: guard, on: input, do: [{notify: mine}]}\n"
+        "  - {id: no-force-push, on: input, do: [{notify: mine}]}\n")
+    root = project(tmp_path, "disable: [no-force-push]\nvars: {limit: 50}\nrules:\n"
+                   "  - {id: guard, on: input, do: [{notify: \"\\e[2K\\e[1Afake\"}]}\n")
+    item = command.review(root, agent)
+    assert item.policy is not None, item.diagnostics
+    summary = command.render_summary(item, state="untrusted")
+    assert "switches off rules: no-force-push" in summary
+    assert "replaces rules: guard (~" in summary or "replaces rules: guard (" in summary
+    assert "overrides vars: limit" in summary
+    assert "\x1b" not in summary
+
+
+def test_review_digest_and_summary_come_from_one_read(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file swapped between two reads would make the summary describe other bytes."""
+    import router.source as source
+
+    root = project(tmp_path)
+    reads: list[Path] = []
+    original = source.read_source
+
+    def counting(path: Path, **kwargs: object) -> object:
+        reads.append(path)
+        return original(path, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(source, "read_source", counting)
+    import router.loader as loader
+
+    monkeypatch.setattr(loader, "read_source", counting)
+    item = command.review(root, tmp_path / "agent")
+    assert item.content is not None and item.policy is not None
+    assert sum(1 for p in reads if p.name == "router.yaml" and ".pi" in p.parts) == 1

@@ -44,6 +44,14 @@ function logLine(text: string): void {
 	}
 }
 
+/** A directory no project controls, for the sidecar's working directory: the agent dir, else home. */
+function neutralDir(): string {
+	for (const dir of [agentDir(), os.homedir(), os.tmpdir()]) {
+		if (attempt(() => fs.statSync(dir).isDirectory(), false)) return dir;
+	}
+	return "/";
+}
+
 function hereDir(): string {
 	if (typeof __dirname !== "undefined") return __dirname;
 	try {
@@ -117,8 +125,10 @@ class Sidecar {
 
 	start(cwd: string): void {
 		const [command, ...args] = serveCommand();
+		// Never run in the project: `python -m` would import a module the repository ships
+		// (`argparse.py`, `router/`) before the router's own. The engine gets the project as --cwd.
 		const proc = spawn(command, [...args, "--cwd", cwd, "--agent-dir", agentDir()], {
-			cwd, stdio: ["pipe", "pipe", "pipe"], env: process.env,
+			cwd: neutralDir(), stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, PYTHONSAFEPATH: "1" },
 		});
 		this.proc = proc;
 		this.buffer = "";
@@ -288,6 +298,8 @@ export default async function (pi: any) {
 	let pendingCustom: Promise<Json> | null = null;
 	const shownWarnings = new Set<string>();
 	let trustStatus: string | null = null;
+	let approvedDigest: string | null = null;
+	let helloAnswered = false; // after the first hello, --approve covers only the content approved then
 
 	// --- lifecycle ----------------------------------------------------------------------------
 
@@ -349,6 +361,7 @@ export default async function (pi: any) {
 			failures = 0;
 			showHelloWarnings(hello);
 			showTrust(hello.trust);
+			helloAnswered = true;
 			if (outage) {
 				outage = false;
 				logLine("router: sidecar back");
@@ -395,6 +408,8 @@ export default async function (pi: any) {
 			}, PRELOAD_TIMEOUT_MS);
 			if (hello?.protocol !== PROTOCOL) throw new Error(`engine speaks protocol ${hello?.protocol}, bridge ${PROTOCOL}`);
 			declare(hello);
+			if (hello.trust?.state === "approved") approvedDigest = hello.trust.digest ?? null;
+			helloAnswered = true;
 			ready = true;
 		} catch (error: any) {
 			logLine(`router: could not load the policy declarations at startup: ${error.message}`);
@@ -413,20 +428,32 @@ export default async function (pi: any) {
 	}
 
 	/**
-	 * What Pi says about trust, for the engine to decide on (router/trust.py): whether this run was
-	 * started with `--approve`, and Pi's `defaultProjectTrust` setting. The bridge decides nothing.
+	 * What Pi says about trust, for the engine to decide on (router/trust.py): `--approve` or
+	 * `--no-approve` on Pi's command line, and `defaultProjectTrust` from the user's own
+	 * `<agent dir>/settings.json` (never the merged settings: a project's `.pi/settings.json` must
+	 * not vouch for itself). `approvedDigest` is the content the engine approved for this run at
+	 * its first hello; a later hello (new session, restarted sidecar) approves only that content,
+	 * never what the files hold by then. The bridge decides nothing.
 	 */
 	function trustFacts(): Json {
 		const argv = process.argv.slice(2);
-		const settings = attempt(() => pi.getSettings?.(), undefined);
+		let userSettings: Json = null;
+		try {
+			userSettings = JSON.parse(fs.readFileSync(path.join(agentDir(), "settings.json"), "utf8"));
+		} catch {
+			userSettings = null;
+		}
 		return {
 			approve: argv.includes("--approve") || argv.includes("-a"),
-			settings: { defaultProjectTrust: settings?.defaultProjectTrust ?? null },
+			noApprove: argv.includes("--no-approve") || argv.includes("-na"),
+			settings: { defaultProjectTrust: userSettings?.defaultProjectTrust ?? null },
+			approvedDigest, firstHello: !helloAnswered,
 		};
 	}
 
 	/** The engine's trust report: its status-line text, set when it changes (the message comes as a warning). */
 	function showTrust(trust: Json): void {
+		if (trust?.state === "approved" && approvedDigest === null) approvedDigest = trust.digest ?? null;
 		const next: string | null = trust && typeof trust === "object" ? (trust.status ?? null) : null;
 		if (next === trustStatus) return;
 		trustStatus = next;
@@ -591,6 +618,7 @@ export default async function (pi: any) {
 				declare(hello);
 				showHelloWarnings(hello);
 				showTrust(hello.trust);
+				helloAnswered = true;
 			}
 		} else if (!(await ensureStarted(ctx))) return;
 		await forward("session_start", { reason: event.reason, previousSessionFile: event.previousSessionFile, history: history(ctx) }, ctx);

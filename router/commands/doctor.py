@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -63,14 +64,21 @@ def check_pi(pi: str | None) -> list[Check]:
     return checks
 
 
+def _neutral_dir(agent: Path) -> Path:
+    """A working directory no project controls: the agent dir, else the home directory."""
+    return next((d for d in (agent, Path.home()) if d.is_dir()), Path("/"))
+
+
 def check_sidecar(cwd: Path, agent: Path, command: list[str] | None = None) -> Check:
     """Start the sidecar (`command`, by default this Python's `router serve`), say hello, time it."""
     started = time.perf_counter()
     try:
         argv = [*(command or serve_command()), "--cwd", str(cwd), "--agent-dir", str(agent)]
+        # never in the project: `python -m` would import a module the repository ships first
         process = subprocess.Popen(argv,
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   cwd=cwd, text=True)
+                                   cwd=_neutral_dir(agent), env={**os.environ, "PYTHONSAFEPATH": "1"},
+                                   text=True)
     except OSError as exc:
         return Check(False, "sidecar", str(exc))
     try:

@@ -28,8 +28,9 @@ def target_dir(*, agent: Path, cwd: Path, project: bool) -> Path:
 
 
 def serve_command() -> list[str]:
-    """How the bridge starts the sidecar: this interpreter, never a shell."""
-    return [sys.executable, "-m", "router", "serve"]
+    """How the bridge starts the sidecar: this interpreter, never a shell; `-P` keeps the working
+    directory off `sys.path`, so a module a project ships can never shadow the router's own."""
+    return [sys.executable, "-P", "-m", "router", "serve"]
 
 
 def expected_files(created: list[str] | None = None) -> dict[str, str]:

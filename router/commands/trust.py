@@ -11,11 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from router.capabilities import capability_report, refusal_of
+from router.capabilities import capability_report
 from router.compiled import CompiledPolicy
-from router.diagnostics import Diagnostic, has_errors, render_text
+from router.diagnostics import Diagnostic, render_text
 from router.paths import project_policy as project_file
-from router.session_policy import read_project_content
+from router.session_policy import load_with_project, read_project_content
 from router.trust import ProjectContent, TrustStore, TrustStoreError, decide
 
 
@@ -30,17 +30,12 @@ class Review:
 
 
 def review(directory: Path, agent: Path) -> Review:
-    """The project layer of `directory` as the trust check reads it, compiled over the user's layers."""
+    """The project layer of `directory` compiled over the user's layers, from one read of the
+    files: the summary shown and the digest recorded describe the same bytes."""
     root = directory.resolve()
-    content, found = read_project_content(root)
-    diagnostics = [d for d in found if refusal_of(d) is None]  # refusals are listed, not fatal
-    policy = None
-    if content is not None and not has_errors(diagnostics):
-        from router.compile import load_policy
-
-        policy, more = load_policy(root, agent=agent, include_project=True)
-        diagnostics = diagnostics + more
-    return Review(root, content, policy, diagnostics)
+    loaded = load_with_project(root, agent)
+    policy, diagnostics = loaded.compile(agent) if loaded.content is not None else (None, [])
+    return Review(root, loaded.content, policy, diagnostics)
 
 
 def render_summary(item: Review, *, state: str) -> str:
@@ -58,9 +53,34 @@ def render_summary(item: Review, *, state: str) -> str:
         lines.append(f"rules ({len(rules)}):")
         lines += [f"  {r.id}: on {', '.join(r.on)}; do {', '.join(a.name for a in r.actions) or 'nothing'}"
                   f"{' (shadow)' if r.shadow else ''}" for r in rules]
+        lines += _override_lines(policy)
         lines += _capability_lines(policy)
     lines.append(f"content sha256: {item.content.digest}")
-    return "\n".join(lines)
+    return "\n".join(_printable(line) for line in lines)
+
+
+def _override_lines(policy: CompiledPolicy) -> list[str]:
+    """What the project changes of the layers below it: disabled and replaced rules, vars."""
+    own = [f for f in policy.files if f.layer == "project"]
+    others = [f for f in policy.files if f.layer != "project"]
+    theirs = {r.id: f.label for f in others for r in f.policy.rules}
+    lines = []
+    disabled = sorted({rule_id for f in own for rule_id in f.policy.disable})
+    if disabled:
+        lines.append(f"switches off rules: {', '.join(disabled)}")
+    replaced = sorted({f"{r.id} ({theirs[r.id]})" for f in own for r in f.policy.rules if r.id in theirs})
+    if replaced:
+        lines.append(f"replaces rules: {', '.join(replaced)}")
+    set_below = {name for f in others for name in f.policy.vars}
+    changed = sorted({name for f in own for name in f.policy.vars if name in set_below})
+    if changed:
+        lines.append(f"overrides vars: {', '.join(changed)}")
+    return lines
+
+
+def _printable(text: str) -> str:
+    """`text` with control characters shown as escapes: a policy cannot redraw the terminal."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def trust(directory: Path, agent: Path, *, confirm: Callable[[str], bool]) -> tuple[int, str]:

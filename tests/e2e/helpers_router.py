@@ -40,7 +40,7 @@ from tests.e2e.pi_rpc import RpcPi
 
 JsonDict = dict[str, Any]
 BRIDGE = Path(router.__file__).resolve().parent / "bridge" / "index.ts"
-SERVE_ARGV = [sys.executable, "-m", "router", "serve"]
+SERVE_ARGV = [sys.executable, "-P", "-m", "router", "serve"]
 STATUS_KEY = "pi-policy-router"
 STATE_ENTRY = "pi-policy-router.state"
 BUILTIN = frozenset({"read", "bash", "edit", "write"})  # the tools Pi 1.6 activates by default

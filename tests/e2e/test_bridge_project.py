@@ -187,3 +187,25 @@ def test_policy_trust_command_in_pi_confirms_then_applies(rig: RouterRig) -> Non
     assert rig.fake.chat_requests()[-1].tools == ["read"]
     status = helpers_router.command(rpc, "/policy status")
     assert any("project policy trusted" in line for line in status), status
+
+
+SHADOWS = {"argparse.py": "", "asyncio/__init__.py": "", "router/__init__.py": ""}
+
+
+def test_modules_a_repository_ships_never_run_in_the_sidecar_or_doctor(rig: RouterRig) -> None:
+    """`python -m` puts the working directory first on sys.path: a cloned repository's
+    `argparse.py` would run inside the sidecar. The bridge starts it with `-P`, outside the project."""
+    marker = rig.tmp / "pwned"
+    for name in SHADOWS:
+        path = rig.work / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"open({str(marker)!r}, 'a').write({name!r} + '\\n')\n")
+    installed = console_router(rig, "install")
+    assert installed.returncode == 0, installed.stderr
+
+    done = rig.print("hello", bridge=False)  # the installed bridge, as a user runs it
+    doctor = console_router(rig, "doctor")
+
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists(), marker.read_text()
+    assert "sidecar: ready" in doctor.stdout, doctor.stdout
