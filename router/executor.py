@@ -24,6 +24,7 @@ from typing import Any
 from router.decision import ROUTER_LOG, Decision, Effect, SignalOutcome, SignalRequest
 from router.filelock import append_line, read_json, update_json
 from router.functions import cap_level
+from router.jsonout import dumps
 
 BridgeCall = Callable[[str, dict[str, Any], float], Awaitable[Any]]
 CHILD_FLAGS = ("--print", "--no-session", "--no-tools", "--no-extensions", "--no-skills",
@@ -66,6 +67,8 @@ class Executor:
         self.cwd = cwd
         self.log_file = log_file
         self.slots: dict[str, tuple[int, int]] = {}
+        self.failing: set[str] = set()  # files whose last append failed (the user was told once)
+        self.notices: list[str] = []  # warnings for the user from writing the router's own log
 
     # --- signals ------------------------------------------------------------------------------
 
@@ -284,7 +287,7 @@ class Executor:
                 if target == ROUTER_LOG:
                     self.log(f"rule {effect.rule_id}: {params.get('text', '')}")
                 elif (path := _path(target)) is not None:
-                    append_line(path, str(params.get("text", "")))
+                    return self.append(path, str(params.get("text", "")))
             elif effect.action == "audit":
                 target = _path(params.get("file"))
                 if target is None:
@@ -292,7 +295,7 @@ class Executor:
                 record = params.get("record")
                 if params.get("stamp", True) and isinstance(record, dict) and "timestamp" not in record:
                     record = {"timestamp": _now_iso(), **record}
-                append_line(target, json.dumps(record, ensure_ascii=False, default=str))
+                return self.append(target, dumps(record))
             elif effect.action == "save":
                 target = _path(params.get("file"))
                 if target is None:
@@ -314,8 +317,22 @@ class Executor:
     def log(self, text: str) -> None:
         """A line in the router's own log (failures of the router itself)."""
         if self.log_file is not None:
-            with contextlib.suppress(OSError):
-                append_line(self.log_file, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {text}")
+            problem = self.append(self.log_file, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {text}")
+            if problem:
+                self.notices.append(f"router log: {problem}")
+
+    def append(self, path: Path, line: str) -> str | None:
+        """Append a whole line (or nothing); a failure is reported once per file until one succeeds."""
+        key = str(path)
+        try:
+            append_line(path, line)
+        except OSError as exc:
+            if key in self.failing:
+                return None
+            self.failing.add(key)
+            return f"cannot write {path}: {exc.strerror or exc}; lines are dropped whole until it works again"
+        self.failing.discard(key)
+        return None
 
 
 def _for_bridge(effect: Effect) -> dict[str, Any]:

@@ -20,7 +20,9 @@ from router.paths import agent_dir, display_path, layer_paths, pack_names, packs
 from router.source import SourceDoc, read_source
 from router.validation import validation_diagnostics
 
-__all__ = ["PolicyFile", "agent_dir", "layer_paths", "load_layers", "pack_names", "packs_dir"]
+__all__ = ["MAX_RULES", "PolicyFile", "agent_dir", "layer_paths", "load_layers", "pack_names", "packs_dir"]
+
+MAX_RULES = 10_000  # compiled in about 3 s here; a policy of more rules fails fast instead
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,10 @@ class _Loader:
             self.diagnostics.append(Diagnostic("RT111", "a policy file must be a mapping at the top level",
                                                doc.span(())))
             return None
+        rules = doc.data.get("rules")
+        if isinstance(rules, list) and len(rules) > MAX_RULES:  # before validating 10,000s of rules
+            self.diagnostics.append(too_many_rules(len(rules), doc.span(("rules",), key=True)))
+            return None
         try:
             return Policy.model_validate(doc.data)
         except ValidationError as exc:
@@ -108,3 +114,10 @@ class _Loader:
             "RT120", f"unknown pack '{entry}'; expected one of {', '.join(pack_names())}", span,
             help=did_you_mean(entry, pack_names()) or "use ./path.yaml for a file"))
         return None
+
+
+def too_many_rules(count: int, span: Span | None) -> Diagnostic:
+    """RT103 for a policy of more than MAX_RULES rules."""
+    return Diagnostic("RT103", f"the policy has {count} rules; at most {MAX_RULES} are supported", span,
+                      help="merge rules that differ only in data into one rule reading a var, or split "
+                      "the work between policies")

@@ -22,11 +22,13 @@ from router.decision import Decision, SignalOutcome
 from router.diagnostics import Diagnostic, has_errors
 from router.executor import Executor, budget_ms
 from router.interpreter import evaluate
+from router.jsonout import dumps
 from router.normalize import model_catalog, normalize
 from router.paths import agent_dir as default_agent_dir
 from router.paths import packs_dir
 
 MAX_SIGNALS = 16
+RELOAD_BUDGET_MS = 10000  # the bridge's wait for an event whose policy is being reloaded
 
 
 class Engine:
@@ -37,6 +39,7 @@ class Engine:
         self.cwd, self.agent, self.extra = cwd, agent, extra
         self.trusted = True
         self.policy: CompiledPolicy | None = None
+        self.loaded_from: Path | None = None  # the cache entry (layers, trust) of the policy in force
         self.fingerprint: tuple[Any, ...] = ()
         self.watched: list[str] = []
         self.state: dict[str, Any] = {}
@@ -48,24 +51,43 @@ class Engine:
     # --- policy -------------------------------------------------------------------------------
 
     def load(self) -> list[Diagnostic]:
-        """Load the layered policy: from the cache when no file changed, else compile it."""
+        """Load the layered policy: from the cache when no file changed, else compile it.
+
+        Whatever goes wrong (errors in the files, a limit, a bug), the policy in force stays; a
+        sidecar that starts with broken files takes the last policy that compiled for these layers
+        from the cache and says so.
+        """
         candidates = [p.absolute() for p in self._candidates()]
         cache = policy_cache.cache_path(self.agent, policy_cache.cache_key(
             self.cwd.absolute(), self.agent.absolute(), self.trusted, *candidates))
         policy = policy_cache.load(cache, candidates)
         diagnostics: list[Diagnostic] = []
         if policy is None:
-            from router.compile import load_policy
-
-            policy, diagnostics = load_policy(self.cwd, agent=self.agent,
-                                              include_project=self.trusted, extra=self.extra)
+            policy, diagnostics = self._compile()
             if policy is not None and not has_errors(diagnostics):
                 policy_cache.save(cache, policy, candidates)
         if policy is not None and not has_errors(diagnostics):
-            self.policy = policy
-            self.env = {n: os.environ[n] for n in policy.env_names if n in os.environ}
+            self._use(policy, cache)
+        elif self.loaded_from != cache and (last := policy_cache.load_last_good(cache)) is not None:
+            self._use(last, cache)
+            diagnostics.insert(0, Diagnostic("RT503", "the policy has errors; the last policy that "
+                                             "loaded for these files stays in force until they are fixed"))
         self._watch_files()
         return diagnostics
+
+    def _use(self, policy: CompiledPolicy, cache: Path) -> None:
+        self.policy, self.loaded_from = policy, cache
+        self.env = {n: os.environ[n] for n in policy.env_names if n in os.environ}
+
+    def _compile(self) -> tuple[CompiledPolicy | None, list[Diagnostic]]:
+        from router.compile import load_policy
+
+        try:
+            return load_policy(self.cwd, agent=self.agent, include_project=self.trusted, extra=self.extra)
+        except Exception as exc:  # a bug must not take the policy in force with it
+            self.executor.log(f"internal error while loading the policy: {type(exc).__name__}: {exc}")
+            return None, [Diagnostic("RT503", f"the policy could not be loaded (internal error "
+                                     f"{type(exc).__name__}: {exc})")]
 
     def _candidates(self) -> list[Path]:
         paths = [packs_dir() / "default.yaml", self.agent / "router.yaml", *self.extra]
@@ -80,14 +102,19 @@ class Engine:
         self.watched = sorted(files | {str(p.absolute()) for p in self._candidates()})
         self.fingerprint = tuple(_stat(p) for p in self.watched)
 
+    def changed(self) -> bool:
+        """Whether a watched policy file changed since the last load."""
+        return tuple(_stat(p) for p in self.watched) != self.fingerprint
+
     def reload_if_changed(self) -> list[str]:
         """Reload when a policy file changed; return warnings for the user (once per change)."""
-        if tuple(_stat(p) for p in self.watched) == self.fingerprint:
+        if not self.changed():
             return []
         previous = self.policy
         diagnostics = self.load()
         if self.policy is previous or has_errors(diagnostics):
-            first = next((d for d in diagnostics if d.severity == "error"), None)
+            first = next((d for d in diagnostics if d.severity == "error" and d.code != "RT503"),
+                         next((d for d in diagnostics if d.severity == "error"), None))
             reason = _render(first) if first else "unknown error [RT503]"
             text = f"policy reload failed: {reason}; keeping the last good policy"
             self.executor.log(text)
@@ -118,21 +145,28 @@ class Engine:
         restored = params.get("state")
         self.state = dict(restored) if isinstance(restored, dict) else {}
         diagnostics = self.load()
-        warnings = [_render(d) for d in diagnostics if d.severity == "error"][:5]
+        warnings = [_render(d) for d in diagnostics if d.severity == "error"][:5] + self.notices()
         if self.policy is None:
             warnings.insert(0, "the router policy has errors; Pi runs without it (run `router lint`)")
         return {"protocol": protocol.PROTOCOL_VERSION, "engine": _version(), **self.declarations(),
                 "warnings": warnings,
                 "files": [path for path, _ in self.policy.file_refs] if self.policy else []}
 
+    def notices(self) -> list[str]:
+        """Warnings the executor collected outside a decision (once each), taken once."""
+        taken, self.executor.notices[:] = list(self.executor.notices), []
+        return taken
+
     async def event(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
         before = self.policy.event_types if self.policy else ()
+        if self.changed():  # a reload may compile for seconds: the bridge waits that long
+            self.connection.notify(protocol.PROGRESS, {"id": request_id, "budget_ms": RELOAD_BUDGET_MS})
         warnings = self.reload_if_changed()
         policy = self.policy
         event_type = str(params.get("type"))
         if policy is None or event_type not in policy.by_event:
             unchanged = (policy.event_types if policy else ()) == before
-            return {"actions": [], "warnings": warnings,
+            return {"actions": [], "warnings": warnings + self.notices(),
                     **({} if unchanged else {"declarations": self.declarations()})}
         if isinstance(params.get("models"), list):
             self.models = model_catalog(params["models"])
@@ -149,6 +183,7 @@ class Engine:
             self.executor.log(f"{error.code} {error.message}")
         for name, text in decision.signal_errors.items():
             self.executor.log(f"RT502 signal {name} failed: {text}")
+        result["warnings"] += self.notices()
         if (self.policy.event_types if self.policy else ()) != before:
             result["declarations"] = self.declarations()
         return result
@@ -168,7 +203,12 @@ class Engine:
 
 
 class Connection:
-    """The stdio JSON-lines connection: dispatches bridge requests, awaits engine requests."""
+    """The stdio JSON-lines connection: dispatches bridge requests, awaits engine requests.
+
+    Requests in flight are keyed by their id's JSON text, so any JSON value can be an id (it is
+    echoed back as it came). Nothing a line holds stops the loop: a line that is not a message
+    gets an error answer with id null and a line in the router log.
+    """
 
     def __init__(self, writer: Any) -> None:
         self.writer = writer
@@ -176,20 +216,37 @@ class Connection:
         self.pending: dict[str, asyncio.Future[Any]] = {}
         self.ids = itertools.count(1)
         self.tasks: set[asyncio.Task[None]] = set()
-        self.running: dict[Any, asyncio.Task[None]] = {}
+        self.running: dict[str, asyncio.Task[None]] = {}
         self.closing = asyncio.Event()
 
     def send(self, message: dict[str, Any]) -> None:
         if self.closing.is_set() and "id" not in message:
             return
         try:
-            self.writer.write(protocol.encode(message))
+            line = protocol.encode(message)
+        except Exception as exc:  # not expected (encode cleans every value); never a dead sidecar
+            self.log(f"cannot encode a message: {type(exc).__name__}: {exc}")
+            if "id" not in message:
+                return
+            line = protocol.encode(protocol.error(message["id"], "internal", "the answer could not be "
+                                                  f"encoded: {type(exc).__name__}"))
+        try:
+            self.writer.write(line)
             self.writer.flush()
         except (BrokenPipeError, ValueError, OSError):  # the bridge is gone: stop quietly
             self.closing.set()
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         self.send({"method": method, "params": params})
+
+    def log(self, text: str) -> None:
+        if self.engine is not None:
+            self.engine.executor.log(text)
+
+    def refuse(self, reason: str, line: bytes) -> None:
+        """Answer a line that is no message: an error with id null, and a line in the log."""
+        self.log(f"protocol error: {reason}: {line[:200]!r}")
+        self.send(protocol.error(None, "protocol", reason))
 
     async def request(self, method: str, params: dict[str, Any], timeout: float) -> Any:
         request_id = f"s{next(self.ids)}"
@@ -204,33 +261,45 @@ class Connection:
             self.pending.pop(request_id, None)
 
     def dispatch(self, message: dict[str, Any]) -> None:
-        if message.get("method") == protocol.CANCEL:  # an aborted run: stop its request's work
+        method = message.get("method")
+        if method == protocol.CANCEL:  # an aborted run: stop its request's work
             params = message.get("params")
-            task = self.running.get(params.get("id") if isinstance(params, dict) else None)
+            task = self.running.get(id_key(params.get("id"))) if isinstance(params, dict) else None
             if task is not None:
                 task.cancel()
             return
-        if "method" not in message:
-            future = self.pending.get(str(message.get("id")))
-            if future is not None and not future.done():
-                error = message.get("error")
-                future.set_result({"error": error.get("message") if isinstance(error, dict) else error}
-                                  if error else message.get("result"))
+        if method is None:
+            self._answered(message)
+            return
+        request_id = message.get("id")
+        key = id_key(request_id) if "id" in message else None
+        if key is not None and key in self.running:
+            self.send(protocol.error(request_id, "protocol", "a request with this id is still running"))
             return
         task = asyncio.get_running_loop().create_task(self._answer(message))
         self.tasks.add(task)
-        request_id = message.get("id")
-        if request_id is not None:
-            self.running[request_id] = task
+        if key is not None:
+            self.running[key] = task
 
         def finished(done: asyncio.Task[None]) -> None:
             self.tasks.discard(done)
-            self.running.pop(request_id, None)
+            if key is not None and self.running.get(key) is done:
+                del self.running[key]
 
         task.add_done_callback(finished)
 
+    def _answered(self, message: dict[str, Any]) -> None:
+        """An answer to one of the engine's requests (ids it made are strings)."""
+        request_id = message.get("id")
+        future = self.pending.get(request_id) if isinstance(request_id, str) else None
+        if future is None or future.done():
+            return
+        error = message.get("error")
+        future.set_result({"error": error.get("message") if isinstance(error, dict) else error}
+                          if error else message.get("result"))
+
     async def _answer(self, message: dict[str, Any]) -> None:
-        request_id, method = message.get("id"), message.get("method")
+        has_id, request_id, method = "id" in message, message.get("id"), message.get("method")
         raw = message.get("params")
         params: dict[str, Any] = raw if isinstance(raw, dict) else {}
         assert self.engine is not None
@@ -243,14 +312,52 @@ class Connection:
                 value = {}
                 self.closing.set()
             else:
-                raise ValueError(f"unknown method {method!r}")
+                raise ValueError(f"unknown method {str(method)[:100]!r}")
         except Exception as exc:
-            self.engine.executor.log(f"internal error on {method}: {type(exc).__name__}: {exc}")
-            if request_id is not None:
+            self.log(f"internal error on {str(method)[:100]}: {type(exc).__name__}: {exc}")
+            if has_id:
                 self.send(protocol.error(request_id, "internal", f"{type(exc).__name__}: {exc}"))
             return
-        if request_id is not None:
+        if has_id:
             self.send(protocol.result(request_id, value))
+
+
+def id_key(request_id: Any) -> str:
+    """A hashable key for any JSON value used as a request id."""
+    return dumps(request_id, compact=True)
+
+
+class Lines:
+    """Lines of at most `limit` bytes from a stream; a longer line is skipped up to its newline."""
+
+    def __init__(self, reader: asyncio.StreamReader, limit: int) -> None:
+        self.reader, self.limit = reader, limit
+        self.buffer = bytearray()
+        self.skipping = 0  # bytes of an over-long line dropped so far
+
+    async def next(self) -> bytes | int | None:
+        """The next line; the length of an over-long one (dropped); None at the end of input."""
+        while True:
+            newline = self.buffer.find(b"\n")
+            if newline >= 0:
+                line = bytes(self.buffer[:newline])
+                del self.buffer[: newline + 1]
+                if self.skipping:
+                    dropped, self.skipping = self.skipping + len(line), 0
+                    return dropped
+                return line
+            if len(self.buffer) > self.limit:
+                self.skipping += len(self.buffer)
+                self.buffer.clear()
+            chunk = await self.reader.read(1 << 16)
+            if not chunk:
+                if self.skipping:
+                    dropped, self.skipping = self.skipping + len(self.buffer), 0
+                    self.buffer.clear()
+                    return dropped
+                rest, self.buffer = bytes(self.buffer), bytearray()
+                return rest or None
+            self.buffer += chunk
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -260,25 +367,40 @@ async def _run(args: argparse.Namespace) -> int:
     connection = Connection(sys.stdout.buffer)
     connection.engine = Engine(connection, cwd=Path(args.cwd), agent=Path(args.agent_dir),
                                extra=[Path(p) for p in args.policy])
+    lines = Lines(reader, protocol.MAX_LINE_BYTES)
     closing = asyncio.ensure_future(connection.closing.wait())
     while not connection.closing.is_set():
-        reading = asyncio.ensure_future(reader.readline())
+        reading = asyncio.ensure_future(lines.next())
         await asyncio.wait({reading, closing}, return_when=asyncio.FIRST_COMPLETED)
         if not reading.done():  # `shutdown` answered: stop without waiting for stdin to close
             reading.cancel()
             break
         line = reading.result()
-        if not line:
+        if line is None:
             break
-        try:
-            message = protocol.decode(line)
-        except ValueError as exc:
-            connection.engine.executor.log(f"protocol error: {exc}: {line[:200]!r}")
-            continue
-        connection.dispatch(message)
+        handle_line(connection, line)
     if connection.tasks:
         await asyncio.wait(connection.tasks, timeout=2)
     return 0
+
+
+def handle_line(connection: Connection, line: bytes | int) -> None:
+    """Decode one input line and dispatch it; anything else is refused with an error answer."""
+    if isinstance(line, int):
+        connection.refuse(f"line of {line} bytes is longer than the limit of {protocol.MAX_LINE_BYTES}",
+                          b"")
+        return
+    if not line.strip():
+        return
+    try:
+        message = protocol.decode(line)
+    except ValueError as exc:
+        connection.refuse(str(exc), line)
+        return
+    try:
+        connection.dispatch(message)
+    except Exception as exc:  # not expected: a message that breaks dispatch is refused, not fatal
+        connection.refuse(f"{type(exc).__name__}: {exc}", line)
 
 
 def main(argv: list[str]) -> int:

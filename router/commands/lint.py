@@ -8,7 +8,9 @@ from router import __version__
 from router.codes import CODES
 from router.compile import compile_files, load_policy
 from router.diagnostics import Diagnostic, has_errors, render_json, render_sarif, render_text
+from router.errors import SourceError
 from router.lint import run_checks
+from router.source import read_text
 
 
 def policy_files(paths: list[Path]) -> list[Path]:
@@ -51,8 +53,8 @@ def _sources(diagnostics: list[Diagnostic]) -> dict[str, list[str]]:
     lines: dict[str, list[str]] = {}
     for diag in diagnostics:
         if diag.span and diag.span.path not in lines:
-            try:
-                lines[diag.span.path] = Path(diag.span.path).read_text(encoding="utf-8").splitlines()
-            except (OSError, UnicodeDecodeError):
+            try:  # read_text: regular files of bounded size only (never /dev/zero or a FIFO)
+                lines[diag.span.path] = read_text(Path(diag.span.path)).splitlines()
+            except SourceError:
                 lines[diag.span.path] = []
     return lines
