@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from router import policy_cache, protocol
+from router.budget import Budget
 from router.compiled import CompiledPolicy
 from router.decision import Decision, SignalOutcome
 from router.diagnostics import Diagnostic, has_errors
@@ -190,15 +191,16 @@ class Engine:
 
     async def _decide(self, request_id: Any, policy: CompiledPolicy, event: dict[str, Any]) -> Decision:
         outcomes: dict[str, SignalOutcome] = {}
+        budget = Budget()  # one for the event: every evaluation while its signals are computed
         for _ in range(MAX_SIGNALS):
-            decision = evaluate(policy, event, state=self.state, outcomes=outcomes)
+            decision = evaluate(policy, event, state=self.state, outcomes=outcomes, budget=budget)
             if decision.pending is None:
                 return decision
             pending = decision.pending
             self.connection.notify(protocol.PROGRESS, {
                 "id": request_id, "budget_ms": budget_ms(pending) + 1000, "signal": pending.name})
             outcomes[pending.name] = await self.executor.compute(pending)
-        return evaluate(policy, event, state=self.state, outcomes={
+        return evaluate(policy, event, state=self.state, budget=budget, outcomes={
             **outcomes, **{n: SignalOutcome(error="too many signals") for n in policy.signals}})
 
 
