@@ -335,31 +335,34 @@ class Lines:
     def __init__(self, reader: asyncio.StreamReader, limit: int) -> None:
         self.reader, self.limit = reader, limit
         self.buffer = bytearray()
+        self.scanned = 0  # bytes of the buffer known to hold no newline
         self.skipping = 0  # bytes of an over-long line dropped so far
 
     async def next(self) -> bytes | int | None:
         """The next line; the length of an over-long one (dropped); None at the end of input."""
         while True:
-            newline = self.buffer.find(b"\n")
+            newline = self.buffer.find(b"\n", self.scanned)
             if newline >= 0:
                 line = bytes(self.buffer[:newline])
                 del self.buffer[: newline + 1]
-                if self.skipping:
-                    dropped, self.skipping = self.skipping + len(line), 0
-                    return dropped
-                return line
-            if len(self.buffer) > self.limit:
+                self.scanned = 0
+                return self._checked(line)
+            self.scanned = len(self.buffer)
+            if len(self.buffer) > self.limit:  # keep no more than the limit in memory
                 self.skipping += len(self.buffer)
                 self.buffer.clear()
+                self.scanned = 0
             chunk = await self.reader.read(1 << 16)
             if not chunk:
-                if self.skipping:
-                    dropped, self.skipping = self.skipping + len(self.buffer), 0
-                    self.buffer.clear()
-                    return dropped
-                rest, self.buffer = bytes(self.buffer), bytearray()
-                return rest or None
+                rest, self.buffer, self.scanned = bytes(self.buffer), bytearray(), 0
+                return self._checked(rest) if rest or self.skipping else None
             self.buffer += chunk
+
+    def _checked(self, line: bytes) -> bytes | int:
+        if self.skipping or len(line) > self.limit:
+            dropped, self.skipping = self.skipping + len(line), 0
+            return dropped
+        return line
 
 
 async def _run(args: argparse.Namespace) -> int:

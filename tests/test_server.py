@@ -14,12 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import router.compile
 from router import __version__, protocol
 from router.compile import compile_files
 from router.paths import packs_dir
-from router.server import Connection, Engine, id_key
+from router.server import Connection, Engine, handle_line, id_key
+from router.server import Lines as LineReader
 from tests.helpers import HANGING_PI, assert_group_gone, stub
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -414,3 +417,158 @@ def test_serve_subprocess_speaks_the_protocol_over_stdio(tmp_path: Path) -> None
                 process.kill()
     log = (rig.agent / "router" / "router.log").read_text()
     assert log.count("protocol error") == 2 and "this is not json" in log
+
+
+# --- hostile input: any id, any line, limits -----------------------------------------------------------
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**30), 10**30)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def strict(line: bytes) -> Any:
+    """The JSON value of an output line; fails on NaN, Infinity or anything that is not JSON."""
+    def refuse(constant: str) -> Any:
+        raise AssertionError(f"non-standard JSON constant {constant} in {line[:200]!r}")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+@pytest.fixture(scope="module")
+def fuzz_rig(tmp_path_factory: pytest.TempPathFactory) -> Rig:
+    return Rig(tmp_path_factory.mktemp("fuzz"), POLICY + """\
+  - id: keep
+    on: input
+    group: other
+    do:
+      - set: {last: "{text}", inf: "{1e308 * 10}"}
+""")
+
+
+def feed(rig: Rig, *lines: bytes) -> tuple[Connection, list[Any]]:
+    """Send raw lines to a fresh connection after a hello; wait for its requests; every output line
+    after the hello's answer, decoded."""
+    async def run() -> tuple[Connection, bytes]:
+        connection, writer = connected(rig)
+        handle_line(connection, protocol.encode({"id": 0, "method": "hello",
+                                                 "params": {"cwd": str(rig.cwd)}}))
+        await asyncio.gather(*connection.tasks)
+        writer.seek(0)
+        writer.truncate()
+        for line in lines:
+            handle_line(connection, line)
+            if connection.tasks:
+                await asyncio.gather(*connection.tasks, return_exceptions=True)
+        return connection, writer.getvalue()
+
+    connection, output = asyncio.run(run())
+    return connection, [strict(line) for line in output.splitlines()]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(request_id=JSON_VALUES)
+def test_any_json_value_as_id_is_echoed_back(fuzz_rig: Rig, request_id: Any) -> None:
+    line = json.dumps({"id": request_id, "method": "event", "params": INPUT}).encode()
+    connection, messages = feed(fuzz_rig, line)
+    answers = [m for m in messages if "method" not in m]
+    assert len(answers) == 1 and answers[0]["id"] == request_id
+    assert answers[0]["result"]["fired"] == ["greet", "keep"]
+    assert not connection.closing.is_set() and connection.running == {}
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(request_id=JSON_VALUES)
+def test_cancel_with_any_json_id_keeps_the_connection(fuzz_rig: Rig, request_id: Any) -> None:
+    connection, messages = feed(fuzz_rig, json.dumps({"method": "cancel", "params": {"id": request_id}})
+                                .encode(), json.dumps({"method": "cancel", "params": request_id}).encode())
+    assert messages == [] and not connection.closing.is_set()
+
+
+LINE_PARTS = st.sampled_from([b"{", b"}", b"[", b"]", b'"id"', b'"method"', b'"event"', b'"hello"', b":",
+                              b",", b"1", b"null", b"NaN", b"Infinity", b"-1e999", b'"params"', b'"\\ud800"',
+                              b"\xff", b"\x00", b" ", b'"shutdown"', b'"cancel"', b'{"id": [1]}'])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(line=st.one_of(st.binary(max_size=200), st.lists(LINE_PARTS, max_size=30).map(b"".join),
+                      st.builds(lambda v: json.dumps(v).encode(), JSON_VALUES)))
+def test_any_line_gets_strict_json_answers_and_the_sidecar_stays(fuzz_rig: Rig, line: bytes) -> None:
+    connection, messages = feed(fuzz_rig, line.replace(b"\n", b" "))
+    assert all(isinstance(m, dict) for m in messages)
+    for message in messages:
+        if "error" in message:
+            assert set(message) == {"id", "error"} and isinstance(message["error"]["message"], str)
+    shutdown = any(isinstance(m, dict) and m.get("result") == {} for m in messages)
+    assert not connection.closing.is_set() or shutdown or b"shutdown" in line
+
+
+@pytest.mark.parametrize(("line", "reason"), [
+    (b"not json", "Expecting value"),
+    (b"[1, 2]", "must be a JSON object"),
+    (b'{"a": ' + b"[" * 975 + b"]" * 975 + b"}", "nested deeper than 100 levels"),
+    (b'{"id": 1, "method": "event", "params": ' + b"[" * 200_000 + b"]" * 200_000 + b"}",
+     "nested deeper than 100 levels"),
+    (b"\xff\xfe", "Expecting value"),
+    (b'{"id": 1, "method": "event"} trailing', "Extra data"),
+])
+def test_a_line_that_is_no_message_gets_an_error_with_id_null_and_a_log_line(
+        fuzz_rig: Rig, line: bytes, reason: str) -> None:
+    connection, messages = feed(fuzz_rig, line)
+    (message,) = messages
+    assert message["id"] is None and message["error"]["code"] == "protocol"
+    assert reason in message["error"]["message"]
+    assert "protocol error" in fuzz_rig.log() and not connection.closing.is_set()
+
+
+def test_non_finite_numbers_and_huge_integers_go_out_as_strict_json(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, """\
+version: 1
+rules:
+  - id: keep
+    on: input
+    do:
+      - set: {inf: "{1e308 * 10}", nan: "{1e308 * 10 - 1e308 * 10}", text: "{text}"}
+      - notify: "{1e308 * 10}"
+""")
+    line = b'{"id": 1, "method": "event", "params": {"type": "input", "payload": {"text": NaN}}}'
+    _, (answer,) = feed(rig, line)
+    assert answer["id"] == 1, answer
+    assert answer["result"]["state"] == {"inf": None, "nan": None, "text": "nan"}  # normalize: text
+    assert answer["result"]["actions"][0]["params"]["text"] is None
+
+
+def test_a_reply_that_cannot_be_encoded_becomes_an_error_reply(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    rig = Rig(tmp_path, POLICY)
+    real = protocol.encode
+
+    def picky(message: dict[str, Any]) -> bytes:
+        if "result" in message:
+            raise RecursionError("too deep")
+        return real(message)
+
+    monkeypatch.setattr(protocol, "encode", picky)
+    connection, (answer,) = feed(rig, json.dumps({"id": [7], "method": "event", "params": INPUT}).encode())
+    assert answer == {"id": [7], "error": {"code": "internal",
+                                           "message": "the answer could not be encoded: RecursionError"}}
+    assert not connection.closing.is_set()
+
+
+def test_over_long_line_is_refused_and_the_next_line_answered(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(protocol, "MAX_LINE_BYTES", 1000)
+
+    async def run() -> list[Any]:
+        reader = asyncio.StreamReader()
+        reader.feed_data(b"x" * 5000 + b"\n" + b'{"id": 1}\n' + b"y" * 3000)
+        reader.feed_eof()
+        lines = LineReader(reader, 1000)
+        return [await lines.next() for _ in range(4)]
+
+    assert asyncio.run(run()) == [5000, b'{"id": 1}', 3000, None]
+    connection, (message,) = feed(Rig(tmp_path, POLICY), 5000)  # type: ignore[arg-type]
+    assert message == {"id": None, "error": {"code": "protocol", "message":
+                                             "line of 5000 bytes is longer than the limit of 1000"}}
