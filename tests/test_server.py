@@ -569,6 +569,6 @@ def test_over_long_line_is_refused_and_the_next_line_answered(tmp_path: Path,
         return [await lines.next() for _ in range(4)]
 
     assert asyncio.run(run()) == [5000, b'{"id": 1}', 3000, None]
-    connection, (message,) = feed(Rig(tmp_path, POLICY), 5000)  # type: ignore[arg-type]
+    _, (message,) = feed(Rig(tmp_path, POLICY), 5000)  # type: ignore[arg-type]
     assert message == {"id": None, "error": {"code": "protocol", "message":
                                              "line of 5000 bytes is longer than the limit of 1000"}}
