@@ -43,12 +43,14 @@ def agent_dir(environ: dict[str, str] | None = None) -> Path:
 
 
 def layer_paths(cwd: Path, *, agent: Path, include_project: bool = True) -> list[tuple[str, Path]]:
-    """The default layers that exist: (layer name, path)."""
+    """The default layers that exist: (layer name, path). A FIFO or device in a layer's place is kept,
+    so loading it reports the problem instead of silently dropping the layer; a directory is not a
+    layer."""
     layers = [("pack", packs_dir() / "default.yaml")]
     user = agent / "router.yaml"
-    if user.is_file():
+    if user.exists() and not user.is_dir():
         layers.append(("user", user))
     project = cwd / ".pi" / "router.yaml"
-    if include_project and project.is_file():
+    if include_project and project.exists() and not project.is_dir():
         layers.append(("project", project))
     return layers

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import io
 import json
 import os
@@ -18,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import router.compile
+import router.executor as executor_module
 from router import __version__, protocol
 from router.compile import compile_files
 from router.paths import packs_dir
@@ -572,3 +574,87 @@ def test_over_long_line_is_refused_and_the_next_line_answered(tmp_path: Path,
     _, (message,) = feed(Rig(tmp_path, POLICY), 5000)  # type: ignore[arg-type]
     assert message == {"id": None, "error": {"code": "protocol", "message":
                                              "line of 5000 bytes is longer than the limit of 1000"}}
+
+
+# --- the last good policy is never lost ----------------------------------------------------------------
+
+HOSTILE_EDITS = {
+    "deep flow nesting": "rules: " + "[" * 100_000 + "]" * 100_000 + "\n",
+    "self-referencing merge": "base: &b\n  x: 1\n  <<: *b\nrules: []\n",
+    "too many rules": "rules:\n" + "".join(f"  - {{id: r{i}, on: input}}\n" for i in range(10_001)),
+    "a FIFO": None,
+}
+
+
+@pytest.mark.parametrize("edit", sorted(HOSTILE_EDITS))
+def test_hostile_edit_keeps_the_last_good_policy_and_says_so_once(tmp_path: Path, edit: str) -> None:
+    rig = Rig(tmp_path, POLICY)
+    rig.hello()
+    text = HOSTILE_EDITS[edit]
+    if text is None:
+        rig.policy.unlink()
+        os.mkfifo(rig.policy)
+    else:
+        rig.edit(text)
+    first, second = rig.event(), rig.event()
+    assert first["fired"] == ["greet"] and second["fired"] == ["greet"]
+    [warning] = first["warnings"]
+    assert warning.startswith("policy reload failed: ") and warning.endswith("keeping the last good policy")
+    assert second["warnings"] == []
+    assert ("progress", {"id": 7, "budget_ms": 10000}) in rig.connection.notes  # reloads may take long
+
+
+def test_reload_that_raises_keeps_the_last_good_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rig = Rig(tmp_path, POLICY)
+    rig.hello()
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise MemoryError("out of memory")
+
+    monkeypatch.setattr(router.compile, "load_policy", broken)
+    rig.edit(POLICY + "# changed\n")
+    result = rig.event()
+    assert result["fired"] == ["greet"]
+    assert "internal error MemoryError: out of memory" in result["warnings"][0]
+
+
+def test_a_new_sidecar_with_broken_files_starts_with_the_last_good_policy(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, POLICY)
+    rig.hello()
+    rig.edit("rules: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    restarted = Engine(FakeConnection(), cwd=rig.cwd, agent=rig.agent, extra=[])  # type: ignore[arg-type]
+    hello = asyncio.run(restarted.hello({"cwd": str(rig.cwd), "trusted": True}))
+    assert hello["events"] == events("input")
+    assert hello["warnings"][0].startswith("the policy has errors; the last policy that loaded")
+    assert any("[RT101]" in w for w in hello["warnings"])
+    assert asyncio.run(restarted.event(1, INPUT))["fired"] == ["greet"]
+
+
+def test_a_new_sidecar_with_broken_files_and_no_good_policy_runs_without_one(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, "rules: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    hello = rig.hello()
+    assert hello["warnings"][0].startswith("the router policy has errors; Pi runs without it")
+    assert rig.event()["actions"] == []
+
+
+def test_write_failures_of_the_router_log_are_told_once(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    rig = Rig(tmp_path, POLICY)
+    rig.hello()
+
+    def full(path: Path, line: str) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(executor_module, "append_line", full)
+    rig.edit(POLICY + "# changed\n")
+    first = rig.event()
+    rig.edit(POLICY + "# changed again\n")
+    second = rig.event()
+    assert [w for w in first["warnings"] if w.startswith("router log: cannot write")] == [
+        f"router log: cannot write {rig.agent / 'router' / 'router.log'}: No space left on device; "
+        "lines are dropped whole until it works again"]
+    assert not [w for w in second["warnings"] if w.startswith("router log")]
+    monkeypatch.undo()
+    rig.edit(POLICY + "# changed a third time\n")
+    rig.event()
+    assert "policy reloaded" in rig.log()
