@@ -604,7 +604,8 @@ def test_hostile_edit_keeps_the_last_good_policy_and_says_so_once(tmp_path: Path
     assert ("progress", {"id": 7, "budget_ms": 10000}) in rig.connection.notes  # reloads may take long
 
 
-def test_reload_that_raises_keeps_the_last_good_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reload_that_raises_keeps_the_last_good_policy(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     rig = Rig(tmp_path, POLICY)
     rig.hello()
 
