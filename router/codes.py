@@ -36,7 +36,7 @@ _ENTRIES = [
              "- id: a\n  when: x\n  when: y", "Keep one key, or combine the conditions with `and`."),
     CodeInfo("RT103", "file or policy too large",
              "A policy, test or event file is larger than 4 MiB or holds more than 1,000,000 YAML "
-             "values, or the layered policy has more than 10,000 rules.",
+             "values, or the layered policy has more than 5,000 rules.",
              "Such a policy could not load within the sidecar's start time; it fails at once instead, "
              "and the last good policy stays in force.",
              "rules:  # 20,000 generated rules", "Merge rules that differ only in data into one rule "

@@ -137,7 +137,9 @@ class Engine:
 
     # --- requests -----------------------------------------------------------------------------
 
-    async def hello(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def hello(self, params: dict[str, Any], request_id: Any = None) -> dict[str, Any]:
+        if request_id is not None:  # alive: the bridge waits for loading (it waits ~2 s for this)
+            self.connection.notify(protocol.PROGRESS, {"id": request_id, "budget_ms": RELOAD_BUDGET_MS})
         self.trusted = bool(params.get("trusted", True))
         if params.get("cwd"):
             self.cwd = Path(str(params["cwd"]))
@@ -307,7 +309,7 @@ class Connection:
         assert self.engine is not None
         try:
             if method == protocol.HELLO:
-                value: Any = await self.engine.hello(params)
+                value: Any = await self.engine.hello(params, request_id)
             elif method == protocol.EVENT:
                 value = await self.engine.event(request_id, params)
             elif method == protocol.SHUTDOWN:

@@ -19,7 +19,7 @@ from router.diagnostics import Diagnostic, Span
 from router.errors import SourceError
 
 KeyPath = tuple[str | int, ...]
-MAX_FILE_BYTES = 4 * 1024 * 1024  # a 10,000-rule policy is about 2 MiB
+MAX_FILE_BYTES = 4 * 1024 * 1024  # a 5,000-rule policy is about 1 MiB
 MAX_DEPTH = 64
 MAX_NODES = 1_000_000
 MAX_ALIAS_NODES = 10_000

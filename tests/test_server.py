@@ -358,8 +358,9 @@ rules:
 
     monkeypatch.setattr(asyncio, "create_subprocess_exec", recording)
     messages = asyncio.run(run())
-    assert [m.get("id") for m in messages] == [1, None]  # no answer for the cancelled request
-    assert messages[1] == {"method": "progress", "params": {"id": 5, "budget_ms": 61000, "signal": "c"}}
+    assert [m.get("id") for m in messages] == [None, 1, None]  # no answer for the cancelled request
+    assert messages[0] == {"method": "progress", "params": {"id": 1, "budget_ms": 10000}}  # loading
+    assert messages[2] == {"method": "progress", "params": {"id": 5, "budget_ms": 61000, "signal": "c"}}
     assert_group_gone(int((tmp_path / "bin" / "pid").read_text()))
 
 
@@ -385,6 +386,12 @@ class Reader:
         line, self.buffer = self.buffer.split(b"\n", 1)
         return protocol.decode(line)
 
+    def answer(self) -> dict[str, Any]:
+        """The next message that is not a progress note."""
+        while (message := self.message()).get("method") == "progress":
+            pass
+        return message
+
 
 def test_serve_subprocess_speaks_the_protocol_over_stdio(tmp_path: Path) -> None:
     rig = Rig(tmp_path, POLICY)
@@ -400,7 +407,7 @@ def test_serve_subprocess_speaks_the_protocol_over_stdio(tmp_path: Path) -> None
 
         try:
             send(protocol.encode({"id": 1, "method": "hello", "params": {"cwd": str(rig.cwd)}}))
-            hello = reader.message()
+            hello = reader.answer()
             assert hello["id"] == 1 and hello["result"]["events"] == events("input")
             send(b"this is not json\n", b"[1, 2]\n",
                  protocol.encode({"id": 2, "method": "event", "params": INPUT}),
