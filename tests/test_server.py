@@ -10,6 +10,7 @@ import os
 import selectors
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -386,9 +387,9 @@ class Reader:
         line, self.buffer = self.buffer.split(b"\n", 1)
         return protocol.decode(line)
 
-    def answer(self) -> dict[str, Any]:
+    def answer(self, timeout: float = 30) -> dict[str, Any]:
         """The next message that is not a progress note."""
-        while (message := self.message()).get("method") == "progress":
+        while (message := self.message(timeout)).get("method") == "progress":
             pass
         return message
 
@@ -666,3 +667,46 @@ def test_write_failures_of_the_router_log_are_told_once(tmp_path: Path,
     rig.edit(POLICY + "# changed a third time\n")
     rig.event()
     assert "policy reloaded" in rig.log()
+
+
+def test_serve_subprocess_survives_hostile_lines(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, POLICY)
+    argv = [sys.executable, "-m", "router", "serve", "--cwd", str(rig.cwd), "--agent-dir", str(rig.agent)]
+    hostile = [
+        json.dumps({"id": {"an": ["object"]}, "method": "event", "params": INPUT}).encode(),
+        json.dumps({"id": [1, [2]], "method": "event", "params": INPUT}).encode(),
+        b'{"id": 3, "method": "event", "params": ' + b"[" * 975 + b"]" * 975 + b"}",
+        b'{"id": 4, "method": "event", "params": {"type": "input", "payload": {"text": NaN}}}',
+        b'{"method": "cancel", "params": {"id": {"x": 1}}}',
+        b"x" * (70 * 1024 * 1024),  # over the 64 MiB limit
+        b'{"id": 5, "method": "frobnicate"}',
+    ]
+    with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          cwd=ROOT, env={**os.environ, "PI_CODING_AGENT_DIR": str(rig.agent)}) as process:
+        assert process.stdin is not None and process.stdout is not None
+        reader = Reader(process.stdout)
+        try:
+            process.stdin.write(protocol.encode({"id": 1, "method": "hello", "params": {"cwd": str(rig.cwd)}}))
+            process.stdin.flush()
+            assert reader.answer()["id"] == 1
+            stdin = process.stdin
+
+            def send_all() -> None:  # a 70 MiB write blocks until the sidecar has read it
+                stdin.write(b"\n".join(hostile) + b"\n")
+                stdin.flush()
+
+            writer = threading.Thread(target=send_all)
+            writer.start()
+            answers = [reader.answer(timeout=60) for _ in range(6)]
+            writer.join(60)
+            process.stdin.write(protocol.encode({"id": 6, "method": "event", "params": INPUT}))
+            process.stdin.flush()
+            last = reader.answer()
+        finally:
+            process.kill()
+    by_id = [a["id"] for a in answers]
+    assert by_id == [{"an": ["object"]}, [1, [2]], None, 4, None, 5]
+    assert answers[0]["result"]["fired"] == ["greet"] and answers[1]["result"]["fired"] == ["greet"]
+    assert "nested deeper than 100 levels" in answers[2]["error"]["message"]
+    assert "longer than the limit" in answers[4]["error"]["message"]
+    assert last["id"] == 6 and last["result"]["fired"] == ["greet"]  # alive and answering
