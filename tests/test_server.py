@@ -686,7 +686,8 @@ def test_serve_subprocess_survives_hostile_lines(tmp_path: Path) -> None:
         assert process.stdin is not None and process.stdout is not None
         reader = Reader(process.stdout)
         try:
-            process.stdin.write(protocol.encode({"id": 1, "method": "hello", "params": {"cwd": str(rig.cwd)}}))
+            hello = {"id": 1, "method": "hello", "params": {"cwd": str(rig.cwd)}}
+            process.stdin.write(protocol.encode(hello))
             process.stdin.flush()
             assert reader.answer()["id"] == 1
             stdin = process.stdin
