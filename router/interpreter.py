@@ -112,7 +112,11 @@ class _Run:
                 if matched:
                     self._fire(rule)
             except SignalNeeded as need:
-                return self._pending(need.name, rule)
+                try:
+                    return self._pending(need.name, rule)
+                except BudgetExceeded as exc:  # rendering the signal's request ran out
+                    self._exhausted(rule, exc, None)
+                    break
             except BudgetExceeded as exc:
                 self._exhausted(rule, exc, run)
                 break

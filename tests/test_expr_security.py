@@ -491,3 +491,17 @@ def test_router_explain_and_test_cases_are_bounded(tmp_path: Path) -> None:
     test = subprocess.run([sys.executable, "-m", "router", "test", str(policy)], capture_output=True,
                           text=True, timeout=120, cwd=ROOT, check=False)
     assert test.returncode == 1 and "still searching" in test.stdout and "Traceback" not in test.stderr
+
+
+def test_budget_while_rendering_a_signal_request_names_its_template(tmp_path: Path) -> None:
+    policy = compile_ok(tmp_path, """\
+        version: 1
+        signals:
+          p: {complete: {prompt: "{upper(text) + upper(text)}"}, fallback: "'x'"}
+        rules:
+          - {id: a, on: input, when: "signals.p != null", do: [{notify: x}]}
+        """)
+    decision = evaluate(policy, event("input", text=BIG[:60_000]),
+                        budget=Budget(BudgetLimits(size=100_000)))
+    assert decision.pending is None and decision.errors[0].code == "RT404"
+    assert "(in `upper(text) + upper(text)`)" in decision.errors[0].message
