@@ -35,6 +35,13 @@ _ENTRIES = [
              "The same key appears twice in one mapping.",
              "YAML would silently keep only one of them; the router refuses to guess.",
              "- id: a\n  when: x\n  when: y", "Keep one key, or combine the conditions with `and`."),
+    CodeInfo("RT103", "file or policy too large",
+             "A policy, test or event file is larger than 4 MiB or holds more than 1,000,000 YAML "
+             "values, or the layered policy has more than 5,000 rules.",
+             "Such a policy could not load within the sidecar's start time; it fails at once instead, "
+             "and the last good policy stays in force.",
+             "rules:  # 20,000 generated rules", "Merge rules that differ only in data into one rule "
+             "that reads a var, or split the work between policies."),
     CodeInfo("RT110", "unknown key",
              "A key that the policy format does not have; the help line suggests the closest one.",
              "A misspelled key (`matchh:`) would otherwise be ignored and the rule would match "
@@ -172,7 +179,15 @@ _ENTRIES = [
              "A `shadow: true` rule has `set` or `unset` actions.",
              "Shadow rules are never applied, so later rules will not see the writes.",
              "- id: try\n  shadow: true\n  do: [{set: {x: 1}}]", "Remove `shadow` or the state write."),
-    CodeInfo("RT315", "a user-only var is switched on",
+    CodeInfo("RT315", "regex pattern from evaluation data",
+             "A regex() or regex_find() pattern is computed while evaluating (from event fields, "
+             "state or signals), not written in the policy.",
+             "The pattern cannot be checked when the policy loads (RT210, RT307); text that reaches "
+             "it can make it slow or invalid. It runs within the evaluation budget (RT404).",
+             "when: \"regex(text, state.pattern)\"",
+             "Write the pattern in the policy or in `vars:`; to look for a piece of text, use "
+             "contains() or count_keywords()."),
+    CodeInfo("RT316", "a user-only var is switched on",
              "Your own policy sets a var that a pack marks as powerful (`user_vars:`); the warning "
              "says what it lets the pack do.",
              "Such settings are easy to copy from an example without noticing what they allow.",
@@ -191,6 +206,15 @@ _ENTRIES = [
              "An expression exceeded a resource limit (string length, power, comprehension size).",
              "Limits keep a policy from stalling the agent or exhausting memory.",
              "when: \"'x' * 10**9\"", "Compute less."),
+    CodeInfo("RT404", "evaluation budget exceeded",
+             "The evaluation of one event (or of one `router explain` or `router test` case) used more "
+             "than its budget: 1 s of time or 50,000,000 characters and items built, across all rules, "
+             "signals and templates. The rule that was running is named with its expression.",
+             "A runaway rule (a backtracking regex, a huge comprehension) would stall the agent. The "
+             "rules that had already fired keep their effects; the remaining rules are skipped for "
+             "this event.",
+             "when: \"regex(text, '(a|aa)+$')\"", "Make the rule cheaper: a simpler pattern, a "
+             "smaller comprehension, fewer copies of long texts."),
     CodeInfo("RT501", "action failed",
              "The executor could not carry out an action (unknown model, unwritable file, …).",
              "The rest of the decision is still applied; the failure is logged and notified.",

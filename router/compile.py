@@ -7,7 +7,9 @@ event types, actions and their parameters, functions and arity, names and field 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import gc
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -55,7 +57,7 @@ from router.expr import (
 )
 from router.fields import check_path, scope_tree
 from router.functions import FUNCTIONS
-from router.loader import PolicyFile, load_layers
+from router.loader import MAX_RULES, PolicyFile, load_layers, too_many_rules
 from router.model import SIGNAL_KINDS, EnvVar, Rule, Signal
 from router.paths import agent_dir, display_path, layer_paths
 from router.query import JMESPATH_ARITY, JMESPATH_BUILTINS, Query, compile_query
@@ -124,15 +126,38 @@ def compile_layers(layers: Iterable[tuple[str, Path]], *, agent: Path | None = N
     A file given as `.pi/router.yaml` is a project policy wherever it is named. Refusals (what a
     layer may not do) are not in the returned diagnostics: the policy keeps them in `refused`.
     """
-    files, found = load_layers([(_layer_of(layer, path), path) for layer, path in layers])
-    refusals = [r for d in found if (r := refusal_of(d)) is not None]
-    diagnostics = [d for d in found if refusal_of(d) is None]
-    if has_errors(diagnostics):
-        return LoadedPolicy(None, found, files)
-    policy, more = compile_policy(files, agent=agent, refusals=refusals)
+    with without_gc():
+        files, found = load_layers([(_layer_of(layer, path), path) for layer, path in layers])
+        refusals = [r for d in found if (r := refusal_of(d)) is not None]
+        diagnostics = [d for d in found if refusal_of(d) is None]
+        if has_errors(diagnostics):
+            return LoadedPolicy(None, found, files)
+        too_many = rule_limit(files)
+        if too_many is not None:
+            return LoadedPolicy(None, [*found, too_many], files)
+        policy, more = compile_policy(files, agent=agent, refusals=refusals)
     if policy is None:
         return LoadedPolicy(None, found + more, files)
     return LoadedPolicy(policy, diagnostics + more, files)
+
+
+def rule_limit(files: list[PolicyFile]) -> Diagnostic | None:
+    """RT103 when the files hold more than MAX_RULES rules in all."""
+    total = sum(len(f.policy.rules) for f in files)
+    return too_many_rules(total, files[-1].doc.span(("rules",), key=True)) if total > MAX_RULES else None
+
+
+@contextmanager
+def without_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector: compiling makes many long-lived objects and few cycles,
+    and the collector's passes over them took two thirds of a 20,000-rule compile."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _layer_of(layer: str, path: Path) -> str:
@@ -347,6 +372,7 @@ def _by_name(files: list[PolicyFile], attr: str, key: str) -> list[Any]:
 
 def _merge_rules(files: list[PolicyFile], diagnostics: list[Diagnostic]) -> list[_Entry]:
     ordered: list[_Entry] = []
+    by_id: dict[str, _Entry] = {}  # the entry of each id in `ordered`: placing a new rule stays O(1)
     for f in files:
         seen_here: set[str] = set()
         for index, rule in enumerate(f.policy.rules):
@@ -357,24 +383,32 @@ def _merge_rules(files: list[PolicyFile], diagnostics: list[Diagnostic]) -> list
                                               "a later file with the same id overrides the rule"))
                 continue
             seen_here.add(rule.id)
-            _place(ordered, _Entry(rule, f, index, rule.group or f.group), f, diagnostics)
+            entry = _Entry(rule, f, index, rule.group or f.group)
+            _place(ordered, by_id, entry, f, diagnostics)
         for index, rule_id in enumerate(f.policy.disable):
-            before = len(ordered)
-            ordered[:] = [e for e in ordered if e.rule.id != rule_id]
-            if len(ordered) == before:
+            if by_id.pop(rule_id, None) is None:
                 diagnostics.append(Diagnostic(
                     "RT122", f"`disable:` names unknown rule '{rule_id}'", f.doc.span(("disable", index)),
                     Severity.WARNING, help=did_you_mean(rule_id, [e.rule.id for e in ordered])))
+                continue
+            ordered[:] = [e for e in ordered if e.rule.id != rule_id]
     return [e for e in ordered if e.rule.enabled]
 
 
-def _place(ordered: list[_Entry], entry: _Entry, f: PolicyFile, diagnostics: list[Diagnostic]) -> None:
+def _position(ordered: list[_Entry], entry: _Entry) -> int:
+    return next(i for i, e in enumerate(ordered) if e is entry)
+
+
+def _place(ordered: list[_Entry], by_id: dict[str, _Entry], entry: _Entry, f: PolicyFile,
+           diagnostics: list[Diagnostic]) -> None:
     rule = entry.rule
-    existing = next((i for i, e in enumerate(ordered) if e.rule.id == rule.id), None)
+    previous = by_id.get(rule.id)
     anchor_id = rule.before or rule.after
-    if existing is not None:
+    by_id[rule.id] = entry
+    if previous is not None:
+        existing = _position(ordered, previous)
         if rule.group is None:
-            entry.group = ordered[existing].group
+            entry.group = previous.group
         if anchor_id is None:
             ordered[existing] = entry
             return
@@ -382,8 +416,8 @@ def _place(ordered: list[_Entry], entry: _Entry, f: PolicyFile, diagnostics: lis
     if anchor_id is None:
         ordered.append(entry)
         return
-    anchor = next((i for i, e in enumerate(ordered) if e.rule.id == anchor_id), None)
-    if anchor is None:
+    target = by_id.get(anchor_id) if anchor_id != rule.id else None
+    if target is None:
         key = "before" if rule.before else "after"
         diagnostics.append(Diagnostic(
             "RT122", f"rule '{rule.id}' is placed {key} unknown rule '{anchor_id}'; it goes last",
@@ -391,8 +425,9 @@ def _place(ordered: list[_Entry], entry: _Entry, f: PolicyFile, diagnostics: lis
             help=did_you_mean(anchor_id, [e.rule.id for e in ordered])))
         ordered.append(entry)
         return
+    anchor = _position(ordered, target)
     if rule.group is None:
-        entry.group = ordered[anchor].group
+        entry.group = target.group
     ordered.insert(anchor if rule.before else anchor + 1, entry)
 
 
@@ -420,7 +455,7 @@ def _merge_vars(files: list[PolicyFile], diagnostics: list[Diagnostic],
 
 def _may_set_reserved(f: PolicyFile, name: str, value: Any, text: str, diagnostics: list[Diagnostic],
                       refused: list[Refusal]) -> bool:
-    """A `user_vars:` var: a project layer may not set it (refused, RT124); the user is warned (RT315)."""
+    """A `user_vars:` var: a project layer may not set it (refused, RT124); the user is warned (RT316)."""
     span = f.doc.span(("vars", name), key=True)
     if f.layer == "project":
         refused.append(Refusal("var", name, f.layer, "RT124", "only your own policy "
@@ -428,7 +463,7 @@ def _may_set_reserved(f: PolicyFile, name: str, value: Any, text: str, diagnosti
                                span, f"it {text}"))
         return False
     if f.layer != "pack" and value not in (None, False, 0, ""):
-        diagnostics.append(Diagnostic("RT315", f"vars.{name} is on: it {text}", span,
+        diagnostics.append(Diagnostic("RT316", f"vars.{name} is on: it {text}", span,
                                       severity=Severity.WARNING,
                                       help=f"remove vars.{name} unless you want exactly that"))
     return True

@@ -45,6 +45,7 @@ from router.filelock import (
     update_json_values,
 )
 from router.functions import cap_level
+from router.jsonout import dumps
 
 BridgeCall = Callable[[str, dict[str, Any], float], Awaitable[Any]]
 CHILD_FLAGS = ("--print", "--no-session", "--no-tools", "--no-extensions", "--no-skills",
@@ -88,7 +89,8 @@ class Executor:
         self.log_file = log_file
         self.slots: dict[str, tuple[int, int]] = {}
         self.secrets: dict[str, str] = {}  # environment values the policy reads: never logged
-        self.notices: list[str] = []  # refusals met while computing signals, shown by `apply`
+        self.failing: set[str] = set()  # files whose last append failed (the user was told once)
+        self.notices: list[str] = []  # refusals met while computing signals, router-log failures
 
     # --- signals ------------------------------------------------------------------------------
 
@@ -384,7 +386,7 @@ class Executor:
                 if target == ROUTER_LOG:
                     self.log(f"rule {effect.rule_id}: {params.get('text', '')}")
                 elif (path := checked.get("file") or _path(target)) is not None:
-                    append_line(path, str(params.get("text", "")))
+                    return self.append(path, str(params.get("text", "")))
             elif effect.action == "audit":
                 target = checked.get("file") or _path(params.get("file"))
                 if target is None:
@@ -392,7 +394,7 @@ class Executor:
                 record = params.get("record")
                 if params.get("stamp", True) and isinstance(record, dict) and "timestamp" not in record:
                     record = {"timestamp": _now_iso(), **record}
-                append_line(target, json.dumps(record, ensure_ascii=False, default=str))
+                return self.append(target, dumps(record))
             elif effect.action == "save":
                 target = checked.get("file") or _path(params.get("file"))
                 if target is None:
@@ -413,8 +415,9 @@ class Executor:
         """A line in the router's own log (failures of the router itself); environment values the
         policy reads are never written, whatever message carries them."""
         if self.log_file is not None:
-            with contextlib.suppress(OSError):
-                append_line(self.log_file, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {self.redact(text)}")
+            problem = self.append(self.log_file, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {self.redact(text)}")
+            if problem:
+                self.notices.append(f"router log: {problem}")
 
     def redact(self, text: str) -> str:
         """`text` with every value in `secrets` (the environment the policy reads) replaced."""
@@ -422,6 +425,19 @@ class Executor:
             if len(value) >= 4 and value in text:
                 text = text.replace(value, f"<${name}>")
         return text
+
+    def append(self, path: Path, line: str) -> str | None:
+        """Append a whole line (or nothing); a failure is reported once per file until one succeeds."""
+        key = str(path)
+        try:
+            append_line(path, line)
+        except OSError as exc:
+            if key in self.failing:
+                return None
+            self.failing.add(key)
+            return f"cannot write {path}: {exc.strerror or exc}; lines are dropped whole until it works again"
+        self.failing.discard(key)
+        return None
 
 
 def _for_bridge(effect: Effect) -> dict[str, Any]:

@@ -13,12 +13,14 @@ import ast
 import operator as op
 import re
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from simpleeval import EvalWithCompoundTypes, InvalidExpression
 
+from router.budget import Budget, BudgetExceeded, active, size_of, spend
 from router.errors import ExpressionError
 from router.expr_compiler import Run, as_text, compile_tree
 from router.functions import FUNCTIONS, NOT_LITERAL, type_name
@@ -39,10 +41,12 @@ _ALLOWED_NODES: tuple[type[ast.AST], ...] = (
 
 @dataclass(frozen=True)
 class Limits:
-    """Resource bounds applied while evaluating (per evaluator, never module globals)."""
+    """Resource bounds of single operations (per evaluator, never module globals); the total of one
+    evaluation is bounded by its `router.budget.Budget`."""
 
     max_string: int = 100_000
     max_power: int = 4_000
+    max_int_bits: int = 14_000  # about 4,200 digits: what can still be written as text
 
 
 DEFAULT_LIMITS = Limits()
@@ -308,16 +312,29 @@ def _ordering(compare: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
 
 
 def _limited(limits: Limits) -> dict[type[ast.AST], Callable[..., Any]]:
+    def too_long() -> ExpressionError:
+        return ExpressionError(f"result longer than {limits.max_string} items", code="RT403")
+
+    def bounded(result: Any) -> Any:
+        if type(result) is int and result.bit_length() > limits.max_int_bits:
+            raise ExpressionError(f"a number of more than {limits.max_int_bits} bits", code="RT403")
+        return result
+
     def add(a: Any, b: Any) -> Any:
-        if hasattr(a, "__len__") and hasattr(b, "__len__") and len(a) + len(b) > limits.max_string:
-            raise ExpressionError(f"result longer than {limits.max_string} items", code="RT403")
-        return a + b
+        if hasattr(a, "__len__") and hasattr(b, "__len__"):
+            if len(a) + len(b) > limits.max_string:
+                raise too_long()
+            spend(len(a) + len(b))
+            return a + b
+        return bounded(a + b)
 
     def mult(a: Any, b: Any) -> Any:
         for seq, times in ((a, b), (b, a)):
-            if hasattr(seq, "__len__") and isinstance(times, int) and times * len(seq) > limits.max_string:
-                raise ExpressionError(f"result longer than {limits.max_string} items", code="RT403")
-        return a * b
+            if hasattr(seq, "__len__") and isinstance(times, int):
+                if times * len(seq) > limits.max_string:
+                    raise too_long()
+                spend(max(0, times * len(seq)))
+        return bounded(a * b)
 
     def power(a: Any, b: Any) -> Any:
         if abs(a) > limits.max_power or abs(b) > limits.max_power:
@@ -325,7 +342,7 @@ def _limited(limits: Limits) -> dict[type[ast.AST], Callable[..., Any]]:
         result = a**b
         if isinstance(result, complex):
             raise ExpressionError(f"{a} ** {b} is not a real number")
-        return result
+        return bounded(result)
 
     def modulo(a: Any, b: Any) -> Any:
         if isinstance(a, (str, bytes)):
@@ -355,15 +372,19 @@ class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
         self.nodes[ast.Attribute] = self._eval_attribute
         self.nodes[ast.Subscript] = self._eval_subscript
         self.nodes[ast.Call] = self._eval_call
+        self.nodes[ast.ListComp] = self._eval_built
+        self.nodes[ast.DictComp] = self._eval_built
+        self.steps = 0
 
     def value(self, expression: Expression) -> Any:
         """Evaluate `expression`; any failure becomes an ExpressionError naming the source."""
         if expression.run is not None:
             return run_expression(expression, self.scope)
-        try:
-            return self.eval(expression.source, previously_parsed=expression.tree)
-        except EVALUATION_FAILURES as exc:
-            raise expression_error(exc, expression.source) from None
+        with _budgeted(expression.source):
+            try:
+                return self.eval(expression.source, previously_parsed=expression.tree)
+            except EVALUATION_FAILURES as exc:
+                raise expression_error(exc, expression.source) from None
 
     def render(self, template: Template) -> Any:
         """The value of a template: its constant, its single value or its formatted text."""
@@ -379,12 +400,22 @@ class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
             if length > self.max_string:
                 raise ExpressionError(f"result longer than {self.max_string} items", code="RT403")
             parts.append(text)
+        spend(length)
         return "".join(parts)
+
+    def _eval_built(self, node: ast.AST) -> Any:
+        """A comprehension, charged by its size to the evaluation budget."""
+        result = self._eval_comprehension(node)
+        spend(size_of(result))
+        return result
 
     def _eval(self, node: ast.AST) -> Any:
         handler = self.nodes.get(type(node))
         if handler is None:
             raise ExpressionError(f"{_describe(node)} is not allowed", code="RT203")
+        self.steps += 1
+        if self.steps & 255 == 0 and (budget := active()) is not None:  # loops run through here
+            budget.check()
         return handler(node)
 
     def _eval_name(self, node: ast.Name) -> Any:
@@ -425,12 +456,30 @@ class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
 
 
 def run_expression(expression: Expression, scope: Mapping[str, Any]) -> Any:
-    """Evaluate a compiled expression's closures; any failure becomes an ExpressionError."""
+    """Evaluate a compiled expression's closures; any failure becomes an ExpressionError.
+
+    Inside an evaluation it uses that evaluation's budget; alone, a budget of its own.
+    """
     assert expression.run is not None
+    with _budgeted(expression.source):
+        try:
+            return expression.run(scope)
+        except EVALUATION_FAILURES as exc:
+            raise expression_error(exc, expression.source) from None
+
+
+@contextmanager
+def _budgeted(source: str) -> Iterator[None]:
+    """Run under the active budget (or a new one); name `source` in a BudgetExceeded from inside."""
     try:
-        return expression.run(scope)
-    except EVALUATION_FAILURES as exc:
-        raise expression_error(exc, expression.source) from None
+        if active() is None:
+            with Budget().running():
+                yield
+        else:
+            yield
+    except BudgetExceeded as exc:
+        exc.source = exc.source or source
+        raise
 
 
 EVALUATION_FAILURES = (ExpressionError, InvalidExpression, TypeError, ValueError, ZeroDivisionError,

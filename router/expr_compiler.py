@@ -14,6 +14,7 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from router.budget import spend
 from router.errors import ExpressionError
 from router.functions import FUNCTIONS, type_name
 
@@ -219,6 +220,7 @@ class _Compiler:
                 if length > limit:
                     raise ExpressionError(f"result longer than {limit} items", code="RT403")
                 out.append(text)
+            spend(length)
             return "".join(out)
 
         return joined

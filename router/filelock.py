@@ -7,6 +7,7 @@ only regular files are read or written (a FIFO would block the sidecar).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -17,6 +18,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from router.jsonout import dumps
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -47,17 +50,20 @@ def _open_regular(path: Path, flags: int, mode: int = 0o600) -> int:
 
 
 def append_line(path: Path, line: str) -> None:
-    """Append one line atomically with respect to other processes; the file is private (0600)."""
+    """Append one whole line, or nothing: OSError when it could not be written completely.
+
+    One `write` of the whole line with O_APPEND under an exclusive lock, so concurrent writers
+    never interleave; on a short write or an error (a full disk) the file is cut back to its size
+    before, so no partial line stays to be glued to the next one. A file whose last line was left
+    without its newline (by another program) gets one first. The file is private (0600).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     data = (line.rstrip("\n") + "\n").encode("utf-8", "backslashreplace")
     fd = _open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            _append_whole(fd, data, path)
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
@@ -77,6 +83,36 @@ def _read_bytes(path: Path, *, nofollow: bool) -> bytes:
             raise OSError(errno.EINVAL, "not a regular file", str(path))
         os.set_blocking(fd, True)
         return handle.read()
+
+
+def _append_whole(fd: int, data: bytes, path: Path) -> None:
+    size = os.fstat(fd).st_size
+    if size > 0 and _last_byte(path, size) != b"\n":
+        data = b"\n" + data
+    try:
+        written = os.write(fd, data)
+    except OSError:
+        _cut(fd, size)
+        raise
+    if written != len(data):
+        _cut(fd, size)
+        raise OSError(errno.ENOSPC, f"only {written} of {len(data)} bytes could be written; the line "
+                      "was not kept", str(path))
+
+
+def _last_byte(path: Path, size: int) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(size - 1)
+            return handle.read(1)
+    except OSError:
+        return b"\n"
+
+
+def _cut(fd: int, size: int) -> None:
+    """Truncate back to `size` (best effort: the error that caused it is what gets reported)."""
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, size)
 
 
 def read_json(path: Path, *, nofollow: bool = False) -> Any:
@@ -149,7 +185,7 @@ def update_json_values(path: Path, updates: list[tuple[list[str], Any]], *, back
             _set(updated, keys, value)
         if original is not None and updated == data:
             return False
-        text = json.dumps(updated, indent=_indent(original), ensure_ascii=False) + "\n"
+        text = dumps(updated, indent=_indent(original)) + "\n"
         if original is not None and original.startswith(BOM):
             text = BOM + text
         if backup and original is not None:

@@ -14,7 +14,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+import regex as regex_engine
+
+from router import budget
 from router.errors import ExpressionError
+from router.jsonout import finite
 
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 
@@ -49,11 +53,22 @@ def function(
 
     def register(impl: Callable[..., Any]) -> Callable[..., Any]:
         summary = (impl.__doc__ or "").strip()
-        FUNCTIONS[name] = Function(name, impl, min_args, max_args, summary, example, native_jmespath,
-                                   prepare)
+        FUNCTIONS[name] = Function(name, _charging(impl), min_args, max_args, summary, example,
+                                   native_jmespath, prepare)
         return impl
 
     return register
+
+
+_SCALAR_RESULTS = {"bool", "int", "float | int", "int | None", "float", "str | None", "None"}
+
+
+def _charging(impl: Callable[..., Any]) -> Callable[..., Any]:
+    """`impl` charging its result to the evaluation budget, unless it only returns a scalar (or a
+    `str | None` as regex_find, whose text is a part of its argument)."""
+    if impl.__annotations__.get("return") in _SCALAR_RESULTS:
+        return impl
+    return budget.charged(impl)
 
 
 MAX_TEXT = 1_000_000  # characters a text helper may produce
@@ -172,10 +187,36 @@ def join(sep: Any, items: Any) -> str:
     return separator.join(parts)
 
 
+MAX_INDENT = 16
+
+
 @function("to_json", min_args=1, max_args=2, example="to_json({'a': 1}) == '{\"a\": 1}'")
 def to_json(value: Any, indent: Any = None) -> str:
-    """Serialize a value as JSON (optionally indented)."""
-    return json.dumps(value, ensure_ascii=False, indent=indent, default=str)
+    """Serialize a value as JSON, optionally indented by 0 to 16 spaces (non-finite numbers as null)."""
+    if indent is not None:
+        width = _number("to_json", indent)
+        if not 0 <= width <= MAX_INDENT or width != int(width):
+            raise _fail("to_json", f"indent must be a whole number from 0 to {MAX_INDENT}, got {indent}")
+        indent = int(width)
+    return json_text("to_json", value, indent)
+
+
+def json_text(name: str, value: Any, indent: int | None = None) -> str:
+    """Strict JSON text of `value` (non-finite numbers as null), stopped past MAX_TEXT characters."""
+    try:
+        return _encode(name, value, indent)
+    except ValueError:  # a non-finite number or an integer too long to write: null
+        return _encode(name, finite(value), indent)
+
+
+def _encode(name: str, value: Any, indent: int | None) -> str:
+    encoder = json.JSONEncoder(ensure_ascii=False, indent=indent, default=str, allow_nan=False)
+    parts, length = [], 0
+    for part in encoder.iterencode(value):  # piece by piece when indented: stops early
+        length += len(part)
+        _bounded_text(name, length)
+        parts.append(part)
+    return "".join(parts)
 
 
 @function("parse_json", min_args=1, max_args=1, example="parse_json('{\"a\": 1}').a == 1")
@@ -204,7 +245,8 @@ def extract_json(value: Any) -> Any:
     """Parse JSON out of model output: strip ``` fences, else take the first `{` to the last `}`."""
     text = _text("extract_json", value).strip()
     text = re.sub(r"^```(?:json)?\s*", "", text, flags=re.IGNORECASE)
-    text = re.sub(r"\s*```$", "", text)
+    if text.endswith("```"):  # not a regex: `\s*```$` backtracks over every run of blanks
+        text = text[:-3].rstrip()
     try:
         return json.loads(text)
     except json.JSONDecodeError:
@@ -221,17 +263,32 @@ def extract_json(value: Any) -> Any:
 
 
 @lru_cache(maxsize=512)
-def compile_regex(pattern: str, flags: str = "") -> re.Pattern[str]:
-    """Compile a pattern with letter flags (i = ignore case, m = multiline, s = dot-all)."""
+def compile_regex(pattern: str, flags: str = "") -> Any:
+    """Compile a pattern with letter flags (i = ignore case, m = multiline, s = dot-all).
+
+    Patterns use the `regex` package (Python's `re` syntax and meaning) so that every search can
+    run with a timeout: the time left in the evaluation budget.
+    """
     bits = 0
     for letter in flags:
         if letter not in "ims":
             raise ExpressionError(f"unknown regex flag {letter!r}; expected i, m or s", code="RT210")
-        bits |= {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}[letter]
+        bits |= {"i": regex_engine.IGNORECASE, "m": regex_engine.MULTILINE, "s": regex_engine.DOTALL}[letter]
     try:
-        return re.compile(pattern, bits)
-    except re.error as exc:
+        return regex_engine.compile(pattern, bits)
+    except (regex_engine.error, ValueError, OverflowError, RecursionError) as exc:
         raise ExpressionError(f"regex {pattern!r} does not compile: {exc}", code="RT210") from None
+
+
+def search(name: str, pattern: Any, text: str) -> Any:
+    """`pattern.search(text)` within the time the evaluation has left (BudgetExceeded after it)."""
+    try:
+        return pattern.search(text, timeout=budget.remaining())
+    except TimeoutError:
+        active = budget.active()
+        limit = (active.limits if active else budget.DEFAULT_BUDGET).time_ms
+        raise budget.BudgetExceeded(f"{name}(): the pattern {pattern.pattern[:80]!r} was still searching "
+                                    f"when the evaluation time ({limit} ms for one event) ran out") from None
 
 
 def _prepare_regex(args: tuple[Any, ...]) -> dict[int, Any]:
@@ -242,8 +299,8 @@ def _prepare_regex(args: tuple[Any, ...]) -> dict[int, Any]:
     return {}
 
 
-def _pattern(name: str, pattern: Any, flags: Any) -> re.Pattern[str]:
-    if isinstance(pattern, re.Pattern):
+def _pattern(name: str, pattern: Any, flags: Any) -> Any:
+    if isinstance(pattern, regex_engine.Pattern):
         return pattern
     return compile_regex(_text(name, pattern), _text(name, flags))
 
@@ -253,11 +310,12 @@ def _pattern(name: str, pattern: Any, flags: Any) -> re.Pattern[str]:
 def regex(value: Any, pattern: Any, flags: Any = "") -> bool:
     """True when the pattern is found anywhere in the text (a search, not a full match).
 
-    Flags: `i` ignore case, `m` multi-line, `s` dot matches newline.
+    Flags: `i` ignore case, `m` multi-line, `s` dot matches newline. A search that is still
+    running when the event's evaluation time runs out stops the evaluation (RT404).
     """
     if value is None:
         return False
-    return _pattern("regex", pattern, flags).search(_text("regex", value)) is not None
+    return search("regex", _pattern("regex", pattern, flags), _text("regex", value)) is not None
 
 
 @function("regex_find", min_args=2, max_args=3, example="regex_find('p=0.86', '[0-9.]+') == '0.86'",
@@ -266,7 +324,7 @@ def regex_find(value: Any, pattern: Any, flags: Any = "") -> str | None:
     """The first match of the pattern in the text, or null."""
     if value is None:
         return None
-    found = _pattern("regex_find", pattern, flags).search(_text("regex_find", value))
+    found = search("regex_find", _pattern("regex_find", pattern, flags), _text("regex_find", value))
     return found.group(0) if found else None
 
 
@@ -315,17 +373,34 @@ def clamp(value: Any, low: Any, high: Any) -> float | int:
 @function("round", min_args=1, max_args=2, example="round(0.856, 2) == 0.86")
 def round_(value: Any, digits: Any = 0) -> float | int:
     """Round half away from zero to `digits` decimals."""
-    number, places = _number("round", value), int(_number("round", digits))
+    number, places = _number("round", value), _places("round", digits)
+    if places > 323 or (isinstance(number, float) and not math.isfinite(number)):
+        return number  # no float has a digit that far: nothing to round
+    if places < -308:
+        return 0.0 * number
     scale = 10**places
-    rounded = math.floor(abs(number) * scale + 0.5) / scale
+    try:
+        rounded = math.floor(abs(number) * scale + 0.5) / scale
+    except OverflowError:  # the number has no digits that small: nothing to round
+        return number
     result = math.copysign(rounded, number)
     return int(result) if places == 0 else result
 
 
+def _places(name: str, digits: Any) -> int:
+    number = _number(name, digits)
+    if isinstance(number, float) and not math.isfinite(number):
+        raise _fail(name, f"digits must be a finite number, got {number}")
+    return int(max(-10_000, min(10_000, number)))
+
+
 @function("fixed", min_args=2, max_args=2, example="fixed(1, 2) == '1.00'")
 def fixed(value: Any, digits: Any) -> str:
-    """A number as text with exactly `digits` decimals (JavaScript's toFixed)."""
-    return f"{_number('fixed', value):.{int(_number('fixed', digits))}f}"
+    """A number as text with exactly `digits` decimals, 0 to 100 (JavaScript's toFixed)."""
+    places = _places("fixed", digits)
+    if not 0 <= places <= 100:
+        raise _fail("fixed", f"digits must be from 0 to 100, got {digits}")
+    return f"{_number('fixed', value):.{places}f}"
 
 
 @function("to_number", min_args=1, max_args=1, example="to_number('90.5') == 90.5",
@@ -346,7 +421,7 @@ def to_number(value: Any) -> float | int | None:
 @function("to_string", min_args=1, max_args=1, example="to_string(3) == '3'", native_jmespath=True)
 def to_string(value: Any) -> str:
     """A string as is; anything else as JSON."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return value if isinstance(value, str) else json_text("to_string", value)
 
 
 @function("abs", min_args=1, max_args=1, example="abs(-2) == 2", native_jmespath=True)
@@ -520,12 +595,12 @@ def expand_aliases(names: Any, aliases: Any, available: Any) -> list[str]:
     """Map each name through an alias table and keep the results that are available, in order."""
     table = aliases if isinstance(aliases, Mapping) else {}
     present = set(_list("expand_aliases", available))
-    result: list[str] = []
+    result: dict[str, None] = {}  # ordered, and a lookup that stays O(1)
     for name in _list("expand_aliases", names):
         for candidate in table.get(name, [name]):
-            if candidate in present and candidate not in result:
-                result.append(candidate)
-    return result
+            if candidate in present:
+                result.setdefault(candidate, None)
+    return list(result)
 
 
 # --- thinking levels and scores ---------------------------------------------------------------
@@ -656,7 +731,8 @@ def _score(option: Mapping[str, Any], index: int, scorer: Mapping[str, Any]) -> 
     pattern = compile_regex(str(scorer.get("pattern", "")), str(scorer.get("flags", "")))
     for field in scorer.get("fields") or ("label", "value", "description"):
         text = option.get(field)
-        if isinstance(text, str) and pattern.search(text.strip() if scorer.get("trim") else text):
+        if isinstance(text, str) and search("pick_option", pattern,
+                                            text.strip() if scorer.get("trim") else text):
             return float(scorer.get("add", 0))
     return 0.0
 

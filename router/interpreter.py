@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import copy
 import functools
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from jmespath.exceptions import JMESPathError
 
+from router.budget import Budget, BudgetExceeded
 from router.capabilities import Confinement, Refused, check_rendered
 from router.compiled import CompiledAction, CompiledPolicy, CompiledRule, CompiledSignal
 from router.decision import Decision, Effect, SignalOutcome, SignalRequest
@@ -36,10 +38,17 @@ def evaluate(
     outcomes: Mapping[str, SignalOutcome] | None = None,
     signal_values: Mapping[str, Any] | None = None,
     tracer: Tracer | None = None,
+    budget: Budget | None = None,
 ) -> Decision:
-    """Evaluate `event` against the policy's rules for its type."""
+    """Evaluate `event` against the policy's rules for its type.
+
+    `budget` bounds the time and size of the evaluation (a new one when not given; the server
+    passes one budget to every evaluation of the same event). When it runs out, the rules that
+    fired keep their effects, the rest are skipped and the decision carries an RT404 error.
+    """
     run = _Run(policy, event, state or {}, outcomes or {}, signal_values or {}, tracer)
-    return run.decide()
+    with (budget or Budget()).running() as active:
+        return run.decide(active)
 
 
 class _Run:
@@ -96,16 +105,20 @@ class _Run:
     def _evaluator(self, rule: CompiledRule) -> Evaluator:
         return self.sandbox_evaluator if rule.sandboxed else self.evaluator
 
-    def decide(self) -> Decision:
+    def decide(self, budget: Budget) -> Decision:
+        self.budget = budget
         decided: dict[str, str] = {}
-        tracer = self.tracer
+        tracer, clock, deadline = self.tracer, time.perf_counter, budget.deadline
         for rule in self.policy.by_event.get(self.event_type, ()):
             if rule.group in decided:
                 if tracer:
                     self._trace("skip", rule, f"rule {rule.id}: skipped, group '{rule.group}' "
                                 f"decided by rule {decided[rule.group]}")
                 continue
+            run: Any = None
             try:
+                if clock() > deadline:
+                    budget.check()
                 if tracer is None:  # the hot path: no tracing, conditions inline
                     matched = True
                     scope = self.sandbox if rule.sandboxed else self.scope
@@ -125,9 +138,19 @@ class _Run:
                 if matched:
                     matched = self._fire(rule)
             except SignalNeeded as need:
-                return self._pending(need.name, rule)
+                try:
+                    return self._pending(need.name, rule)
+                except BudgetExceeded as exc:  # rendering the signal's request ran out
+                    self._exhausted(rule, exc, None)
+                    break
+            except BudgetExceeded as exc:
+                self._exhausted(rule, exc, run)
+                break
             if matched and not rule.shadow and not rule.continue_:
                 decided[rule.group] = rule.id
+        return self._decision()
+
+    def _decision(self) -> Decision:
         return Decision(
             event_type=self.event_type, effects=tuple(self.effects), shadowed=tuple(self.shadowed),
             fired=tuple(self.fired), state=self.state, state_changed=self.state != self.initial_state,
@@ -144,6 +167,9 @@ class _Run:
         for kind, cond, run in rule.conditions:
             try:
                 value = run(scope)
+            except BudgetExceeded as exc:
+                exc.source = exc.source or cond.source
+                raise
             except _EVAL_ERRORS as exc:
                 message = exc.message if isinstance(exc, ExpressionError) else python_error(exc)
                 self._error(rule, f"{kind} failed: {message}",
@@ -256,11 +282,22 @@ class _Run:
         except ExpressionError as exc:
             outcomes = {**self.signals.outcomes, name: SignalOutcome(error=f"request failed: {exc.message}")}
             return _Run(self.policy, self.event, self.initial_state, outcomes, self.values,
-                        self.tracer).decide()
+                        self.tracer).decide(self.budget)
         if self.tracer:
             self._trace("pending", rule, f"signal {name}: waiting for the executor ({spec.kind})", depth=1)
         return Decision(event_type=self.event_type, state=dict(self.initial_state), pending=request,
                         signals=dict(self.signals.values), signal_errors=dict(self.signals.errors))
+
+    def _exhausted(self, rule: CompiledRule, exc: BudgetExceeded, run: Any) -> None:
+        """Record RT404 for the rule that was running (`run`: the condition's closure, if known)."""
+        runs = [r for r, _ in rule.runs]
+        if not exc.source and run in runs:
+            exc.source = _source(rule, rule.conditions[runs.index(run)][0])
+        where = f" (in `{_short(exc.source)}`)" if exc.source else ""
+        message = f"{exc.message}{where}; the remaining rules were skipped for this event"
+        self.errors.append(Diagnostic("RT404", f"rule '{rule.id}': {message}", rule.span, rule_id=rule.id))
+        if self.tracer:
+            self._trace("error", rule, f"error: {message}", depth=1)
 
     def _error(self, rule: CompiledRule, message: str, span: Span | None) -> None:
         self.errors.append(Diagnostic("RT401", f"rule '{rule.id}': {message}", span or rule.span,
@@ -276,6 +313,16 @@ class _Run:
 
 _EVAL_ERRORS = (ExpressionError, JMESPathError, TypeError, ValueError, ZeroDivisionError,
                 OverflowError, KeyError, IndexError, RecursionError, AttributeError)
+
+
+def _source(rule: CompiledRule, kind: str) -> str:
+    cond = rule.match if kind == "match" else rule.when
+    return cond.source if cond is not None else ""
+
+
+def _short(source: str, limit: int = 200) -> str:
+    text = " ".join(source.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _truthy(value: Any) -> bool:

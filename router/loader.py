@@ -22,8 +22,10 @@ from router.paths import agent_dir, display_path, layer_paths, pack_names, packs
 from router.source import SourceDoc, read_source
 from router.validation import validation_diagnostics
 
-__all__ = ["PolicyFile", "agent_dir", "describe_files", "layer_paths", "load_layers", "pack_names",
-           "packs_dir"]
+__all__ = ["MAX_RULES", "PolicyFile", "agent_dir", "describe_files", "layer_paths", "load_layers",
+           "pack_names", "packs_dir"]
+
+MAX_RULES = 5_000  # compiled in 1.3 s here (3.5 s on a busy machine); more rules fail fast instead
 
 
 @dataclass(frozen=True)
@@ -162,6 +164,10 @@ class _Loader:
             self.diagnostics.append(_no_excerpt(Diagnostic(
                 "RT111", "a policy file must be a mapping at the top level", doc.span(()))))
             return None
+        rules = doc.data.get("rules")
+        if isinstance(rules, list) and len(rules) > MAX_RULES:  # before validating thousands of rules
+            self.diagnostics.append(too_many_rules(len(rules), doc.span(("rules",), key=True)))
+            return None
         try:
             return Policy.model_validate(doc.data)
         except ValidationError as exc:
@@ -204,3 +210,10 @@ def _is_pack_file(path: Path) -> bool:
 def _no_excerpt(diagnostic: Diagnostic) -> Diagnostic:
     """The diagnostic of a file that may not be a policy at all: renderers show none of its lines."""
     return replace(diagnostic, extra={**diagnostic.extra, "excerpt": False})
+
+
+def too_many_rules(count: int, span: Span | None) -> Diagnostic:
+    """RT103 for a policy of more than MAX_RULES rules."""
+    return Diagnostic("RT103", f"the policy has {count} rules; at most {MAX_RULES} are supported", span,
+                      help="merge rules that differ only in data into one rule reading a var, or split "
+                      "the work between policies")

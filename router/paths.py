@@ -46,15 +46,16 @@ def layer_paths(cwd: Path, *, agent: Path, include_project: bool = True) -> list
     """The policy layer files in force for a Pi started in `cwd`: (layer name, path).
 
     The one place that decides which layers load: the sidecar (`router serve`) and every command
-    (`lint`, `test`, `explain`, `doctor`) take their layers from here, so a check of whether a
-    layer may load (trusting the project file) belongs in this function.
+    (`lint`, `test`, `explain`, `doctor`) take their layers from here. A FIFO or device in a layer's
+    place is kept, so loading it reports the problem instead of silently dropping the layer; a
+    directory is not a layer.
     """
     layers = [("pack", packs_dir() / "default.yaml")]
     user = agent / "router.yaml"
-    if user.is_file():
+    if user.exists() and not user.is_dir():
         layers.append(("user", user))
     project = project_policy(cwd)
-    if include_project and project.is_file():
+    if include_project and project.exists() and not project.is_dir():
         layers.append(("project", project))
     return layers
 

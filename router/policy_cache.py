@@ -52,16 +52,32 @@ def load(path: Path, candidates: list[Path]) -> CompiledPolicy | None:
 
 def load_entry(path: Path, candidates: list[Path]) -> tuple[CompiledPolicy, dict[str, Any]] | None:
     """The cached policy and the metadata saved with it, when every file is unchanged."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+    data = _read(path)
+    if data is None:
         return None
     wanted = {str(p) for p in candidates}
     recorded = {s[0] for s in data.get("stamps", [])}
     if not wanted <= recorded or any(stamp(Path(s[0])) != s for s in data["stamps"]):
         return None
+    return _policy(data)
+
+
+def load_last_good(path: Path) -> CompiledPolicy | None:
+    """The cached policy whatever changed since: the last one that compiled for these layers."""
+    data = _read(path)
+    entry = None if data is None else _policy(data)
+    return entry[0] if entry is not None else None
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) and data.get("format") == FORMAT else None
+
+
+def _policy(data: dict[str, Any]) -> tuple[CompiledPolicy, dict[str, Any]] | None:
     try:
         meta = data.get("meta")
         return from_ir(data["policy"]), meta if isinstance(meta, dict) else {}
@@ -78,10 +94,14 @@ def save(path: Path, policy: CompiledPolicy, candidates: list[Path], *,
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".policy-")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(body, handle)
-        os.replace(temp, path)
-    except (OSError, TypeError, ValueError):
+        try:  # strict JSON: a policy holding .inf or .nan is not cached (null would change it)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(body, handle, allow_nan=False)
+            os.replace(temp, path)
+        except BaseException:
+            os.unlink(temp)
+            raise
+    except (OSError, TypeError, ValueError, RecursionError):
         pass
 
 

@@ -17,18 +17,21 @@ from pathlib import Path
 from typing import Any
 
 from router import policy_command, protocol
+from router.budget import Budget
 from router.capabilities import refusal_warnings
 from router.compiled import CompiledPolicy
 from router.decision import Decision, SignalOutcome
 from router.diagnostics import Diagnostic, has_errors
 from router.executor import Executor, budget_ms
 from router.interpreter import evaluate
+from router.jsonout import dumps
 from router.normalize import model_catalog, normalize
 from router.paths import agent_dir as default_agent_dir
 from router.session_policy import load_session_policy, read_project_content
 from router.trust import TrustDecision, TrustStore, decide
 
 MAX_SIGNALS = 16
+RELOAD_BUDGET_MS = 10000  # the bridge's wait for an event whose policy is being reloaded
 
 
 class Engine:
@@ -57,19 +60,28 @@ class Engine:
 
         With `keep_trusted`, a trusted project policy in force stays when its files change to
         content nobody trusted (a reload never swaps in untrusted rules, nor drops trusted ones).
+        Whatever goes wrong (errors in the files, a limit, a bug), the policy in force stays; a
+        sidecar that starts with broken files of its own layers takes the last policy that compiled
+        for them from the cache and says so.
         """
-        loaded = load_session_policy(self.cwd, self.agent, extra=self.extra,
-                                     records=TrustStore(self.agent).records(), approved=self.approved)
+        try:
+            loaded = load_session_policy(self.cwd, self.agent, extra=self.extra,
+                                         records=TrustStore(self.agent).records(), approved=self.approved)
+        except Exception as exc:  # a bug must not take the policy in force with it
+            self.executor.log(f"internal error while loading the policy: {type(exc).__name__}: {exc}")
+            return [Diagnostic("RT503", f"the policy could not be loaded (internal error "
+                               f"{type(exc).__name__}: {exc})")]
         keep = keep_trusted and self._keeps_trusted_project(loaded.trust)
         self.trust = loaded.trust
-        if loaded.policy is not None and not has_errors(loaded.diagnostics) and not keep:
+        usable = loaded.policy is not None and (not has_errors(loaded.diagnostics)
+                                                or (loaded.last_good and self.policy is None))
+        if usable and not keep and loaded.policy is not None:
             self.policy = loaded.policy
             self.env = {n: os.environ[n] for n in loaded.policy.env_names if n in os.environ}
             self.executor.secrets = dict(self.env)
-        self.watched = [str(p) for p in loaded.watched]
-        if loaded.policy is not None and not keep:
             for text in refusal_warnings(loaded.policy, limit=len(loaded.policy.refused)):
                 self.executor.log(text)
+        self.watched = [str(p) for p in loaded.watched]
         self.fingerprint = tuple(_stat(p) for p in self.watched)
         return loaded.diagnostics
 
@@ -95,14 +107,19 @@ class Engine:
         self.executor.log(text)
         return [text]
 
+    def changed(self) -> bool:
+        """Whether a watched policy file changed since the last load."""
+        return tuple(_stat(p) for p in self.watched) != self.fingerprint
+
     def reload_if_changed(self) -> list[str]:
         """Reload when a policy file changed; return warnings for the user (once per change)."""
-        if tuple(_stat(p) for p in self.watched) == self.fingerprint:
+        if not self.changed():
             return []
         previous = self.policy
         diagnostics = self.load()
         if has_errors(diagnostics) or (self.policy is previous and self.trust.applies):
-            first = next((d for d in diagnostics if d.severity == "error"), None)
+            first = next((d for d in diagnostics if d.severity == "error" and d.code != "RT503"),
+                         next((d for d in diagnostics if d.severity == "error"), None))
             reason = _render(first) if first else "unknown error [RT503]"
             text = f"policy reload failed: {reason}; keeping the last good policy"
             self.executor.log(text)
@@ -126,7 +143,9 @@ class Engine:
 
     # --- requests -----------------------------------------------------------------------------
 
-    async def hello(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def hello(self, params: dict[str, Any], request_id: Any = None) -> dict[str, Any]:
+        if request_id is not None:  # alive: the bridge waits for loading (it waits ~2 s for this)
+            self.connection.notify(protocol.PROGRESS, {"id": request_id, "budget_ms": RELOAD_BUDGET_MS})
         if params.get("cwd"):
             self.cwd = Path(str(params["cwd"]))
             self.executor.cwd = str(self.cwd)
@@ -136,7 +155,7 @@ class Engine:
         restored = params.get("state")
         self.state = dict(restored) if isinstance(restored, dict) else {}
         diagnostics = self.load()
-        warnings = [_render(d) for d in diagnostics if d.severity == "error"][:5]
+        warnings = [_render(d) for d in diagnostics if d.severity == "error"][:5] + self.notices()
         if self.policy is None:
             warnings.insert(0, "the router policy has errors; Pi runs without it (run `router lint`)")
         if params.get("preload") is not True:  # the factory's hello shows nothing: tell at session_start
@@ -168,8 +187,15 @@ class Engine:
         return {"state": self.trust.state, "message": self.trust.message(), "status": status,
                 "digest": self.trust.digest}
 
+    def notices(self) -> list[str]:
+        """Warnings the executor collected outside a decision (once each), taken once."""
+        taken, self.executor.notices[:] = list(self.executor.notices), []
+        return taken
+
     async def event(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
         before = self.policy.event_types if self.policy else ()
+        if self.changed():  # a reload may compile for seconds: the bridge waits that long
+            self.connection.notify(protocol.PROGRESS, {"id": request_id, "budget_ms": RELOAD_BUDGET_MS})
         warnings = self.reload_if_changed()
         policy = self.policy
         event_type = str(params.get("type"))
@@ -179,7 +205,7 @@ class Engine:
             return await self.policy_command(request_id, str(payload.get("args") or ""), warnings)
         if policy is None or event_type not in policy.by_event:
             unchanged = (policy.event_types if policy else ()) == before
-            return {"actions": [], "warnings": warnings,
+            return {"actions": [], "warnings": warnings + self.notices(),
                     **({} if unchanged else {"declarations": self.declarations()})}
         if isinstance(params.get("models"), list):
             self.models = model_catalog(params["models"])
@@ -196,6 +222,7 @@ class Engine:
             self.executor.log(f"{error.code} {error.message}")
         for name, text in decision.signal_errors.items():
             self.executor.log(f"RT502 signal {name} failed: {text}")
+        result["warnings"] += self.notices()
         if (self.policy.event_types if self.policy else ()) != before:
             result["declarations"] = self.declarations()
         return result
@@ -224,20 +251,26 @@ class Engine:
 
     async def _decide(self, request_id: Any, policy: CompiledPolicy, event: dict[str, Any]) -> Decision:
         outcomes: dict[str, SignalOutcome] = {}
+        budget = Budget()  # one for the event: every evaluation while its signals are computed
         for _ in range(MAX_SIGNALS):
-            decision = evaluate(policy, event, state=self.state, outcomes=outcomes)
+            decision = evaluate(policy, event, state=self.state, outcomes=outcomes, budget=budget)
             if decision.pending is None:
                 return decision
             pending = decision.pending
             self.connection.notify(protocol.PROGRESS, {
                 "id": request_id, "budget_ms": budget_ms(pending) + 1000, "signal": pending.name})
             outcomes[pending.name] = await self.executor.compute(pending)
-        return evaluate(policy, event, state=self.state, outcomes={
+        return evaluate(policy, event, state=self.state, budget=budget, outcomes={
             **outcomes, **{n: SignalOutcome(error="too many signals") for n in policy.signals}})
 
 
 class Connection:
-    """The stdio JSON-lines connection: dispatches bridge requests, awaits engine requests."""
+    """The stdio JSON-lines connection: dispatches bridge requests, awaits engine requests.
+
+    Requests in flight are keyed by their id's JSON text, so any JSON value can be an id (it is
+    echoed back as it came). Nothing a line holds stops the loop: a line that is not a message
+    gets an error answer with id null and a line in the router log.
+    """
 
     def __init__(self, writer: Any) -> None:
         self.writer = writer
@@ -245,20 +278,37 @@ class Connection:
         self.pending: dict[str, asyncio.Future[Any]] = {}
         self.ids = itertools.count(1)
         self.tasks: set[asyncio.Task[None]] = set()
-        self.running: dict[Any, asyncio.Task[None]] = {}
+        self.running: dict[str, asyncio.Task[None]] = {}
         self.closing = asyncio.Event()
 
     def send(self, message: dict[str, Any]) -> None:
         if self.closing.is_set() and "id" not in message:
             return
         try:
-            self.writer.write(protocol.encode(message))
+            line = protocol.encode(message)
+        except Exception as exc:  # not expected (encode cleans every value); never a dead sidecar
+            self.log(f"cannot encode a message: {type(exc).__name__}: {exc}")
+            if "id" not in message:
+                return
+            line = protocol.encode(protocol.error(message["id"], "internal", "the answer could not be "
+                                                  f"encoded: {type(exc).__name__}"))
+        try:
+            self.writer.write(line)
             self.writer.flush()
         except (BrokenPipeError, ValueError, OSError):  # the bridge is gone: stop quietly
             self.closing.set()
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         self.send({"method": method, "params": params})
+
+    def log(self, text: str) -> None:
+        if self.engine is not None:
+            self.engine.executor.log(text)
+
+    def refuse(self, reason: str, line: bytes) -> None:
+        """Answer a line that is no message: an error with id null, and a line in the log."""
+        self.log(f"protocol error: {reason}: {line[:200]!r}")
+        self.send(protocol.error(None, "protocol", reason))
 
     async def request(self, method: str, params: dict[str, Any], timeout: float) -> Any:
         request_id = f"s{next(self.ids)}"
@@ -273,53 +323,106 @@ class Connection:
             self.pending.pop(request_id, None)
 
     def dispatch(self, message: dict[str, Any]) -> None:
-        if message.get("method") == protocol.CANCEL:  # an aborted run: stop its request's work
+        method = message.get("method")
+        if method == protocol.CANCEL:  # an aborted run: stop its request's work
             params = message.get("params")
-            task = self.running.get(params.get("id") if isinstance(params, dict) else None)
+            task = self.running.get(id_key(params.get("id"))) if isinstance(params, dict) else None
             if task is not None:
                 task.cancel()
             return
-        if "method" not in message:
-            future = self.pending.get(str(message.get("id")))
-            if future is not None and not future.done():
-                error = message.get("error")
-                future.set_result({"error": error.get("message") if isinstance(error, dict) else error}
-                                  if error else message.get("result"))
+        if method is None:
+            self._answered(message)
+            return
+        request_id = message.get("id")
+        key = id_key(request_id) if "id" in message else None
+        if key is not None and key in self.running:
+            self.send(protocol.error(request_id, "protocol", "a request with this id is still running"))
             return
         task = asyncio.get_running_loop().create_task(self._answer(message))
         self.tasks.add(task)
-        request_id = message.get("id")
-        if request_id is not None:
-            self.running[request_id] = task
+        if key is not None:
+            self.running[key] = task
 
         def finished(done: asyncio.Task[None]) -> None:
             self.tasks.discard(done)
-            self.running.pop(request_id, None)
+            if key is not None and self.running.get(key) is done:
+                del self.running[key]
 
         task.add_done_callback(finished)
 
+    def _answered(self, message: dict[str, Any]) -> None:
+        """An answer to one of the engine's requests (ids it made are strings)."""
+        request_id = message.get("id")
+        future = self.pending.get(request_id) if isinstance(request_id, str) else None
+        if future is None or future.done():
+            return
+        error = message.get("error")
+        future.set_result({"error": error.get("message") if isinstance(error, dict) else error}
+                          if error else message.get("result"))
+
     async def _answer(self, message: dict[str, Any]) -> None:
-        request_id, method = message.get("id"), message.get("method")
+        has_id, request_id, method = "id" in message, message.get("id"), message.get("method")
         raw = message.get("params")
         params: dict[str, Any] = raw if isinstance(raw, dict) else {}
         assert self.engine is not None
         try:
             if method == protocol.HELLO:
-                value: Any = await self.engine.hello(params)
+                value: Any = await self.engine.hello(params, request_id)
             elif method == protocol.EVENT:
                 value = await self.engine.event(request_id, params)
             elif method == protocol.SHUTDOWN:
                 value = {}
                 self.closing.set()
             else:
-                raise ValueError(f"unknown method {method!r}")
+                raise ValueError(f"unknown method {str(method)[:100]!r}")
         except Exception as exc:
-            self.engine.executor.log(f"internal error on {method}: {type(exc).__name__}: {exc}")
-            if request_id is not None:
+            self.log(f"internal error on {str(method)[:100]}: {type(exc).__name__}: {exc}")
+            if has_id:
                 self.send(protocol.error(request_id, "internal", f"{type(exc).__name__}: {exc}"))
             return
-        if request_id is not None:
+        if has_id:
             self.send(protocol.result(request_id, value))
+
+
+def id_key(request_id: Any) -> str:
+    """A hashable key for any JSON value used as a request id."""
+    return dumps(request_id, compact=True)
+
+
+class Lines:
+    """Lines of at most `limit` bytes from a stream; a longer line is skipped up to its newline."""
+
+    def __init__(self, reader: asyncio.StreamReader, limit: int) -> None:
+        self.reader, self.limit = reader, limit
+        self.buffer = bytearray()
+        self.scanned = 0  # bytes of the buffer known to hold no newline
+        self.skipping = 0  # bytes of an over-long line dropped so far
+
+    async def next(self) -> bytes | int | None:
+        """The next line; the length of an over-long one (dropped); None at the end of input."""
+        while True:
+            newline = self.buffer.find(b"\n", self.scanned)
+            if newline >= 0:
+                line = bytes(self.buffer[:newline])
+                del self.buffer[: newline + 1]
+                self.scanned = 0
+                return self._checked(line)
+            self.scanned = len(self.buffer)
+            if len(self.buffer) > self.limit:  # keep no more than the limit in memory
+                self.skipping += len(self.buffer)
+                self.buffer.clear()
+                self.scanned = 0
+            chunk = await self.reader.read(1 << 16)
+            if not chunk:
+                rest, self.buffer, self.scanned = bytes(self.buffer), bytearray(), 0
+                return self._checked(rest) if rest or self.skipping else None
+            self.buffer += chunk
+
+    def _checked(self, line: bytes) -> bytes | int:
+        if self.skipping or len(line) > self.limit:
+            dropped, self.skipping = self.skipping + len(line), 0
+            return dropped
+        return line
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -329,25 +432,40 @@ async def _run(args: argparse.Namespace) -> int:
     connection = Connection(sys.stdout.buffer)
     connection.engine = Engine(connection, cwd=Path(args.cwd), agent=Path(args.agent_dir),
                                extra=[Path(p) for p in args.policy])
+    lines = Lines(reader, protocol.MAX_LINE_BYTES)
     closing = asyncio.ensure_future(connection.closing.wait())
     while not connection.closing.is_set():
-        reading = asyncio.ensure_future(reader.readline())
+        reading = asyncio.ensure_future(lines.next())
         await asyncio.wait({reading, closing}, return_when=asyncio.FIRST_COMPLETED)
         if not reading.done():  # `shutdown` answered: stop without waiting for stdin to close
             reading.cancel()
             break
         line = reading.result()
-        if not line:
+        if line is None:
             break
-        try:
-            message = protocol.decode(line)
-        except ValueError as exc:
-            connection.engine.executor.log(f"protocol error: {exc}: {line[:200]!r}")
-            continue
-        connection.dispatch(message)
+        handle_line(connection, line)
     if connection.tasks:
         await asyncio.wait(connection.tasks, timeout=2)
     return 0
+
+
+def handle_line(connection: Connection, line: bytes | int) -> None:
+    """Decode one input line and dispatch it; anything else is refused with an error answer."""
+    if isinstance(line, int):
+        connection.refuse(f"line of {line} bytes is longer than the limit of {protocol.MAX_LINE_BYTES}",
+                          b"")
+        return
+    if not line.strip():
+        return
+    try:
+        message = protocol.decode(line)
+    except ValueError as exc:
+        connection.refuse(str(exc), line)
+        return
+    try:
+        connection.dispatch(message)
+    except Exception as exc:  # not expected: a message that breaks dispatch is refused, not fatal
+        connection.refuse(f"{type(exc).__name__}: {exc}", line)
 
 
 def main(argv: list[str]) -> int:

@@ -32,6 +32,9 @@ class SessionPolicy:
     trust: TrustDecision
     watched: tuple[Path, ...] = field(default=())
     """Files whose change means a reload (the layers, and the project files even when skipped)."""
+    last_good: bool = False
+    """`policy` is the last one that compiled for the built-in and user layers (the files have
+    errors now): for a sidecar that starts without a policy in force."""
 
 
 def base_candidates(agent: Path, extra: Sequence[Path]) -> list[Path]:
@@ -46,17 +49,17 @@ def load_session_policy(cwd: Path, agent: Path, *, extra: Sequence[Path] = (),
     """
     project = project_file(cwd)
     if not project.is_file():
-        policy, diagnostics = _base(cwd, agent, extra)
+        policy, diagnostics, last = _base(cwd, agent, extra)
         none = decide(None, cwd, records)
-        return SessionPolicy(policy, diagnostics, none, _watched(policy, agent, extra, cwd))
+        return SessionPolicy(policy, diagnostics, none, _watched(policy, agent, extra, cwd), last)
     cached = _cached_with_project(cwd, agent, extra)
     if cached is not None:
         policy, content = cached
         trust = decide(content, cwd, records, approve=content.digest == approved)
         if trust.applies:
             return SessionPolicy(policy, [], trust, _watched(policy, agent, extra, cwd, content))
-        base, diagnostics = _base(cwd, agent, extra)
-        return SessionPolicy(base, diagnostics, trust, _watched(base, agent, extra, cwd, content))
+        base, diagnostics, last = _base(cwd, agent, extra)
+        return SessionPolicy(base, diagnostics, trust, _watched(base, agent, extra, cwd, content), last)
     return _compile_with_project(cwd, agent, extra, records=records, approved=approved)
 
 
@@ -109,8 +112,8 @@ def _compile_with_project(cwd: Path, agent: Path, extra: Sequence[Path], *,
     files, content = loaded.files, loaded.content
     trust = decide(content, cwd, records, approve=content is not None and content.digest == approved)
     if not trust.applies:
-        base, base_diagnostics = _base(cwd, agent, extra)
-        return SessionPolicy(base, base_diagnostics, trust, _watched(base, agent, extra, cwd, content))
+        base, base_diagnostics, last = _base(cwd, agent, extra)
+        return SessionPolicy(base, base_diagnostics, trust, _watched(base, agent, extra, cwd, content), last)
     policy, diagnostics = loaded.compile(agent)
     if policy is not None and not has_errors(diagnostics) and content is not None:
         meta = {"project": [[str(p), sha] for p, sha in _project_hashes(files)]}
@@ -119,19 +122,27 @@ def _compile_with_project(cwd: Path, agent: Path, extra: Sequence[Path], *,
     return SessionPolicy(policy, diagnostics, trust, _watched(policy, agent, extra, cwd, content))
 
 
-def _base(cwd: Path, agent: Path, extra: Sequence[Path]) -> tuple[CompiledPolicy | None, list[Diagnostic]]:
-    """The built-in and user layers (and extra files), from the cache when nothing changed."""
+def _base(cwd: Path, agent: Path,
+          extra: Sequence[Path]) -> tuple[CompiledPolicy | None, list[Diagnostic], bool]:
+    """The built-in and user layers (and extra files), from the cache when nothing changed; when
+    they have errors, the last policy that compiled for them (True) with the errors."""
     candidates = [p.absolute() for p in base_candidates(agent, extra)]
     cache = _cache_file(cwd, agent, extra, project=False)
     policy = policy_cache.load(cache, candidates)
     if policy is not None:
-        return policy, []
+        return policy, [], False
     from router.compile import load_policy
 
     policy, diagnostics = load_policy(cwd, agent=agent, include_project=False, extra=extra)
     if policy is not None and not has_errors(diagnostics):
         policy_cache.save(cache, policy, candidates)
-    return policy, diagnostics
+        return policy, diagnostics, False
+    last = policy_cache.load_last_good(cache)
+    if last is None:
+        return policy, diagnostics, False
+    note = Diagnostic("RT503", "the policy has errors; the last policy that loaded for these files "
+                      "stays in force until they are fixed")
+    return last, [note, *diagnostics], True
 
 
 def _cached_with_project(cwd: Path, agent: Path,

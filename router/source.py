@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -10,6 +12,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, ScalarEvent
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
 
@@ -17,6 +20,8 @@ from router.diagnostics import Diagnostic, Span
 from router.errors import SourceError
 
 KeyPath = tuple[str | int, ...]
+MAX_FILE_BYTES = 4 * 1024 * 1024  # a 5,000-rule policy is about 1 MiB
+MAX_DEPTH = 64
 MAX_NODES = 1_000_000
 MAX_ALIAS_NODES = 10_000
 
@@ -76,22 +81,89 @@ def format_key_path(key_path: Iterable[str | int]) -> str:
 
 
 def read_source(path: Path, *, display: str | None = None) -> SourceDoc:
-    """Read and parse a YAML file; raise SourceError with a located diagnostic."""
-    try:
-        data = path.read_bytes()
-        text = data.decode("utf-8")
-    except FileNotFoundError:
-        raise SourceError([Diagnostic("RT100", f"file not found: {path}", Span(str(path)))]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError([Diagnostic("RT100", f"cannot read {path}: {exc}", Span(str(path)))]) from None
+    """Read and parse a YAML file; raise SourceError with a located diagnostic. The document keeps
+    the SHA-256 of the bytes it was parsed from (valid UTF-8 encodes back to the same bytes)."""
+    text = read_text(path, display=display)
     doc = parse_source(text, display or str(path))
-    return replace(doc, sha256=hashlib.sha256(data).hexdigest())
+    return replace(doc, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def read_text(path: Path, *, display: str | None = None, limit: int = MAX_FILE_BYTES) -> str:
+    """The UTF-8 text of a regular file of at most `limit` bytes; SourceError otherwise.
+
+    FIFOs, devices and directories are refused without reading (opening does not block), so
+    `/dev/zero` or a pipe nobody writes to cannot hang or exhaust the router.
+    """
+    where = Span(display or str(path))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise SourceError([Diagnostic("RT100", f"file not found: {path}", where)]) from None
+    except OSError as exc:
+        raise SourceError([_unreadable(path, exc, where)]) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise SourceError([Diagnostic("RT100", f"cannot read {path}: {_file_kind(info.st_mode)}, "
+                                          "not a regular file", where,
+                                          help="policy, test and event files must be regular files")])
+        if info.st_size > limit:
+            raise SourceError([_too_large(path, info.st_size, limit, where)])
+        data = _read_at_most(fd, limit + 1)
+    except OSError as exc:
+        raise SourceError([_unreadable(path, exc, where)]) from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:  # the file grew while it was read
+        raise SourceError([_too_large(path, len(data), limit, where)])
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError([Diagnostic("RT100", f"cannot read {path}: {exc}", where)]) from None
+
+
+def _unreadable(path: Path, exc: OSError, where: Span) -> Diagnostic:
+    return Diagnostic("RT100", f"cannot read {path}: {exc.strerror or exc}", where)
+
+
+def _read_at_most(fd: int, size: int) -> bytes:
+    chunks: list[bytes] = []
+    left = size
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(path: Path, size: int, limit: int, where: Span) -> Diagnostic:
+    return Diagnostic("RT103", f"{path} is {_mib(size)}; files of at most {_mib(limit)} are read",
+                      where, help="split the policy into files that `use:` each other, or generate "
+                      "fewer rules")
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f} MiB" if size >= 1024 * 1024 else f"{size} bytes"
+
+
+def _file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
+             (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "a special file")
 
 
 def parse_source(text: str, path: str) -> SourceDoc:
-    """Parse YAML text into a SourceDoc (C parser when available)."""
+    """Parse YAML text into a SourceDoc (C parser when available).
+
+    The text is first checked by the event parser (a state machine: deep nesting cannot overflow
+    its stack), which stops at the first node nested deeper than MAX_DEPTH or past MAX_NODES;
+    only then does the composer, which recurses once per level, build the node graph.
+    """
     yaml = YAML(typ="safe")
     try:
+        _check_shape(yaml, text, path)
         node = yaml.compose(text)
     except MarkedYAMLError as exc:
         raise SourceError([_yaml_diagnostic(exc, path)]) from None
@@ -103,11 +175,39 @@ def parse_source(text: str, path: str) -> SourceDoc:
             help="remove control characters; YAML files are printable UTF-8 text")]) from None
     except YAMLError as exc:
         raise SourceError([Diagnostic("RT101", f"invalid YAML: {exc}", Span(path))]) from None
+    except RecursionError:  # not expected after the shape check; never a traceback
+        raise SourceError([Diagnostic("RT101", f"YAML nesting is deeper than {MAX_DEPTH} levels",
+                                      Span(path))]) from None
     builder = _Builder(path, yaml)
     data = builder.build(node, ()) if node is not None else None
     if builder.errors:
         raise SourceError(builder.errors)
     return SourceDoc(path, data, builder.value_pos, builder.key_pos, text.splitlines(), builder.styles)
+
+
+def _check_shape(yaml: YAML, text: str, path: str) -> None:
+    """SourceError at the first node nested deeper than MAX_DEPTH or past MAX_NODES nodes."""
+    depth = nodes = 0
+    for event in yaml.parse(text):
+        if isinstance(event, CollectionStartEvent):
+            depth += 1
+            nodes += 1
+            if depth > MAX_DEPTH:
+                raise SourceError([_event_error("RT101", f"YAML nesting is deeper than {MAX_DEPTH} "
+                                                "levels", event, path)])
+        elif isinstance(event, CollectionEndEvent):
+            depth -= 1
+        elif isinstance(event, (ScalarEvent, AliasEvent)):
+            nodes += 1
+        if nodes > MAX_NODES:
+            raise SourceError([_event_error("RT103", f"the document has more than {MAX_NODES} values",
+                                            event, path)])
+
+
+def _event_error(code: str, message: str, event: Any, path: str) -> Diagnostic:
+    mark = event.start_mark
+    span = Span(path, mark.line + 1, mark.column + 1) if mark is not None else Span(path)
+    return Diagnostic(code, message, span, help="generate a flatter or smaller document")
 
 
 def _yaml_diagnostic(exc: MarkedYAMLError, path: str) -> Diagnostic:
@@ -135,8 +235,13 @@ class _Builder:
         self._in_alias = 0
         self._too_big = False
         self._built: set[int] = set()
+        self._active: set[int] = set()  # nodes being built: an alias to one of them is recursive
 
     def build(self, node: Node, key_path: KeyPath) -> Any:
+        if id(node) in self._active:
+            self._error("RT101", "an alias refers to a node that contains it (a recursive alias)", node,
+                        help="an anchor's node cannot include its own alias")
+            return None
         repeated = id(node) in self._built  # an alias: the node is expanded once more
         self._built.add(id(node))
         self._nodes += 1
@@ -147,13 +252,13 @@ class _Builder:
                 self._error("RT101", "the document expands to too many values (aliases repeated too "
                             f"often; at most {MAX_ALIAS_NODES} values may come from aliases)", node)
             return None
-        if repeated and not isinstance(node, ScalarNode):
-            self._in_alias += 1
-            try:
-                return self._build(node, key_path)
-            finally:
-                self._in_alias -= 1
-        return self._build(node, key_path)
+        self._active.add(id(node))
+        self._in_alias += repeated and not isinstance(node, ScalarNode)
+        try:
+            return self._build(node, key_path)
+        finally:
+            self._in_alias -= repeated and not isinstance(node, ScalarNode)
+            self._active.discard(id(node))
 
     def _build(self, node: Node, key_path: KeyPath) -> Any:
         self.value_pos[key_path] = (node.start_mark.line + 1, node.start_mark.column + 1)
@@ -163,8 +268,8 @@ class _Builder:
             return self._scalar(node)
         self._depth += 1
         try:
-            if self._depth > 64:
-                self._error("RT101", "YAML nesting is deeper than 64 levels", node)
+            if self._depth > MAX_DEPTH:
+                self._error("RT101", f"YAML nesting is deeper than {MAX_DEPTH} levels", node)
                 return None
             if isinstance(node, SequenceNode):
                 return [self.build(item, (*key_path, i)) for i, item in enumerate(node.value)]
@@ -182,7 +287,11 @@ class _Builder:
             if key_node.tag == _MERGE_TAG:
                 sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
                 for source in sources:
-                    if isinstance(source, MappingNode):
+                    if id(source) in self._active or source is node:
+                        self._error("RT101", "a merge key (<<) refers to the mapping that contains it",
+                                    key_node, help="merge another anchored mapping, not the one being "
+                                    "defined")
+                    elif isinstance(source, MappingNode):
                         merges.append(source)
                     else:
                         self._error("RT101", "a merge key (<<) needs a mapping or a list of mappings", source)
@@ -203,7 +312,11 @@ class _Builder:
             explicit_keys = {k: v for k, v in self.key_pos.items() if k[: len(key_path)] == key_path}
             merged: dict[str, Any] = {}
             for source in reversed(merges):  # the earliest mapping is built last and wins
-                merged.update(self._mapping(source, key_path))
+                self._active.add(id(source))
+                try:
+                    merged.update(self._mapping(source, key_path))
+                finally:
+                    self._active.discard(id(source))
             for merged_key, merged_value in merged.items():
                 result.setdefault(merged_key, merged_value)
             self.value_pos.update(explicit)

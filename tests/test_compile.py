@@ -8,6 +8,7 @@ import pytest
 
 from router.compile import compile_files
 from router.diagnostics import Severity
+from router.loader import MAX_RULES
 from tests.helpers import codes, compile_ok, compile_text, only, where, write
 
 
@@ -379,3 +380,37 @@ def test_compile_policy_none_on_error_and_frozen_on_success(tmp_path: Path) -> N
 def test_compile_empty_file_is_an_empty_policy(tmp_path: Path) -> None:
     policy = compile_ok(tmp_path, "")
     assert policy.rules == ()
+
+
+def test_policy_over_the_rule_limit_fails_fast_naming_the_limit_rt103(tmp_path: Path) -> None:
+    path = tmp_path / "many.yaml"
+    path.write_text("version: 1\nrules:\n" + "".join(f"  - {{id: r{i}, on: input}}\n"
+                                                   for i in range(MAX_RULES * 2)), encoding="utf-8")
+    policy, diagnostics = compile_files([("file", path)])
+    assert policy is None
+    (diagnostic,) = diagnostics
+    assert diagnostic.code == "RT103"
+    assert diagnostic.message == f"the policy has {MAX_RULES * 2} rules; at most {MAX_RULES} are supported"
+    assert diagnostic.span is not None and (diagnostic.span.line, diagnostic.span.col) == (2, 1)
+
+
+def test_layers_over_the_rule_limit_together_fail_rt103(tmp_path: Path) -> None:
+    half = MAX_RULES // 2 + 1
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    for path, prefix in ((first, "a"), (second, "b")):
+        path.write_text("rules:\n" + "".join(f"  - {{id: {prefix}{i}, on: input}}\n" for i in range(half)))
+    policy, diagnostics = compile_files([("file", first), ("file", second)])
+    assert policy is None and [d.code for d in diagnostics] == ["RT103"]
+    assert f"has {2 * half} rules" in diagnostics[0].message
+
+
+def test_many_overrides_keep_their_places(tmp_path: Path) -> None:
+    base, top = tmp_path / "base.yaml", tmp_path / "top.yaml"
+    base.write_text("rules:\n" + "".join(f"  - {{id: r{i}, on: input}}\n" for i in range(2000)))
+    top.write_text("use: [./base.yaml]\ndisable: [r5]\nrules:\n  - {id: r0, on: turn_end}\n"
+                   "  - {id: new, on: input, before: r3}\n  - {id: r1999, on: input, after: r0}\n")
+    policy, diagnostics = compile_files([("file", top)])
+    assert policy is not None and not diagnostics
+    ids = [r.id for r in policy.rules]
+    assert ids[:6] == ["r0", "r1999", "r1", "r2", "new", "r3"] and "r5" not in ids
+    assert len(ids) == 2000 and policy.rules[0].on == ("turn_end",)

@@ -456,3 +456,35 @@ def test_compute_slot_wait_zero_does_not_wait(tmp_path: Path) -> None:
     ("probe", {"models": "a/b"}, 10000), ("probe", {}, 10000), ("records", {"timeout_ms": 1}, 5000)])
 def test_budget_ms_is_the_longest_the_signal_may_take(kind: str, params: dict[str, Any], budget: int) -> None:
     assert budget_ms(SignalRequest("s", kind, params)) == budget
+
+
+def test_apply_audit_on_a_full_disk_loses_no_record_whole_and_warns_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    audit = tmp_path / "audit.jsonl"
+    executor = Executor(None, cwd=str(tmp_path))
+    record = Effect("audit", {"file": str(audit), "record": {"n": 1}, "stamp": False}, "ra")
+    assert apply(executor, record).warnings == []
+    real = os.write
+
+    def full(fd: int, data: bytes) -> int:
+        return real(fd, bytes(data)[: len(data) // 2])  # half a record fits on the disk
+
+    monkeypatch.setattr(os, "write", full)
+    first = apply(executor, Effect("audit", {"file": str(audit), "record": {"n": 2}, "stamp": False}, "ra"))
+    second = apply(executor, Effect("audit", {"file": str(audit), "record": {"n": 3}, "stamp": False}, "ra"))
+    monkeypatch.undo()
+    third = apply(executor, Effect("audit", {"file": str(audit), "record": {"n": 4}, "stamp": False}, "ra"))
+    [warning] = first.warnings
+    assert warning.startswith(f"rule ra: audit failed: cannot write {audit}: ")
+    assert warning.endswith("lines are dropped whole until it works again")
+    assert second.warnings == [] and third.warnings == []  # told once; then it works again
+    assert [json.loads(line) for line in audit.read_text().splitlines()] == [{"n": 1}, {"n": 4}]
+
+
+def test_apply_audit_writes_strict_json(tmp_path: Path) -> None:
+    audit = tmp_path / "audit.jsonl"
+    effect = Effect("audit", {"file": str(audit), "record": {"p": float("nan"), "q": float("inf")},
+                              "stamp": False}, "ra")
+    assert apply(Executor(None, cwd=str(tmp_path)), effect).warnings == []
+    assert audit.read_text() == '{"p": null, "q": null}\n'

@@ -7,13 +7,25 @@ time or fails cleanly at evaluation time with an ExpressionError.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from router.budget import DEFAULT_BUDGET, Budget, BudgetExceeded, BudgetLimits
+from router.decision import Decision
 from router.errors import ExpressionError
 from router.expr import Evaluator, ExpressionSyntaxError, compile_template
-from tests.helpers import fails, refused, run
+from router.functions import MAX_TEXT
+from router.interpreter import evaluate
+from tests.helpers import compile_ok, event, fails, refused, run
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize(
@@ -207,8 +219,9 @@ def test_template_total_output_bounded_rt403() -> None:
 
 
 def test_huge_int_to_text_fails_cleanly() -> None:
-    with pytest.raises(ExpressionError):
+    with pytest.raises(ExpressionError) as info:
         run("to_json(10 ** 4000 * 10 ** 4000)")
+    assert info.value.code == "RT403"
 
 
 @pytest.mark.parametrize(
@@ -249,3 +262,246 @@ def test_regex_literal_with_bad_pattern_never_reaches_run_time() -> None:
 
 def test_null_bytes_refused_at_load() -> None:
     assert refused("'a\x00b'").code == "RT202"
+
+
+# --- one budget for the whole evaluation (RT404) -------------------------------------------------
+
+BIG = "x" * 100_000
+
+
+def exhausted(source: str, limits: BudgetLimits = DEFAULT_BUDGET, **scope: Any) -> BudgetExceeded:
+    """The BudgetExceeded that evaluating `source` under `limits` raises."""
+    budget = Budget(limits)
+    with pytest.raises(BudgetExceeded) as info, budget.running():
+        run(source, **scope)
+    assert budget.size <= limits.size + 2 * MAX_TEXT  # stopped within one operation of the limit
+    return info.value
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "[upper(s) for a in range(10000)]",
+        "[s + 'y' for a in range(10000)]",
+        "[replace(s, 'x', 'y') for a in range(10000)]",
+        "[to_json(s) for a in range(10000)]",
+        "[f'{s}!' for a in range(10000)]",
+        "[[head(s, 99999) for b in range(100)] for a in range(100)]",
+        "[join_values(split(s, ''), '') for a in range(10)] if false else [lower(s) for a in range(9999)]",
+    ],
+)
+def test_comprehension_of_large_strings_exhausts_the_size_budget_rt404(source: str) -> None:
+    error = exhausted(source, s=BIG[:99_000])
+    assert error.code == "RT404" and "characters and items" in error.message
+    assert error.source == source
+
+
+def test_budget_is_shared_by_the_expressions_of_one_evaluation() -> None:
+    budget = Budget(BudgetLimits(size=250_000))
+    with budget.running():
+        run("upper(s)", s=BIG)
+        run("lower(s)", s=BIG)
+        with pytest.raises(BudgetExceeded) as info:
+            run("trim(s + '')", s=BIG[:99_999])
+    assert info.value.source == "trim(s + '')"
+
+
+def test_each_expression_alone_has_a_budget_of_its_own() -> None:
+    with pytest.raises(ExpressionError):  # per-operation limit first: RT403 at 100,000 items
+        run("s + s", s=BIG)
+    assert len(run("[upper(s) for a in range(100)]", s=BIG)) == 100  # 10 M: within the default
+
+
+@pytest.mark.parametrize(
+    ("source", "code"),
+    [
+        ("to_json(s, 10 ** 9)", "RT402"),
+        ("to_json(s, -1)", "RT402"),
+        ("to_json(s, 0.5)", "RT402"),
+        ("to_json(items, 16)", "RT403"),
+        ("fixed(1, 10 ** 9)", "RT402"),
+        ("fixed(1, -1)", "RT402"),
+        ("fixed(1, 1e18)", "RT402"),
+        ("10 ** 4000 * 10 ** 4000", "RT403"),
+        ("(2 ** 4000) ** 4", "RT403"),
+    ],
+)
+def test_text_and_number_building_is_bounded(source: str, code: str) -> None:
+    assert fails(source, s="x", items=[BIG[:900]] * 1200).code == code
+
+
+def test_bounded_helpers_still_work_at_their_limits() -> None:
+    assert run("fixed(1, 100)") == "1." + "0" * 100
+    assert run("to_json([1], 16)") == "[\n" + " " * 16 + "1\n]"
+    assert run("round(1.25, 1e18)") == 1.25
+    assert run("round(1.25, -1e18)") == 0.0
+    assert run("round(123.456, 400)") == 123.456
+    assert run("round(1e300, 300)") == 1e300
+
+
+def test_non_finite_numbers_never_become_invalid_json() -> None:
+    assert run("to_json([x, y, 1])", x=float("inf"), y=float("nan")) == "[null, null, 1]"
+    assert run("to_string(x)", x=float("-inf")) == "null"
+
+
+def finishes(code: str) -> str:
+    """Run `code` in a fresh interpreter; its output. A hang fails the test (a guard, not a timing)."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_round_with_a_huge_precision_ends() -> None:
+    assert finishes("from tests.helpers import run; print(run('round(1, 1e18)'))").strip() == "1"
+
+
+def test_extract_json_is_linear_in_its_text() -> None:
+    # `\s*```$` used to backtrack over every blank: hours for 2 million blanks; linear, well under a second
+    code = ("from tests.helpers import run\n"
+            "text = '{\"a\": 1' + ' ' * 2_000_000 + 'x' + ' ' * 2_000_000 + '}'\n"
+            "print(run('extract_json(t)', t='```json\\n' + '{\"a\": 1}' + ' ' * 2_000_000 + '```'))\n"
+            "try:\n    run('extract_json(t)', t=text)\n"
+            "except Exception as exc:\n    print(type(exc).__name__)\n")
+    assert finishes(code).splitlines() == ["{'a': 1}", "ExpressionError"]
+
+
+def test_backtracking_regex_stops_at_the_time_budget_rt404() -> None:
+    error = exhausted("regex(t, '(a|aa)+$')", BudgetLimits(time_ms=50), t="a" * 60 + "!")
+    assert error.code == "RT404" and "still searching" in error.message
+
+
+@pytest.mark.parametrize("pattern", ["(a+)+$", "(\\\\w+\\\\s?)+$", "(x+x+)+y", "^(a|a?)+$"])
+def test_backtracking_regex_ends_within_the_budget(pattern: str) -> None:
+    budget = Budget(BudgetLimits(time_ms=200))
+    try:  # `regex` finds most of these fast; the others stop at the time budget
+        with budget.running():
+            assert run(f"regex(t, '{pattern}')", t="a" * 60 + "word " * 20 + "x" * 60 + "!") is False
+    except BudgetExceeded as exc:
+        assert "still searching" in exc.message
+
+
+def test_backtracking_regex_from_data_stops_at_the_time_budget_rt404() -> None:
+    error = exhausted("regex_find(t, p)", BudgetLimits(time_ms=50), t="a" * 60 + "!", p="(a|aa)+$")
+    assert "still searching" in error.message and error.source == "regex_find(t, p)"
+
+
+def test_backtracking_regex_with_the_default_budget_ends() -> None:
+    code = ("from router.budget import BudgetExceeded\nfrom tests.helpers import run\n"
+            "try:\n    run(\"regex(t, '(a|aa)+$')\", t='a' * 80 + '!')\n"
+            "except BudgetExceeded as exc:\n    print(exc.code)\n")
+    assert finishes(code).strip() == "RT404"
+
+
+def test_regex_keeps_python_syntax_and_unicode_classes() -> None:
+    assert run("regex_find(t, '\\\\w+')", t="重构 the parser") == "重构"
+    assert run("regex(t, '(?<=no )bash')", t="no bash") is True
+    assert run("regex_find(t, '(a)\\\\1')", t="xaay") == "aa"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(st.sampled_from(["upper({})", "lower({})", "replace({}, 'x', 'xy')", "{} + 'z'",
+                                       "join_values([{}, {}], '')", "to_json([{}])", "head({}, 90000)",
+                                       "trim({})", "to_string([{}, 1])"]), min_size=1, max_size=6),
+       times=st.integers(1, 3000))
+def test_any_chain_of_text_builders_stays_within_the_budget(steps: list[str], times: int) -> None:
+    expression = "s"
+    for step in steps:
+        expression = step.format(*[expression] * step.count("{}"))
+    source = f"[{expression} for a in range({times})]"
+    limits = BudgetLimits(size=2_000_000, time_ms=60_000)
+    budget = Budget(limits)
+    try:
+        with budget.running():
+            run(source, s="x" * 1000)
+    except (BudgetExceeded, ExpressionError):
+        pass
+    assert budget.size <= limits.size + 2 * MAX_TEXT
+
+
+def _policy_decision(tmp_path: Path, rules: str, limits: BudgetLimits, **fields: Any) -> Decision:
+    policy = compile_ok(tmp_path, "version: 1\nrules:\n" + textwrap.dedent(rules))
+    return evaluate(policy, event("input", **fields), budget=Budget(limits))
+
+
+def test_budget_spans_the_rules_of_one_event_and_names_the_rule(tmp_path: Path) -> None:
+    rules = """\
+      - {id: first, on: input, when: "length(upper(text)) > 0", do: [{notify: one}], continue: true}
+      - {id: second, on: input, when: "length(lower(text)) > 0", do: [{notify: two}], continue: true}
+      - {id: third, on: input, do: [{notify: three}]}
+    """
+    decision = _policy_decision(tmp_path, rules, BudgetLimits(size=150_000), text=BIG)
+    assert [e.params["text"] for e in decision.effects] == ["one"]  # what fired before stays
+    (error,) = decision.errors
+    assert error.code == "RT404" and error.rule_id == "second"
+    assert "(in `length(lower(text)) > 0`)" in error.message
+    assert "remaining rules were skipped" in error.message
+
+
+def test_budget_time_checked_between_rules(tmp_path: Path) -> None:
+    rules = "  - {id: only, on: input, do: [{notify: x}]}\n"
+    decision = _policy_decision(tmp_path, rules, BudgetLimits(time_ms=0), text="hi")
+    assert not decision.effects and decision.errors[0].code == "RT404"
+    assert "more than 0 ms" in decision.errors[0].message
+
+
+def test_budget_in_an_action_template_names_the_template(tmp_path: Path) -> None:
+    rules = "  - {id: a, on: input, do: [{notify: \"{to_json([text, text, text])}\"}]}\n"
+    decision = _policy_decision(tmp_path, rules, BudgetLimits(size=250_000), text=BIG)
+    assert "(in `to_json([text, text, text])`)" in decision.errors[0].message
+
+
+def test_budget_in_a_signal_names_the_signal_expression(tmp_path: Path) -> None:
+    policy = compile_ok(tmp_path, """\
+        version: 1
+        signals:
+          loud: {expr: "upper(text) + upper(text)"}
+        rules:
+          - {id: a, on: input, when: "signals.loud != null", do: [{notify: x}]}
+        """)
+    decision = evaluate(policy, event("input", text=BIG[:60_000]),
+                        budget=Budget(BudgetLimits(size=100_000)))
+    assert decision.errors[0].rule_id == "a"
+    assert "(in `upper(text) + upper(text)`)" in decision.errors[0].message
+
+
+def test_router_explain_and_test_cases_are_bounded(tmp_path: Path) -> None:
+    policy = tmp_path / "p.yaml"
+    policy.write_text(textwrap.dedent("""\
+        version: 1
+        rules:
+          - id: slow
+            on: input
+            when: "regex(text, '(a|aa)+$')"
+            do: [{notify: x}]
+            examples:
+              - event: {type: input, text: "AAAA!"}
+                expect: {fires: false}
+        """).replace("AAAA", "a" * 70))
+    event_file = tmp_path / "event.json"
+    event_file.write_text('{"type": "input", "text": "' + "a" * 70 + '!"}')
+    explain = subprocess.run(
+        [sys.executable, "-m", "router", "explain", "--policy", str(policy), "--event", str(event_file)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT, check=False)
+    assert "RT404" in explain.stdout + explain.stderr and "Traceback" not in explain.stderr
+    lint = subprocess.run([sys.executable, "-m", "router", "lint", str(policy)], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT, check=False)
+    assert "slow example 1 fails" in lint.stdout and "still searching" in lint.stdout
+    assert "Traceback" not in lint.stderr
+    test = subprocess.run([sys.executable, "-m", "router", "test", str(policy)], capture_output=True,
+                          text=True, timeout=120, cwd=ROOT, check=False)
+    assert test.returncode == 1 and "still searching" in test.stdout and "Traceback" not in test.stderr
+
+
+def test_budget_while_rendering_a_signal_request_names_its_template(tmp_path: Path) -> None:
+    policy = compile_ok(tmp_path, """\
+        version: 1
+        signals:
+          p: {complete: {prompt: "{upper(text) + upper(text)}"}, fallback: "'x'"}
+        rules:
+          - {id: a, on: input, when: "signals.p != null", do: [{notify: x}]}
+        """)
+    decision = evaluate(policy, event("input", text=BIG[:60_000]),
+                        budget=Budget(BudgetLimits(size=100_000)))
+    assert decision.pending is None and decision.errors[0].code == "RT404"
+    assert "(in `upper(text) + upper(text)`)" in decision.errors[0].message

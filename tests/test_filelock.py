@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import multiprocessing
 import os
@@ -191,13 +192,28 @@ def test_update_json_missing_file_has_no_backup(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == [".new.json.router-lock", "new.json"]
 
 
-def test_update_json_unserializable_value_leaves_file_and_no_temp(tmp_path: Path) -> None:
+def test_update_json_failed_write_leaves_file_and_no_temp(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "s.json"
     update_json(target, "k", 1)
-    with pytest.raises(TypeError):
-        update_json(target, "bad", object())
+
+    def full(*args: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full)
+    with pytest.raises(OSError):
+        update_json(target, "more", 2)
     assert read_json(target) == {"k": 1}
     assert sorted(p.name for p in tmp_path.iterdir()) == [".s.json.router-lock", "s.json"]
+
+
+def test_update_json_writes_strict_json(tmp_path: Path) -> None:
+    target = tmp_path / "s.json"
+    update_json(target, "k", {"inf": float("inf"), "nan": float("nan"), "thing": Path("a/b")})
+    text = target.read_text()
+    assert "Infinity" not in text and "NaN" not in text
+    assert json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard {c}")) == {
+        "k": {"inf": None, "nan": None, "thing": "a/b"}}
 
 
 def test_read_json_missing_or_invalid_is_none(tmp_path: Path) -> None:
@@ -227,3 +243,55 @@ def test_load_json_skips_a_bom_and_locates_errors(tmp_path: Path) -> None:
     target.write_bytes(b'{"a": "\xff"}')
     with pytest.raises(JsonFileError, match=r"c\.json: not UTF-8 text \(byte 7\)"):
         load_json(target)
+
+
+# --- whole lines or nothing --------------------------------------------------------------------
+
+
+def _short_writes(monkeypatch: pytest.MonkeyPatch, keep: int) -> list[int]:
+    """os.write writes only `keep` bytes of each call (a disk that fills up mid-line)."""
+    real, calls = os.write, []
+
+    def short(fd: int, data: bytes) -> int:
+        calls.append(len(data))
+        return real(fd, bytes(data)[:keep])
+
+    monkeypatch.setattr(os, "write", short)
+    return calls
+
+
+def test_append_line_short_write_leaves_no_partial_line(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "audit.jsonl"
+    append_line(target, '{"n": 1}')
+    calls = _short_writes(monkeypatch, 5)
+    record = '{"n": 2, "text": "a record the disk has no room for"}'
+    with pytest.raises(OSError) as info:
+        append_line(target, record)
+    assert info.value.errno == errno.ENOSPC and calls == [len(record) + 1]  # one write of the whole line
+    assert target.read_bytes() == b'{"n": 1}\n'  # cut back: nothing of the record stays
+    monkeypatch.undo()
+    append_line(target, '{"n": 3}')
+    assert target.read_text().splitlines() == ['{"n": 1}', '{"n": 3}']
+
+
+def test_append_line_enospc_leaves_no_partial_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "router.log"
+    append_line(target, "first")
+    real = os.write
+
+    def full(fd: int, data: bytes) -> int:
+        real(fd, bytes(data)[:3])  # some bytes reached the file before the disk was full
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", full)
+    with pytest.raises(OSError, match="No space left"):
+        append_line(target, "second line")
+    assert target.read_bytes() == b"first\n"
+
+
+def test_append_line_after_a_partial_line_starts_a_new_line(tmp_path: Path) -> None:
+    target = tmp_path / "audit.jsonl"
+    target.write_bytes(b'{"n": 1}\n{"n": 2, "cut')  # left by another program
+    append_line(target, '{"n": 3}')
+    assert target.read_text().splitlines() == ['{"n": 1}', '{"n": 2, "cut', '{"n": 3}']

@@ -370,3 +370,41 @@ def test_lint_a_file_that_does_not_load_says_so(tmp_path: Path, monkeypatch: pyt
     write(tmp_path, "rules: [\n", "p.yaml")
     code, _ = lint_command.run([Path("p.yaml")])
     assert code == 1 and capsys.readouterr().err == "policy: p.yaml (does not load)\n"
+
+
+RISKY_PATTERNS = """\
+version: 1
+vars:
+  risky: "(a+)+$"
+  fine: "ok|yes"
+signals:
+  p: {expr: "regex_find(text, state.pat)"}
+rules:
+  - id: a
+    on: input
+    when: "regex(text, vars.risky) or regex(text, vars.fine) or regex(text, lower(text))"
+    match: "regex(text, state.pat) || regex(text, vars.fine) || regex(text, 'ok')"
+    do: [{notify: "{signals.p}"}, {set: {pat: x}}]
+"""
+
+
+def test_rt315_patterns_computed_from_data_warn_rt307_checks_var_patterns(tmp_path: Path) -> None:
+    found = run_checks(compile_ok(tmp_path, RISKY_PATTERNS))
+    rt315 = sorted(d.message for d in found if d.code == "RT315")
+    assert rt315 == [
+        "the regex pattern `lower(text)` in rule 'a' is computed while evaluating, so it is not checked "
+        "when the policy loads",
+        "the regex pattern `state.pat` in rule 'a' is computed while evaluating, so it is not checked "
+        "when the policy loads",
+        "the regex pattern `state.pat` in signal 'p' is computed while evaluating, so it is not checked "
+        "when the policy loads",
+    ]
+    assert all(d.severity is Severity.WARNING for d in found if d.code == "RT315")
+    assert [d.message for d in found if d.code == "RT307"] == [
+        "regex '(a+)+$' in rule 'a' repeats a repeated group and can take exponential time on some inputs"]
+
+
+def test_rt315_literal_and_var_patterns_do_not_warn(tmp_path: Path) -> None:
+    policy = compile_ok(tmp_path, RISKY_PATTERNS.replace("state.pat", "'x'").replace(
+        "lower(text)", "vars.fine").replace('"(a+)+$"', '"a+$"'))
+    assert not [d for d in run_checks(policy) if d.code in ("RT315", "RT307")]

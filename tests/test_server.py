@@ -3,23 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import io
 import json
 import os
 import selectors
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import router.compile
+import router.executor as executor_module
 from router import __version__, policy_command, protocol
 from router.compile import compile_files
 from router.paths import packs_dir
-from router.server import Connection, Engine
+from router.server import Connection, Engine, handle_line, id_key
+from router.server import Lines as LineReader
 from router.session_policy import read_project_content
 from router.trust import TrustStore
 from tests.helpers import HANGING_PI, assert_group_gone, stub
@@ -331,9 +337,10 @@ def test_policy_cache_second_engine_does_not_compile(tmp_path: Path, monkeypatch
         k: first[k] for k in ("events", "commands", "tools", "virtual_models")}
     assert asyncio.run(second.event(1, INPUT))["fired"] == ["greet"]
     rig.edit(POLICY + "# changed\n")
-    with pytest.raises(AssertionError, match="load_policy called"):
-        asyncio.run(Engine(FakeConnection(), cwd=rig.cwd, agent=rig.agent,  # type: ignore[arg-type]
-                           extra=[]).hello({"cwd": str(rig.cwd)}))
+    third = Engine(FakeConnection(), cwd=rig.cwd, agent=rig.agent, extra=[])  # type: ignore[arg-type]
+    warnings = asyncio.run(third.hello({"cwd": str(rig.cwd)}))["warnings"]
+    assert any("load_policy called" in w for w in warnings)  # it compiled (and failed)
+    assert "internal error while loading the policy" in rig.log()
 
 
 # --- Connection: answers, cancel, errors ------------------------------------------------------------
@@ -415,7 +422,7 @@ rules:
         connection.dispatch({"id": 5, "method": "event", "params": INPUT})
         deadline = time.monotonic() + 10
         while not gpid.exists() or not gpid.read_text().strip():  # the child pi and its own child run
-            assert time.monotonic() < deadline and 5 in connection.running
+            assert time.monotonic() < deadline and id_key(5) in connection.running
             await asyncio.sleep(0.01)
         connection.dispatch({"method": "cancel", "params": {"id": 5}})
         connection.dispatch({"method": "cancel", "params": {"id": 99}})  # unknown: ignored
@@ -426,8 +433,9 @@ rules:
 
     monkeypatch.setattr(asyncio, "create_subprocess_exec", recording)
     messages = asyncio.run(run())
-    assert [m.get("id") for m in messages] == [1, None]  # no answer for the cancelled request
-    assert messages[1] == {"method": "progress", "params": {"id": 5, "budget_ms": 61000, "signal": "c"}}
+    assert [m.get("id") for m in messages] == [None, 1, None]  # no answer for the cancelled request
+    assert messages[0] == {"method": "progress", "params": {"id": 1, "budget_ms": 10000}}  # loading
+    assert messages[2] == {"method": "progress", "params": {"id": 5, "budget_ms": 61000, "signal": "c"}}
     assert_group_gone(int((tmp_path / "bin" / "pid").read_text()))
 
 
@@ -511,6 +519,12 @@ class Reader:
         line, self.buffer = self.buffer.split(b"\n", 1)
         return protocol.decode(line)
 
+    def answer(self, timeout: float = 30) -> dict[str, Any]:
+        """The next message that is not a progress note."""
+        while (message := self.message(timeout)).get("method") == "progress":
+            pass
+        return message
+
 
 def test_serve_subprocess_speaks_the_protocol_over_stdio(tmp_path: Path) -> None:
     rig = Rig(tmp_path, POLICY)
@@ -526,12 +540,15 @@ def test_serve_subprocess_speaks_the_protocol_over_stdio(tmp_path: Path) -> None
 
         try:
             send(protocol.encode({"id": 1, "method": "hello", "params": {"cwd": str(rig.cwd)}}))
-            hello = reader.message()
+            hello = reader.answer()
             assert hello["id"] == 1 and hello["result"]["events"] == events("input")
             send(b"this is not json\n", b"[1, 2]\n",
                  protocol.encode({"id": 2, "method": "event", "params": INPUT}),
                  protocol.encode({"id": 3, "method": "frobnicate", "params": {}}))
-            answers = {m["id"]: m for m in (reader.message(), reader.message())}
+            messages = [reader.message() for _ in range(4)]
+            refused = [m for m in messages if m["id"] is None]
+            assert [m["error"]["code"] for m in refused] == ["protocol", "protocol"]
+            answers = {m["id"]: m for m in messages if m["id"] is not None}
             assert answers[2]["result"]["fired"] == ["greet"]
             assert answers[3]["error"]["message"] == "ValueError: unknown method 'frobnicate'"
             send(protocol.encode({"id": 4, "method": "shutdown", "params": {}}))
@@ -542,3 +559,287 @@ def test_serve_subprocess_speaks_the_protocol_over_stdio(tmp_path: Path) -> None
                 process.kill()
     log = (rig.agent / "router" / "router.log").read_text()
     assert log.count("protocol error") == 2 and "this is not json" in log
+
+
+# --- hostile input: any id, any line, limits -----------------------------------------------------------
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**30), 10**30)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def strict(line: bytes) -> Any:
+    """The JSON value of an output line; fails on NaN, Infinity or anything that is not JSON."""
+    def refuse(constant: str) -> Any:
+        raise AssertionError(f"non-standard JSON constant {constant} in {line[:200]!r}")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+@pytest.fixture(scope="module")
+def fuzz_rig(tmp_path_factory: pytest.TempPathFactory) -> Rig:
+    return Rig(tmp_path_factory.mktemp("fuzz"), POLICY + """\
+  - id: keep
+    on: input
+    group: other
+    do:
+      - set: {last: "{text}", inf: "{1e308 * 10}"}
+""")
+
+
+def feed(rig: Rig, *lines: bytes) -> tuple[Connection, list[Any]]:
+    """Send raw lines to a fresh connection after a hello; wait for its requests; every output line
+    after the hello's answer, decoded."""
+    async def run() -> tuple[Connection, bytes]:
+        connection, writer = connected(rig)
+        handle_line(connection, protocol.encode({"id": 0, "method": "hello",
+                                                 "params": {"cwd": str(rig.cwd)}}))
+        await asyncio.gather(*connection.tasks)
+        writer.seek(0)
+        writer.truncate()
+        for line in lines:
+            handle_line(connection, line)
+            if connection.tasks:
+                await asyncio.gather(*connection.tasks, return_exceptions=True)
+        return connection, writer.getvalue()
+
+    connection, output = asyncio.run(run())
+    return connection, [strict(line) for line in output.splitlines()]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(request_id=JSON_VALUES)
+def test_any_json_value_as_id_is_echoed_back(fuzz_rig: Rig, request_id: Any) -> None:
+    line = json.dumps({"id": request_id, "method": "event", "params": INPUT}).encode()
+    connection, messages = feed(fuzz_rig, line)
+    answers = [m for m in messages if "method" not in m]
+    assert len(answers) == 1 and answers[0]["id"] == request_id
+    assert answers[0]["result"]["fired"] == ["greet", "keep"]
+    assert not connection.closing.is_set() and connection.running == {}
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(request_id=JSON_VALUES)
+def test_cancel_with_any_json_id_keeps_the_connection(fuzz_rig: Rig, request_id: Any) -> None:
+    connection, messages = feed(fuzz_rig, json.dumps({"method": "cancel", "params": {"id": request_id}})
+                                .encode(), json.dumps({"method": "cancel", "params": request_id}).encode())
+    assert messages == [] and not connection.closing.is_set()
+
+
+LINE_PARTS = st.sampled_from([b"{", b"}", b"[", b"]", b'"id"', b'"method"', b'"event"', b'"hello"', b":",
+                              b",", b"1", b"null", b"NaN", b"Infinity", b"-1e999", b'"params"', b'"\\ud800"',
+                              b"\xff", b"\x00", b" ", b'"shutdown"', b'"cancel"', b'{"id": [1]}'])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(line=st.one_of(st.binary(max_size=200), st.lists(LINE_PARTS, max_size=30).map(b"".join),
+                      st.builds(lambda v: json.dumps(v).encode(), JSON_VALUES)))
+def test_any_line_gets_strict_json_answers_and_the_sidecar_stays(fuzz_rig: Rig, line: bytes) -> None:
+    connection, messages = feed(fuzz_rig, line.replace(b"\n", b" "))
+    assert all(isinstance(m, dict) for m in messages)
+    for message in messages:
+        if "error" in message:
+            assert set(message) == {"id", "error"} and isinstance(message["error"]["message"], str)
+    shutdown = any(isinstance(m, dict) and m.get("result") == {} for m in messages)
+    assert not connection.closing.is_set() or shutdown or b"shutdown" in line
+
+
+@pytest.mark.parametrize(("line", "reason"), [
+    (b"not json", "Expecting value"),
+    (b"[1, 2]", "must be a JSON object"),
+    (b'{"a": ' + b"[" * 975 + b"]" * 975 + b"}", "nested deeper than 100 levels"),
+    (b'{"id": 1, "method": "event", "params": ' + b"[" * 200_000 + b"]" * 200_000 + b"}",
+     "nested deeper than 100 levels"),
+    (b"\xff\xfe", "Expecting value"),
+    (b'{"id": 1, "method": "event"} trailing', "Extra data"),
+])
+def test_a_line_that_is_no_message_gets_an_error_with_id_null_and_a_log_line(
+        fuzz_rig: Rig, line: bytes, reason: str) -> None:
+    connection, messages = feed(fuzz_rig, line)
+    (message,) = messages
+    assert message["id"] is None and message["error"]["code"] == "protocol"
+    assert reason in message["error"]["message"]
+    assert "protocol error" in fuzz_rig.log() and not connection.closing.is_set()
+
+
+def test_non_finite_numbers_and_huge_integers_go_out_as_strict_json(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, """\
+version: 1
+rules:
+  - id: keep
+    on: input
+    do:
+      - set: {inf: "{1e308 * 10}", nan: "{1e308 * 10 - 1e308 * 10}", text: "{text}"}
+      - notify: "{1e308 * 10}"
+""")
+    line = b'{"id": 1, "method": "event", "params": {"type": "input", "payload": {"text": NaN}}}'
+    _, (answer,) = feed(rig, line)
+    assert answer["id"] == 1, answer
+    assert answer["result"]["state"] == {"inf": None, "nan": None, "text": "nan"}  # normalize: text
+    assert answer["result"]["actions"][0]["params"]["text"] is None
+
+
+def test_a_reply_that_cannot_be_encoded_becomes_an_error_reply(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    rig = Rig(tmp_path, POLICY)
+    real = protocol.encode
+
+    def picky(message: dict[str, Any]) -> bytes:
+        if "result" in message:
+            raise RecursionError("too deep")
+        return real(message)
+
+    monkeypatch.setattr(protocol, "encode", picky)
+    connection, (answer,) = feed(rig, json.dumps({"id": [7], "method": "event", "params": INPUT}).encode())
+    assert answer == {"id": [7], "error": {"code": "internal",
+                                           "message": "the answer could not be encoded: RecursionError"}}
+    assert not connection.closing.is_set()
+
+
+def test_over_long_line_is_refused_and_the_next_line_answered(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(protocol, "MAX_LINE_BYTES", 1000)
+
+    async def run() -> list[Any]:
+        reader = asyncio.StreamReader()
+        reader.feed_data(b"x" * 5000 + b"\n" + b'{"id": 1}\n' + b"y" * 3000)
+        reader.feed_eof()
+        lines = LineReader(reader, 1000)
+        return [await lines.next() for _ in range(4)]
+
+    assert asyncio.run(run()) == [5000, b'{"id": 1}', 3000, None]
+    _, (message,) = feed(Rig(tmp_path, POLICY), 5000)  # type: ignore[arg-type]
+    assert message == {"id": None, "error": {"code": "protocol", "message":
+                                             "line of 5000 bytes is longer than the limit of 1000"}}
+
+
+# --- the last good policy is never lost ----------------------------------------------------------------
+
+HOSTILE_EDITS = {
+    "deep flow nesting": "rules: " + "[" * 100_000 + "]" * 100_000 + "\n",
+    "self-referencing merge": "base: &b\n  x: 1\n  <<: *b\nrules: []\n",
+    "too many rules": "rules:\n" + "".join(f"  - {{id: r{i}, on: input}}\n" for i in range(10_001)),
+    "a FIFO": None,
+}
+
+
+@pytest.mark.parametrize("edit", sorted(HOSTILE_EDITS))
+def test_hostile_edit_keeps_the_last_good_policy_and_says_so_once(tmp_path: Path, edit: str) -> None:
+    rig = Rig(tmp_path, POLICY)
+    rig.hello()
+    text = HOSTILE_EDITS[edit]
+    if text is None:
+        rig.policy.unlink()
+        os.mkfifo(rig.policy)
+    else:
+        rig.edit(text)
+    first, second = rig.event(), rig.event()
+    assert first["fired"] == ["greet"] and second["fired"] == ["greet"]
+    [warning] = first["warnings"]
+    assert warning.startswith("policy reload failed: ") and warning.endswith("keeping the last good policy")
+    assert second["warnings"] == []
+    assert ("progress", {"id": 7, "budget_ms": 10000}) in rig.connection.notes  # reloads may take long
+
+
+def test_reload_that_raises_keeps_the_last_good_policy(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    rig = Rig(tmp_path, POLICY)
+    rig.hello()
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise MemoryError("out of memory")
+
+    monkeypatch.setattr(router.compile, "load_policy", broken)
+    rig.edit(POLICY + "# changed\n")
+    result = rig.event()
+    assert result["fired"] == ["greet"]
+    assert "internal error MemoryError: out of memory" in result["warnings"][0]
+
+
+def test_a_new_sidecar_with_broken_files_starts_with_the_last_good_policy(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, POLICY)
+    rig.hello()
+    rig.edit("rules: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    restarted = Engine(FakeConnection(), cwd=rig.cwd, agent=rig.agent, extra=[])  # type: ignore[arg-type]
+    hello = asyncio.run(restarted.hello({"cwd": str(rig.cwd), "trusted": True}))
+    assert hello["events"] == events("input")
+    assert hello["warnings"][0].startswith("the policy has errors; the last policy that loaded")
+    assert any("[RT101]" in w for w in hello["warnings"])
+    assert asyncio.run(restarted.event(1, INPUT))["fired"] == ["greet"]
+
+
+def test_a_new_sidecar_with_broken_files_and_no_good_policy_runs_without_one(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, "rules: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    hello = rig.hello()
+    assert hello["warnings"][0].startswith("the router policy has errors; Pi runs without it")
+    assert rig.event()["actions"] == []
+
+
+def test_write_failures_of_the_router_log_are_told_once(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    rig = Rig(tmp_path, POLICY)
+    rig.hello()
+
+    def full(path: Path, line: str) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(executor_module, "append_line", full)
+    rig.edit(POLICY + "# changed\n")
+    first = rig.event()
+    rig.edit(POLICY + "# changed again\n")
+    second = rig.event()
+    assert [w for w in first["warnings"] if w.startswith("router log: cannot write")] == [
+        f"router log: cannot write {rig.agent / 'router' / 'router.log'}: No space left on device; "
+        "lines are dropped whole until it works again"]
+    assert not [w for w in second["warnings"] if w.startswith("router log")]
+    monkeypatch.undo()
+    rig.edit(POLICY + "# changed a third time\n")
+    rig.event()
+    assert "policy reloaded" in rig.log()
+
+
+def test_serve_subprocess_survives_hostile_lines(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, POLICY)
+    argv = [sys.executable, "-m", "router", "serve", "--cwd", str(rig.cwd), "--agent-dir", str(rig.agent)]
+    hostile = [
+        json.dumps({"id": {"an": ["object"]}, "method": "event", "params": INPUT}).encode(),
+        json.dumps({"id": [1, [2]], "method": "event", "params": INPUT}).encode(),
+        b'{"id": 3, "method": "event", "params": ' + b"[" * 975 + b"]" * 975 + b"}",
+        b'{"id": 4, "method": "event", "params": {"type": "input", "payload": {"text": NaN}}}',
+        b'{"method": "cancel", "params": {"id": {"x": 1}}}',
+        b"x" * (70 * 1024 * 1024),  # over the 64 MiB limit
+        b'{"id": 5, "method": "frobnicate"}',
+    ]
+    with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          cwd=ROOT, env={**os.environ, "PI_CODING_AGENT_DIR": str(rig.agent)}) as process:
+        assert process.stdin is not None and process.stdout is not None
+        reader = Reader(process.stdout)
+        try:
+            hello = {"id": 1, "method": "hello", "params": {"cwd": str(rig.cwd)}}
+            process.stdin.write(protocol.encode(hello))
+            process.stdin.flush()
+            assert reader.answer()["id"] == 1
+            stdin = process.stdin
+
+            def send_all() -> None:  # a 70 MiB write blocks until the sidecar has read it
+                stdin.write(b"\n".join(hostile) + b"\n")
+                stdin.flush()
+
+            writer = threading.Thread(target=send_all)
+            writer.start()
+            answers = [reader.answer(timeout=60) for _ in range(6)]
+            writer.join(60)
+            process.stdin.write(protocol.encode({"id": 6, "method": "event", "params": INPUT}))
+            process.stdin.flush()
+            last = reader.answer()
+        finally:
+            process.kill()
+    by_id = [a["id"] for a in answers]
+    assert by_id == [{"an": ["object"]}, [1, [2]], None, 4, None, 5]
+    assert answers[0]["result"]["fired"] == ["greet"] and answers[1]["result"]["fired"] == ["greet"]
+    assert "nested deeper than 100 levels" in answers[2]["error"]["message"]
+    assert "longer than the limit" in answers[4]["error"]["message"]
+    assert last["id"] == 6 and last["result"]["fired"] == ["greet"]  # alive and answering

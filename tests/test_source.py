@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from router.diagnostics import Diagnostic
 from router.errors import SourceError
-from router.source import format_key_path, parse_source, read_source
+from router.source import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, format_key_path, parse_source, read_source
 
 POLICY = """\
 version: 1
@@ -261,3 +265,89 @@ def test_read_source_crlf_line_endings_same_positions(tmp_path: Path) -> None:
 )
 def test_format_key_path_renders_dotted_and_indexed(parts: tuple[str | int, ...], text: str) -> None:
     assert format_key_path(parts) == text
+
+
+# --- limits checked before the composer -------------------------------------------------------------
+
+
+def _diagnostic(path: Path) -> Diagnostic:
+    with pytest.raises(SourceError) as info:
+        read_source(path)
+    (diagnostic,) = info.value.diagnostics
+    return diagnostic
+
+
+def test_read_source_larger_than_the_limit_refused_without_parsing_rt103(tmp_path: Path) -> None:
+    path = tmp_path / "huge.yaml"
+    rule = "  - {id: r, on: input, when: \"text == 'some text to make the rule longer'\"}\n"
+    path.write_text("rules:\n" + rule * (MAX_FILE_BYTES // len(rule) + 1), encoding="utf-8")
+    diagnostic = _diagnostic(path)
+    assert diagnostic.code == "RT103" and "files of at most 4.0 MiB are read" in diagnostic.message
+    assert diagnostic.span is not None and diagnostic.span.path == str(path)
+
+
+@pytest.mark.parametrize(("device", "kind"), [("/dev/zero", "a device"), ("/dev/null", "a device")])
+def test_read_source_devices_refused_without_reading(device: str, kind: str) -> None:
+    diagnostic = _diagnostic(Path(device))
+    assert diagnostic.code == "RT100" and f"{kind}, not a regular file" in diagnostic.message
+
+
+def test_read_source_fifo_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "policy.yaml"
+    os.mkfifo(fifo)  # nobody writes to it: opening it for reading would block forever
+    diagnostic = _diagnostic(fifo)
+    assert diagnostic.code == "RT100" and "a FIFO, not a regular file" in diagnostic.message
+
+
+def test_read_source_directory_refused(tmp_path: Path) -> None:
+    assert "a directory, not a regular file" in _diagnostic(tmp_path).message
+
+
+def test_read_source_symlink_to_a_regular_file_is_read(tmp_path: Path) -> None:
+    (tmp_path / "real.yaml").write_text("a: 1\n", encoding="utf-8")
+    (tmp_path / "link.yaml").symlink_to(tmp_path / "real.yaml")
+    assert read_source(tmp_path / "link.yaml").data == {"a": 1}
+
+
+@pytest.mark.parametrize(("text", "line", "col"), [
+    ("a: " + "[" * 50_000 + "]" * 50_000 + "\n", 1, 3 + MAX_DEPTH),
+    ("a:\n  " + "- " * 50_000 + "x\n", 2, 3 + 2 * (MAX_DEPTH - 1)),
+    ("a: " + "{b: " * 1000 + "1" + "}" * 1000 + "\n", 1, 4 + 4 * (MAX_DEPTH - 1)),
+])
+def test_parse_source_deep_nesting_located_before_the_composer_rt101(text: str, line: int, col: int) -> None:
+    # 50,000 levels crash the C composer (it recurses per level); the event parser does not
+    with pytest.raises(SourceError) as info:
+        parse_source(text, "p.yaml")
+    (diagnostic,) = info.value.diagnostics
+    assert diagnostic.code == "RT101" and f"deeper than {MAX_DEPTH} levels" in diagnostic.message
+    assert diagnostic.span is not None and (diagnostic.span.line, diagnostic.span.col) == (line, col)
+
+
+def test_parse_source_deep_nesting_in_a_subprocess_never_crashes(tmp_path: Path) -> None:
+    path = tmp_path / "deep.yaml"
+    path.write_text("rules: " + "[" * 200_000 + "]" * 200_000 + "\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "router", "lint", str(path)], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 1 and "[RT101]" in done.stdout and "Traceback" not in done.stderr
+
+
+def test_parse_source_too_many_values_rt103() -> None:
+    text = "a: [" + "1," * (MAX_NODES + 1) + "1]\n"
+    with pytest.raises(SourceError) as info:
+        parse_source(text, "p.yaml")
+    assert info.value.diagnostics[0].code == "RT103"
+
+
+@pytest.mark.parametrize(("text", "message", "line"), [
+    ("base: &b\n  x: 1\n  <<: *b\n", "a merge key (<<) refers to the mapping that contains it", 3),
+    ("base: &b\n  x: 1\n  <<: [*b]\n", "a merge key (<<) refers to the mapping that contains it", 3),
+    ("a: &a\n  - *a\n", "an alias refers to a node that contains it (a recursive alias)", 1),
+    ("a: &a {k: *a}\n", "an alias refers to a node that contains it (a recursive alias)", 1),
+    ("a: &a\n  b: &b\n    <<: *a\n", "a merge key (<<) refers to the mapping that contains it", 3),
+])
+def test_parse_source_self_references_located_not_a_traceback(text: str, message: str, line: int) -> None:
+    with pytest.raises(SourceError) as info:
+        parse_source(text, "p.yaml")
+    found = info.value.diagnostics
+    assert [d.message for d in found] == [message] and found[0].span is not None
+    assert found[0].span.line == line

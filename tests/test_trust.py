@@ -142,7 +142,7 @@ def test_project_layer_may_not_set_user_vars(tmp_path: Path) -> None:
     assert "var 'power' of the project policy refused" in refused.warning()
     policy, diagnostics = compile_files([("pack", pack), ("user", user)])
     assert policy is not None and policy.vars["power"] is True
-    assert [d.code for d in diagnostics] == ["RT315"] and "lets the pack do X" in diagnostics[0].message
+    assert [d.code for d in diagnostics] == ["RT316"] and "lets the pack do X" in diagnostics[0].message
 
 
 def test_store_file_format(tmp_path: Path) -> None:

@@ -16,8 +16,11 @@ import { fileURLToPath } from "node:url";
 
 const PROTOCOL = 1;
 const EVENT_TIMEOUT_MS = Number(process.env.ROUTER_BRIDGE_TIMEOUT_MS) || 1500;
-const HELLO_TIMEOUT_MS = Number(process.env.ROUTER_BRIDGE_HELLO_TIMEOUT_MS) || 10000;
-const PRELOAD_TIMEOUT_MS = Math.min(HELLO_TIMEOUT_MS, 5000);
+/** The wait for the sidecar's first word on `hello` (its answer, or the progress it sends before loading). */
+const HELLO_TIMEOUT_MS = Number(process.env.ROUTER_BRIDGE_HELLO_TIMEOUT_MS) || 2000;
+const PRELOAD_LOAD_MS = 5000; // loading at startup delays Pi's start: at most this long
+const MAX_BUDGET_MS = 600000; // no progress note extends a wait beyond this
+const MAX_LINE_CHARS = 64 * 1024 * 1024; // as the sidecar's own limit (router/protocol.py)
 const MAX_BACKOFF_MS = 30000;
 const STATE_ENTRY = "pi-policy-router.state";
 const STATUS_KEY = "pi-policy-router";
@@ -27,18 +30,33 @@ const RPIV_BLOCKED = "rpiv:ask-user:blocked";
 
 type Json = any;
 type Ctx = any;
-type Pending = { resolve: (v: Json) => void; reject: (e: Error) => void; timer: NodeJS.Timeout };
+type Pending = { resolve: (v: Json) => void; reject: (e: Error) => void; timer: NodeJS.Timeout; cap: number };
 
 function agentDir(): string {
 	const dir = process.env.PI_CODING_AGENT_DIR;
 	return dir ? dir.replace(/^~(?=$|\/)/, os.homedir()) : path.join(os.homedir(), ".pi", "agent");
 }
 
+/** A line in bridge.log, whole or not at all: one write, cut back after a short write (a full disk). */
 function logLine(text: string): void {
 	try {
 		const file = path.join(agentDir(), "router", "bridge.log");
 		fs.mkdirSync(path.dirname(file), { recursive: true });
-		fs.appendFileSync(file, `${new Date().toISOString()} ${text}\n`, { mode: 0o600 });
+		const data = Buffer.from(`${new Date().toISOString()} ${text}\n`, "utf8");
+		const fd = fs.openSync(file, "a", 0o600);
+		try {
+			const size = fs.fstatSync(fd).size;
+			let written = 0;
+			try {
+				written = fs.writeSync(fd, data);
+			} catch {
+				// nothing or a part was written: cut back below
+			}
+			// cut back only when nobody appended since (Node has no flock; other Pi processes share the file)
+			if (written !== data.length && fs.fstatSync(fd).size === size + written) fs.ftruncateSync(fd, size);
+		} finally {
+			fs.closeSync(fd);
+		}
 	} catch {
 		// logging must never break Pi
 	}
@@ -114,10 +132,15 @@ class AbortError extends Error {
 	}
 }
 
-/** The JSON-lines connection to one sidecar process. */
+/**
+ * The JSON-lines connection to one sidecar process. Its output is decoded as a UTF-8 stream (a
+ * character split between two chunks stays whole) into a buffer of at most MAX_LINE_CHARS; a longer
+ * line, like a line that is not JSON, counts as a protocol error: the sidecar is replaced.
+ */
 class Sidecar {
 	private proc: ChildProcess | null = null;
 	private buffer = "";
+	private scanned = 0; // characters of the buffer known to hold no newline
 	private nextId = 1;
 	private pending = new Map<number, Pending>();
 	onRequest: (message: Json) => void = () => {};
@@ -132,10 +155,12 @@ class Sidecar {
 		});
 		this.proc = proc;
 		this.buffer = "";
+		this.scanned = 0;
 		// A replaced process (stopped after a timeout, killed a second later) must not touch its
 		// successor: its late output and its exit are ignored.
 		const current = () => this.proc === proc;
-		proc.stdout!.on("data", (chunk: Buffer) => {
+		proc.stdout!.setEncoding("utf8");
+		proc.stdout!.on("data", (chunk: string) => {
 			if (current()) this.read(chunk);
 		});
 		proc.stderr!.on("data", (chunk: Buffer) => logLine(`sidecar stderr: ${chunk.toString().trimEnd()}`));
@@ -152,7 +177,8 @@ class Sidecar {
 		return this.proc !== null;
 	}
 
-	call(method: string, params: Json, timeoutMs: number, signal?: AbortSignal): Promise<Json> {
+	/** A request; `cap` bounds how far the sidecar's progress notes may extend the wait. */
+	call(method: string, params: Json, timeoutMs: number, signal?: AbortSignal, cap = MAX_BUDGET_MS): Promise<Json> {
 		if (!this.proc) return Promise.reject(new Error("sidecar is not running"));
 		if (signal?.aborted) return Promise.reject(new AbortError());
 		const id = this.nextId++;
@@ -161,7 +187,7 @@ class Sidecar {
 				this.pending.delete(id);
 				reject(new Error(`no answer to ${method} within ${timeoutMs} ms`));
 			}, timeoutMs);
-			this.pending.set(id, { resolve, reject, timer });
+			this.pending.set(id, { resolve, reject, timer, cap });
 			this.write({ id, method, params });
 			// an aborted tool run cancels its request: the engine stops its child process or call
 			signal?.addEventListener("abort", () => {
@@ -175,15 +201,20 @@ class Sidecar {
 		});
 	}
 
-	/** The engine is working on request `id` (a classifier or child call): wait up to `budgetMs`. */
+	/**
+	 * The engine is working on request `id` (loading the policy, a classifier or child call): wait up
+	 * to `budgetMs` from now, and no longer, whatever happens to the sidecar (a stopped one sends
+	 * nothing more).
+	 */
 	extend(id: number, budgetMs: number): void {
 		const entry = this.pending.get(id);
 		if (!entry) return;
+		const wait = Math.min(Math.max(budgetMs, 1), entry.cap);
 		clearTimeout(entry.timer);
 		entry.timer = setTimeout(() => {
 			this.pending.delete(id);
-			entry.reject(new Error(`no answer within the signal budget of ${budgetMs} ms`));
-		}, budgetMs);
+			entry.reject(new Error(`no answer within the budget of ${wait} ms the engine announced`));
+		}, wait);
 	}
 
 	write(message: Json): void {
@@ -207,14 +238,24 @@ class Sidecar {
 		proc.on("exit", () => clearTimeout(killer));
 	}
 
-	private read(chunk: Buffer): void {
-		this.buffer += chunk.toString("utf8");
-		let newline = this.buffer.indexOf("\n");
+	private read(chunk: string): void {
+		this.buffer += chunk;
+		let newline = this.buffer.indexOf("\n", this.scanned);
 		while (newline >= 0) {
 			const line = this.buffer.slice(0, newline);
 			this.buffer = this.buffer.slice(newline + 1);
+			this.scanned = 0;
+			if (line.length > MAX_LINE_CHARS) return this.fail(`protocol error: a line of ${line.length} characters (at most ${MAX_LINE_CHARS})`);
 			if (line.trim()) this.dispatch(line);
+			if (!this.proc) return; // the line was refused and the sidecar replaced
 			newline = this.buffer.indexOf("\n");
+		}
+		this.scanned = this.buffer.length;
+		if (this.buffer.length > MAX_LINE_CHARS) {
+			const size = this.buffer.length;
+			this.buffer = "";
+			this.scanned = 0;
+			this.fail(`protocol error: a line of more than ${size} characters without a newline (at most ${MAX_LINE_CHARS})`);
 		}
 	}
 
@@ -231,7 +272,11 @@ class Sidecar {
 			return;
 		}
 		const entry = this.pending.get(message?.id);
-		if (!entry) return;
+		if (!entry) {
+			// an error for no request of ours: the sidecar refused a line (id null); say it in the log
+			if (message?.error) logLine(`sidecar error: ${String(message.error.message ?? message.error).slice(0, 500)}`);
+			return;
+		}
 		this.pending.delete(message.id);
 		clearTimeout(entry.timer);
 		if (message.error) entry.reject(new Error(`engine error: ${message.error.message ?? message.error}`));
@@ -295,6 +340,7 @@ export default async function (pi: any) {
 	let compactionQueued: Json = null;
 	let starting: Promise<boolean> | null = null;
 	let preloading = false;
+	let preloadFailure: string | null = null; // why the startup hello failed, until session_start reports it
 	let pendingCustom: Promise<Json> | null = null;
 	const shownWarnings = new Set<string>();
 	let trustStatus: string | null = null;
@@ -352,6 +398,12 @@ export default async function (pi: any) {
 	}
 
 	async function start(ctx: Ctx): Promise<boolean> {
+		if (preloadFailure !== null) {
+			// the sidecar just failed to say hello at startup: Pi starts without waiting once more
+			const reason = preloadFailure;
+			preloadFailure = null;
+			return failedStart(reason);
+		}
 		try {
 			sidecar.start(ctx.cwd ?? process.cwd());
 			const hello = await sidecar.call("hello", helloParams(ctx), HELLO_TIMEOUT_MS);
@@ -371,16 +423,20 @@ export default async function (pi: any) {
 			return true;
 		} catch (error: any) {
 			sidecar.stop();
-			ready = false;
-			failures += 1;
-			if (!outage) {
-				outage = true;
-				warn(`router: the policy engine did not start (${error.message}); Pi continues without it`);
-				setStatus("router: offline (restarting)");
-			}
-			scheduleRestart();
-			return false;
+			return failedStart(error.message);
 		}
+	}
+
+	function failedStart(reason: string): false {
+		ready = false;
+		failures += 1;
+		if (!outage) {
+			outage = true;
+			warn(`router: the policy engine did not start (${reason}); Pi continues without it`);
+			setStatus("router: offline (restarting)");
+		}
+		scheduleRestart();
+		return false;
 	}
 
 	/** Warnings of a `hello` answer, each shown once (a second hello repeats them). */
@@ -405,7 +461,7 @@ export default async function (pi: any) {
 			sidecar.start(cwd);
 			const hello = await sidecar.call("hello", {
 				protocol: PROTOCOL, cwd, mode: null, hasUI: false, state: null, models: [], preload: true, ...trustFacts(),
-			}, PRELOAD_TIMEOUT_MS);
+			}, HELLO_TIMEOUT_MS, undefined, PRELOAD_LOAD_MS);
 			if (hello?.protocol !== PROTOCOL) throw new Error(`engine speaks protocol ${hello?.protocol}, bridge ${PROTOCOL}`);
 			declare(hello);
 			if (hello.trust?.state === "approved") approvedDigest = hello.trust.digest ?? null;
@@ -413,6 +469,7 @@ export default async function (pi: any) {
 			ready = true;
 		} catch (error: any) {
 			logLine(`router: could not load the policy declarations at startup: ${error.message}`);
+			preloadFailure = error.message;
 			ready = false;
 			sidecar.stop();
 		} finally {

@@ -89,7 +89,8 @@ def check_sidecar(cwd: Path, agent: Path, command: list[str] | None = None) -> C
         process.kill()
         return Check(False, "sidecar", "no answer within 20 s")
     elapsed = (time.perf_counter() - started) * 1000
-    first = out.splitlines()[0] if out else ""
+    lines = [line for line in out.splitlines() if '"method":"progress"' not in line]  # loading notes
+    first = lines[0] if lines else ""
     try:
         reply: Any = json.loads(first)
     except json.JSONDecodeError:

@@ -11,8 +11,10 @@ from router.codes import CODES
 from router.commands import policy_note
 from router.compile import compile_layers, load_layered
 from router.diagnostics import Diagnostic, has_errors, render_json, render_sarif, render_text
+from router.errors import SourceError
 from router.lint import run_checks
 from router.loader import PolicyFile
+from router.source import read_text
 from router.testing import default_test_files, is_test_file, lint_test_file
 
 
@@ -96,8 +98,8 @@ def _sources(diagnostics: list[Diagnostic]) -> dict[str, list[str]]:
     lines: dict[str, list[str]] = {}
     for diag in diagnostics:
         if diag.span and diag.span.path not in lines:
-            try:
-                lines[diag.span.path] = Path(diag.span.path).read_text(encoding="utf-8").splitlines()
-            except (OSError, UnicodeDecodeError):
+            try:  # read_text: regular files of bounded size only (never /dev/zero or a FIFO)
+                lines[diag.span.path] = read_text(Path(diag.span.path)).splitlines()
+            except SourceError:
                 lines[diag.span.path] = []
     return lines

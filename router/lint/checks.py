@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterator
 from typing import Any
 
 from router.compiled import CompiledPolicy, CompiledRule
-from router.diagnostics import Diagnostic, Severity
+from router.diagnostics import Diagnostic, Severity, Span
 from router.expr import Expression, Template
 from router.lint import check
 from router.query import Query
@@ -41,14 +42,30 @@ def unreachable_rules(policy: CompiledPolicy) -> Iterator[Diagnostic]:
 
 @check("RT307")
 def slow_regexes(policy: CompiledPolicy) -> Iterator[Diagnostic]:
-    """Regex literals with nested unbounded repeats, which can backtrack catastrophically."""
-    for rule in policy.rules:
-        for pattern in _regex_literals(rule):
-            if _nested_repeat(pattern):
+    """Regex patterns (literals and `vars:` texts) with nested unbounded repeats, which can
+    backtrack catastrophically."""
+    for owner, span, rule_id, cond in _owned_expressions(policy):
+        for kind, text in _pattern_args(cond):
+            pattern = policy.vars.get(text) if kind == "var" else text if kind == "literal" else None
+            if isinstance(pattern, str) and _nested_repeat(pattern):
                 yield Diagnostic(
-                    "RT307", f"regex {pattern!r} in rule '{rule.id}' repeats a repeated group and can "
-                    "take exponential time on some inputs", rule.span, Severity.WARNING, rule_id=rule.id,
+                    "RT307", f"regex {pattern!r} in {owner} repeats a repeated group and can "
+                    "take exponential time on some inputs", span, Severity.WARNING, rule_id=rule_id,
                     help="remove the inner or outer repeat, e.g. write (ab)+ instead of (a+b?)+")
+
+
+@check("RT315")
+def data_regexes(policy: CompiledPolicy) -> Iterator[Diagnostic]:
+    """Regex patterns computed from evaluation data, which no load-time check can see."""
+    for owner, span, rule_id, cond in _owned_expressions(policy):
+        for kind, text in _pattern_args(cond):
+            if kind == "data" or (kind == "var" and not isinstance(policy.vars.get(text), str)):
+                shown = f"vars.{text}" if kind == "var" else text
+                yield Diagnostic(
+                    "RT315", f"the regex pattern `{shown}` in {owner} is computed while evaluating, so "
+                    "it is not checked when the policy loads", span, Severity.WARNING, rule_id=rule_id,
+                    help="write the pattern in the policy or in `vars:`; to find a piece of text use "
+                    "contains() or count_keywords(); it runs within the evaluation budget (RT404)")
 
 
 @check("RT308")
@@ -159,13 +176,62 @@ def _used_paths(policy: CompiledPolicy) -> set[tuple[str, str]]:
     return used
 
 
-def _regex_literals(rule: CompiledRule) -> list[str]:
-    found = []
-    for expr in _rule_expressions(rule):
-        for name, args in expr.literal_args:
-            if name in ("regex", "regex_find") and len(args) > 1 and isinstance(args[1], str):
-                found.append(args[1])
-    return found
+_REGEX_FUNCTIONS = ("regex", "regex_find")
+
+
+def _owned_expressions(policy: CompiledPolicy) -> Iterator[tuple[str, Span, str | None, Expression | Query]]:
+    """Each rule and signal expression with what to call its owner, where, and the rule id."""
+    for rule in policy.rules:
+        for cond in _rule_expressions(rule):
+            yield f"rule '{rule.id}'", rule.span, rule.id, cond
+    for sig in policy.signals.values():
+        for expr in (sig.expr, sig.fallback, sig.transform):
+            if expr is not None:
+                yield f"signal '{sig.name}'", sig.span, None, expr
+
+
+def _pattern_args(cond: Expression | Query) -> Iterator[tuple[str, str]]:
+    """The pattern of each regex()/regex_find() call: ("literal", text), ("var", name) for
+    `vars.name`, or ("data", source) for anything computed while evaluating."""
+    if isinstance(cond, Query):
+        yield from _jmespath_patterns(cond.parsed.parsed)
+        return
+    for node in ast.walk(cond.tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in _REGEX_FUNCTIONS and len(node.args) > 1):
+            continue
+        arg = node.args[1]
+        if isinstance(arg, ast.Constant):  # a literal (compiled at load, or a bad type: RT402)
+            pattern = getattr(arg.value, "pattern", arg.value)
+            if isinstance(pattern, str):
+                yield "literal", pattern
+        elif isinstance(arg, ast.Attribute) and isinstance(arg.value, ast.Name) and arg.value.id == "vars":
+            yield "var", arg.attr
+        else:
+            yield "data", ast.unparse(arg)
+
+
+def _jmespath_patterns(node: Any) -> Iterator[tuple[str, str]]:
+    if not isinstance(node, dict):
+        return
+    children = node.get("children") or []
+    if node.get("type") == "function_expression" and node.get("value") in _REGEX_FUNCTIONS \
+            and len(children) > 1:
+        arg = children[1]
+        fields = [c.get("value") for c in arg.get("children") or []]
+        if arg.get("type") == "literal" and isinstance(arg.get("value"), str):
+            yield "literal", arg["value"]
+        elif arg.get("type") == "subexpression" and len(fields) == 2 and fields[0] == "vars" \
+                and all(c.get("type") == "field" for c in arg["children"]):
+            yield "var", str(fields[1])
+        elif arg.get("type") == "field":
+            yield "data", str(arg.get("value"))
+        elif arg.get("type") != "literal":
+            simple = arg.get("type") == "subexpression" and all(c.get("type") == "field"
+                                                                  for c in arg["children"])
+            yield "data", ".".join(map(str, fields)) if simple else "a computed value"
+    for child in children:
+        yield from _jmespath_patterns(child)
 
 
 def _nested_repeat(pattern: str) -> bool:
