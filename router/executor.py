@@ -386,7 +386,7 @@ class Executor:
                 if target == ROUTER_LOG:
                     self.log(f"rule {effect.rule_id}: {params.get('text', '')}")
                 elif (path := checked.get("file") or _path(target)) is not None:
-                    return self.append(path, str(params.get("text", "")))
+                    return self.append(path, str(params.get("text", "")), named=str(target))
             elif effect.action == "audit":
                 target = checked.get("file") or _path(params.get("file"))
                 if target is None:
@@ -394,7 +394,7 @@ class Executor:
                 record = params.get("record")
                 if params.get("stamp", True) and isinstance(record, dict) and "timestamp" not in record:
                     record = {"timestamp": _now_iso(), **record}
-                return self.append(target, dumps(record))
+                return self.append(target, dumps(record), named=str(params.get("file") or ""))
             elif effect.action == "save":
                 target = checked.get("file") or _path(params.get("file"))
                 if target is None:
@@ -426,16 +426,20 @@ class Executor:
                 text = text.replace(value, f"<${name}>")
         return text
 
-    def append(self, path: Path, line: str) -> str | None:
-        """Append a whole line (or nothing); a failure is reported once per file until one succeeds."""
+    def append(self, path: Path, line: str, *, named: str = "") -> str | None:
+        """Append a whole line (or nothing); a failure is reported once per file until one succeeds,
+        naming the file as the rule does (`named`: `$VAR` expanded would be an environment value)."""
         key = str(path)
         try:
             append_line(path, line)
         except OSError as exc:
+            if is_symlink_error(exc):
+                return _os_problem(exc, named or str(path))
             if key in self.failing:
                 return None
             self.failing.add(key)
-            return f"cannot write {path}: {exc.strerror or exc}; lines are dropped whole until it works again"
+            return (f"cannot write {named or path}: {exc.strerror or exc}; lines are dropped whole "
+                    "until it works again")
         self.failing.discard(key)
         return None
 
