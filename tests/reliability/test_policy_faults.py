@@ -1,0 +1,181 @@
+"""Bad input from the policy side in a real Pi: the policy file replaced mid-session by garbage or
+by a file built to crash or stall the parser, and rules whose `when` is built to hang the engine."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+
+import pytest
+
+from tests.e2e.helpers_router import RouterRig
+from tests.reliability.faults import (
+    FAKE_SIDECAR,
+    ROBUSTNESS,
+    Case,
+    LogGuard,
+    audit_texts,
+    is_back,
+    is_warning,
+    prompted_tools,
+    read_bytes,
+    router_dir,
+    standard_policy,
+    timed,
+    warnings_since,
+)
+
+pytestmark = pytest.mark.e2e
+
+
+def garbage_bytes(_good: str) -> bytes:
+    return bytes(range(256)) * 8  # not UTF-8, control characters
+
+
+def not_a_policy(_good: str) -> bytes:
+    return b"- just\n- a list\n"
+
+
+def truncated(good: str) -> bytes:
+    return good.encode()[: len(good) // 2]  # a save cut short
+
+
+def deep_flow(_good: str) -> bytes:
+    return b"version: 1\nrules: " + b"[" * 60000 + b"\n"
+
+
+def alias_bomb(_good: str) -> bytes:
+    lines = ["version: 1", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def typed_empty_scalar(_good: str) -> bytes:
+    return b"version: 1\nvars:\n  limit: !!int\n"  # a tag without a value
+
+
+def huge_structure(_good: str) -> bytes:
+    items = "".join(f"    - item{i}\n" for i in range(360_000))  # ~6 MB of list items
+    return f"version: 1\nvars:\n  big:\n{items}bogus_key: 1\n".encode()
+
+
+BAD_POLICIES: dict[str, tuple[Callable[[str], bytes], str]] = {
+    "garbage bytes (not UTF-8)": (garbage_bytes, ""),
+    "YAML that is not a policy (a list)": (not_a_policy, ""),
+    "a save cut in half": (truncated, ""),
+    "60,000 levels of `[` flow nesting": (deep_flow, ROBUSTNESS),
+    "an alias bomb (10^9 values)": (alias_bomb, ""),
+    "a typed scalar without a value (`!!int`)": (typed_empty_scalar, ROBUSTNESS),
+    "a 6 MB structure (360,000 list items)": (huge_structure, ROBUSTNESS),
+}
+
+
+def xfail_if(reason: str) -> list[pytest.MarkDecorator]:
+    return [pytest.mark.xfail(strict=False, reason=reason)] if reason else []
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(name, marks=xfail_if(reason), id=name) for name, (_, reason) in BAD_POLICIES.items()])
+def test_policy_replaced_mid_session(rig: RouterRig, case: Case, name: str) -> None:
+    case.describe(f"policy file replaced mid-session by {name}", group="bad input")
+    good = standard_policy(rig)
+    rig.policy(good)
+    rpc = timed(rig.rpc())
+    rpc.prompt_and_wait("p0")
+    guard = LogGuard.of(rig)
+    before = guard.snapshot()
+    make, _ = BAD_POLICIES[name]
+
+    since = rpc.mark()
+    started = time.perf_counter()
+    rig.policy_path.write_bytes(make(good))
+    rpc.prompt_and_wait("p1", timeout=60)
+    rpc.prompt_and_wait("p2", timeout=60)
+    case.tries = 2
+    told = warnings_since(rpc, since)
+    outage = [r for r in rpc.events(since) if r.get("method") == "notify" and is_back(r)]
+    first = next((r for r in rpc.events(since) if is_warning(r)), None)
+    if first is not None:
+        case.measured(started, (outage[0] if outage else first)["_t"])
+
+    assert [chat.texts("user")[-1] for chat in rig.fake.chat_requests()[-2:]] == ["p1", "p2"]
+    assert any("policy reload failed" in text for text in told), told  # told, once
+    assert sum("policy reload failed" in text for text in told) == 1, told
+    assert prompted_tools(rig)[-2:] == [["read"], ["read"]]  # the last good policy still applies
+    assert audit_texts(rig) == ["p0", "p1", "p2"]
+    guard.check(before)
+    case.outcome = "recovered" if outage else "held"
+    if outage:
+        case.note("The sidecar restarted.")
+
+
+# -- hostile expressions ---------------------------------------------------------------------------
+
+HOSTILE: dict[str, tuple[str, str]] = {
+    "huge string building (nested replace)": (
+        "length(replace(replace(replace(replace(vars.seed, 'a', vars.seed), 'a', vars.seed), "
+        "'a', vars.seed), 'a', vars.seed)) > 0", ""),
+    "`(a+)+$` on a 40-character text": ("regex(vars.long_text, '(a+)+$')", ROBUSTNESS),
+    "`round(1, 1e18)`": ("round(1, 1e18) > 0", ROBUSTNESS),
+    "`to_json` with a 10^8 indent": ("length(to_json(vars.nested, 100000000)) > 0", ROBUSTNESS),
+    "`fixed(1, 10^9)` (a 1 GB number text)": ("length(fixed(1, 1000000000)) > 0", ROBUSTNESS),
+}
+HOSTILE_VARS = """
+vars:
+  seed: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+  long_text: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!"
+  nested: {a: [1, 2, [3, 4, [5, 6, {b: [7, 8, 9]}]]], c: {d: {e: [10, 11, 12]}}}
+"""
+MEMORY_LIMIT_MIB = 1536  # the sidecar's address-space limit here, so a runaway cannot hurt the machine
+
+
+def limited_env(rig: RouterRig) -> dict[str, str]:
+    """The rig's environment; the real sidecar runs under an address-space limit."""
+    argv = [sys.executable, str(FAKE_SIDECAR), "limited", str(MEMORY_LIMIT_MIB)]
+    return {**rig.env, "ROUTER_SERVE": json.dumps(argv)}
+
+
+def hostile_policy(rig: RouterRig, expression: str) -> str:
+    rule = f"""
+        - id: hostile
+          on: input
+          when: "text == 'HOSTILE' and ({expression})"
+          do: [{{notify: "hostile rule fired"}}]
+    """
+    return HOSTILE_VARS.lstrip("\n") + standard_policy(rig, rule)
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(name, marks=xfail_if(reason), id=name) for name, (_, reason) in HOSTILE.items()])
+def test_hostile_expression(rig: RouterRig, case: Case, name: str) -> None:
+    case.describe(f"`when` with {name}", group="bad input")
+    rig.policy(hostile_policy(rig, HOSTILE[name][0]))
+    rpc = timed(rig.rpc(env=limited_env(rig)))
+    rpc.prompt_and_wait("p0")
+    guard = LogGuard.of(rig)
+    before = guard.snapshot()
+    log_before = read_bytes(router_dir(rig) / "router.log")
+
+    since = rpc.mark()
+    started = time.perf_counter()
+    rpc.prompt_and_wait("HOSTILE", timeout=60)
+    settled = time.perf_counter()
+    outage = bool(warnings_since(rpc, since))
+    if outage:
+        back = rpc.wait_record(is_back, since=since, timeout=30)
+        case.measured(started, back["_t"])
+    else:
+        case.measured(started, settled)
+    rpc.prompt_and_wait("after")
+    case.tries = 1
+
+    logged = read_bytes(router_dir(rig) / "router.log")[len(log_before):].decode("utf-8", "replace")
+    assert rig.fake.chat_requests()[-2].texts("user")[-1] == "HOSTILE"  # the turn was answered
+    assert not outage, warnings_since(rpc, since)  # the engine answered within its own budget
+    assert "rule 'hostile'" in logged, logged  # told: the failed rule is in router.log
+    assert prompted_tools(rig)[-2:] == [["read"], ["read"]]
+    guard.check(before)
+    case.outcome = "held"
