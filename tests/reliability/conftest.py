@@ -56,7 +56,7 @@ def _status(item: pytest.Item) -> tuple[str, str]:
         xfailed = hasattr(report, "wasxfail")
         if report.skipped:
             if xfailed:
-                return "xfail", f"{report.wasxfail}; {_first_line(report.longreprtext)}"
+                return "xfail", _first_line(report.longreprtext)
             return "skipped", _skip_reason(report)
         if report.failed:
             return "failed", _first_line(report.longreprtext)
@@ -87,7 +87,7 @@ def case(request: pytest.FixtureRequest, results_file: Path) -> Iterator[Case]:
     record.status = status
     if status not in ("passed", "xpass"):
         record.outcome = "failed" if status in ("failed", "xfail") else "skipped"
-        record.note(f"({status}: {detail})" if detail else f"({status})")
+        record.note(f"Today: {detail}" if status == "xfail" else f"({status}: {detail})")
     if record.case:
         append_result(results_file, record.record())
 

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.helpers_router import RouterRig, dedent, descendants, is_notify
+from tests.e2e.helpers_router import RouterRig, dedent, descendants, is_notify, is_status
 from tests.e2e.pi_rpc import RpcPi, TimedRpc
 
 JsonDict = dict[str, Any]
@@ -44,7 +44,7 @@ class Case:
     """
 
     case: str = ""
-    group: str = "fault"
+    group: str = ""
     tries: int = 0
     outcome: str = ""
     recovery_ms: list[float] = field(default_factory=list)
@@ -52,8 +52,8 @@ class Case:
     test: str = ""
     status: str = ""
 
-    def describe(self, case: str, group: str = "fault") -> None:
-        """Name the case (one row of the report) and its group (fault, bad input, fuzz)."""
+    def describe(self, case: str, group: str) -> None:
+        """Name the case (one row of the report) and its group (a section: report.GROUPS)."""
         self.case, self.group = case, group
 
     def measured(self, started: float, ended: float) -> float:
@@ -202,6 +202,12 @@ def warnings_since(rpc: RpcPi, since: int) -> list[str]:
 
 
 is_back = is_notify("policy engine is back")
+is_offline = is_status("offline")
+
+
+def went_offline(rpc: RpcPi, since: int) -> JsonDict | None:
+    """The bridge's outage status (``router: offline (restarting)``) from record ``since`` on."""
+    return next((r for r in rpc.events(since) if is_offline(r)), None)
 
 
 def prompted_tools(rig: RouterRig) -> list[list[str]]:

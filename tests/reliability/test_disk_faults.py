@@ -49,7 +49,7 @@ def router_tmpfs(rig: RouterRig) -> Iterator[Path]:
 
 @pytest.mark.xfail(strict=False, reason=ROBUSTNESS)
 def test_full_disk_keeps_whole_lines(rig: RouterRig, case: Case, router_tmpfs: Path) -> None:
-    case.describe("full disk under router.log and the audit log (64 KiB tmpfs, filled up)")
+    case.describe("full disk under router.log and the audit log (64 KiB tmpfs, filled up)", group="logs")
     rig.policy(standard_policy(rig))
     rpc = timed(rig.rpc())
     rpc.prompt_and_wait(f"p0-{PAD}")
@@ -82,7 +82,7 @@ def test_full_disk_keeps_whole_lines(rig: RouterRig, case: Case, router_tmpfs: P
 
 
 def test_router_dir_turns_read_only(rig: RouterRig, case: Case, router_tmpfs: Path) -> None:
-    case.describe("router dir (logs, audit) remounted read-only mid-session")
+    case.describe("the router dir (logs, audit) remounted read-only mid-session", group="logs")
     rig.policy(standard_policy(rig))
     rpc = timed(rig.rpc())
     rpc.prompt_and_wait("p0")
@@ -114,7 +114,7 @@ def test_router_dir_turns_read_only(rig: RouterRig, case: Case, router_tmpfs: Pa
 
 
 def test_log_paths_are_directories(rig: RouterRig, case: Case) -> None:
-    case.describe("router.log, bridge.log and the audit log are directories")
+    case.describe("router.log, bridge.log and the audit log are directories", group="logs")
     for path in (router_dir(rig) / "router.log", router_dir(rig) / "bridge.log", audit_file(rig)):
         path.mkdir(parents=True)
     rig.policy(standard_policy(rig))
@@ -161,7 +161,7 @@ def concurrent_policy(rig: RouterRig) -> str:
 
 
 def test_eight_pi_processes_share_the_logs(rig: RouterRig, case: Case) -> None:
-    case.describe(f"{PROCESSES} Pi processes (print mode) logging to one agent dir at once")
+    case.describe(f"{PROCESSES} Pi processes (print mode) logging to one agent dir at once", group="logs")
     rig.policy(concurrent_policy(rig))
     names = [f"proc-{i}" for i in range(PROCESSES)]
     argv = rig.install.command("-p", *rig.args([], bridge=True, session=False))

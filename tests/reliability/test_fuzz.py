@@ -80,7 +80,7 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @FUZZ
 @given(text=YAMLISH)
 def test_fuzz_loader_yamlish_text(scratch: Path, case: Case, text: str) -> None:
-    case.describe("loader: random YAML-ish text (`parse_source`, `load_layers`)", group="fuzz")
+    case.describe("loader: random YAML-ish text into `parse_source` and `load_layers`", group="fuzz")
     case.tries += 1
     try:
         doc = parse_source(text, "fuzz.yaml")
@@ -124,7 +124,8 @@ OUTCOMES = st.builds(SignalOutcome, result=JSONISH) | st.builds(
 def test_fuzz_interpreter_random_events_through_packs(
     packs: dict[str, CompiledPolicy], case: Case, data: st.DataObject
 ) -> None:
-    case.describe("interpreter: random Pi payloads, normalized, through each built-in pack", group="fuzz")
+    case.describe("normalizer and interpreter: random Pi payloads through each built-in pack",
+                  group="fuzz")
     case.tries += 1
     name = data.draw(st.sampled_from(sorted(packs)))
     policy = packs[name]
@@ -315,7 +316,8 @@ HOSTILE_LINES: dict[str, tuple[bytes, str]] = {
     pytest.param(name, marks=[pytest.mark.xfail(strict=False, reason=reason)] if reason else [], id=name)
     for name, (_, reason) in HOSTILE_LINES.items()])
 def test_hostile_line_into_serve(tmp_path: Path, case: Case, name: str) -> None:
-    case.describe(f"protocol: {name} into `router serve`", group="bad input")
+    case.describe(name, group="protocol")
+    case.tries = 1
     server = Serve(tmp_path)
     server.start()
     try:
@@ -324,5 +326,4 @@ def test_hostile_line_into_serve(tmp_path: Path, case: Case, name: str) -> None:
         server.probe()
     finally:
         server.stop()
-    case.tries = 1
     case.outcome = "held"

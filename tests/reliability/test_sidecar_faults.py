@@ -43,7 +43,7 @@ TRIES = 3
 
 
 def test_sidecar_killed_mid_session(rig: RouterRig, case: Case) -> None:
-    case.describe("sidecar killed (SIGKILL) between prompts")
+    case.describe("killed (SIGKILL) between prompts", group="sidecar")
     rig.policy(standard_policy(rig))
     rpc = timed(rig.rpc())
     rpc.prompt_and_wait("p0")
@@ -75,7 +75,8 @@ def gone(pi: int, pid: int) -> bool:
 
 @pytest.mark.parametrize("then", ["SIGCONT", "SIGKILL"])
 def test_sidecar_stopped(rig: RouterRig, case: Case, then: str) -> None:
-    case.describe(f"sidecar stopped (SIGSTOP) while idle, then {then}; the next prompt finds it hung")
+    case.describe(f"stopped (SIGSTOP) while idle, then {then}; the next prompt finds it hung",
+                  group="sidecar")
     rig.policy(standard_policy(rig))
     rpc = timed(rig.rpc())
     rpc.prompt_and_wait("p0")
@@ -129,7 +130,7 @@ def fake_child_pi(directory: Path) -> tuple[Path, Path]:
 
 
 def test_sidecar_stopped_while_a_signal_runs(rig: RouterRig, case: Case) -> None:
-    case.describe("sidecar stopped (SIGSTOP) while a `child` signal (3 s budget) runs")
+    case.describe("stopped (SIGSTOP) while a `child` signal with a 3 s budget runs", group="sidecar")
     binary, marker = fake_child_pi(rig.tmp / "child-bin")
     signals = f"""
         slow:
@@ -194,7 +195,7 @@ def test_sidecar_stopped_while_a_signal_runs(rig: RouterRig, case: Case) -> None
 
 
 def test_sidecar_prints_a_line_that_is_not_json(rig: RouterRig, case: Case) -> None:
-    case.describe("sidecar answers an event with a line that is not JSON")
+    case.describe("answers an event with a line that is not JSON", group="sidecar")
     rpc = timed(rig.rpc(env=fake_sidecar_env(rig, "garbage")))
     rpc.prompt_and_wait("p0")
     assert prompted_tools(rig)[-1] == ["read"]  # the fake engine's answer applies
@@ -217,7 +218,7 @@ def test_sidecar_prints_a_line_that_is_not_json(rig: RouterRig, case: Case) -> N
 
 
 def test_sidecar_prints_a_huge_line_without_newline(rig: RouterRig, case: Case) -> None:
-    case.describe("sidecar answers an event with 72 MiB and no newline")
+    case.describe("answers an event with 72 MiB and no newline", group="sidecar")
     rpc = timed(rig.rpc(env=fake_sidecar_env(rig, "huge")))
     rpc.prompt_and_wait("p0")
     pi = rpc_pid(rpc)
@@ -243,7 +244,7 @@ def test_sidecar_prints_a_huge_line_without_newline(rig: RouterRig, case: Case) 
 
 @pytest.mark.xfail(strict=False, reason=ROBUSTNESS)
 def test_sidecar_splits_utf8_across_writes(rig: RouterRig, case: Case) -> None:
-    case.describe("sidecar splits a UTF-8 character across two writes")
+    case.describe("splits a UTF-8 character across two writes", group="sidecar")
     rpc = timed(rig.rpc(env=fake_sidecar_env(rig, "utf8")))
     rpc.prompt_and_wait("p0")
     case.tries = 1
@@ -256,7 +257,7 @@ def test_sidecar_splits_utf8_across_writes(rig: RouterRig, case: Case) -> None:
 
 @pytest.mark.xfail(strict=False, reason=ROBUSTNESS)
 def test_sidecar_never_answers_hello(rig: RouterRig, case: Case) -> None:
-    case.describe("sidecar never answers `hello`")
+    case.describe("never answers `hello` (print mode)", group="sidecar")
     case.tries = 1
     started = time.perf_counter()
     done = rig.print("hello", env=fake_sidecar_env(rig, "silent"), timeout=90)
