@@ -3,6 +3,7 @@ times, and the ``case`` record every test fills in (written to the results file 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from tests.e2e.fake_provider import FakeProvider
 from tests.e2e.helpers_router import RouterRig, router_env
 from tests.e2e.pi_harness import PiInstall, make_agent_dir
 from tests.e2e.pi_rpc import RpcPi, TimedRpc
-from tests.reliability.faults import Case, append_result, results_path
+from tests.reliability.faults import Case, append_result, kill_processes_naming, results_path
 
 __all__ = ["fake_provider", "pi_install", "workdir"]  # fixtures shared with tests/e2e
 
@@ -93,8 +94,20 @@ def case(request: pytest.FixtureRequest, results_file: Path) -> Iterator[Case]:
 
 
 @pytest.fixture
+def no_leftovers(tmp_path: Path) -> Iterator[None]:
+    """After the test's Pis are closed: kill any process still naming the test's directory.
+
+    A safety net (sidecars that outlived Pi, a fake child ``pi``); tests that care assert on it.
+    """
+    yield
+    killed = kill_processes_naming(str(tmp_path))
+    if killed:
+        warnings.warn(f"killed {len(killed)} leftover process(es) of {tmp_path.name}", stacklevel=1)
+
+
+@pytest.fixture
 def timed_rpc(
-    tmp_path: Path, pi_install: PiInstall, workdir: Path
+    tmp_path: Path, pi_install: PiInstall, workdir: Path, no_leftovers: None
 ) -> Iterator[Callable[..., RpcPi]]:
     """Like the e2e ``rpc_pi`` factory, with TimedRpc (records carry their arrival time ``_t``)."""
     started: list[RpcPi] = []

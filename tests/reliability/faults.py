@@ -251,6 +251,30 @@ def kill_if_ours(pid: int, marker: str) -> None:
         os.close(handle)
 
 
+def processes_naming(fragment: str) -> list[int]:
+    """Live (non-zombie) processes whose command line contains ``fragment``, this one excluded."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if fragment in argv and stat[stat.rfind(")") + 2] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def kill_processes_naming(fragment: str) -> list[int]:
+    """SIGKILL every process whose command line contains ``fragment``; return their pids."""
+    killed = processes_naming(fragment)
+    for pid in killed:
+        kill_if_ours(pid, fragment)
+    return killed
+
+
 def peak_rss_kib(pid: int) -> int | None:
     """The peak resident size (VmHWM) of ``pid`` in KiB, None when it is gone."""
     try:

@@ -3,6 +3,7 @@ by a file built to crash or stall the parser, and rules whose `when` is built to
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -10,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.e2e.helpers_router import RouterRig
+from tests.e2e.helpers_router import RouterRig, wait_until
 from tests.reliability.faults import (
     FAKE_SIDECAR,
     ROBUSTNESS,
@@ -19,6 +20,7 @@ from tests.reliability.faults import (
     audit_texts,
     is_back,
     is_warning,
+    processes_naming,
     prompted_tools,
     read_bytes,
     router_dir,
@@ -183,4 +185,8 @@ def test_hostile_expression(rig: RouterRig, case: Case, name: str) -> None:
     assert "rule 'hostile'" in logged, logged  # told: the failed rule is in router.log
     assert prompted_tools(rig)[-2:] == [["read"], ["read"]]
     guard.check(before)
+    rpc.close()
+    with contextlib.suppress(AssertionError):  # a sidecar still starting exits on its own
+        wait_until(lambda: not processes_naming(str(rig.agent)), 5, "the sidecars to exit")
+    assert not processes_naming(str(rig.agent)), "a sidecar outlived Pi"
     case.outcome = "held"

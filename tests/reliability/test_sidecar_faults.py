@@ -3,6 +3,7 @@ garbage: Pi keeps answering, the user is told, nothing logged is lost, the recov
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -17,6 +18,7 @@ import pytest
 from tests.e2e.helpers_router import (
     RouterRig,
     notices,
+    process_state,
     rpc_pid,
     sidecar_pids,
     wait_until,
@@ -32,6 +34,7 @@ from tests.reliability.faults import (
     is_warning,
     kill_if_ours,
     peak_rss_kib,
+    processes_naming,
     prompted_tools,
     signal_descendant,
     standard_policy,
@@ -40,6 +43,8 @@ from tests.reliability.faults import (
 
 pytestmark = pytest.mark.e2e
 TRIES = 3
+LEAK = ("bridge bug, not the robustness branch: a replaced sidecar is SIGKILLed by an unref'd 1 s timer, "
+        "so one that hangs outlives a Pi that exits sooner")
 
 
 def test_sidecar_killed_mid_session(rig: RouterRig, case: Case) -> None:
@@ -108,6 +113,32 @@ def test_sidecar_stopped(rig: RouterRig, case: Case, then: str) -> None:
     assert sum("no answer" in text for text in notices(rpc)) == TRIES  # once per outage
     case.outcome = "recovered"
     case.note("Includes the 1.5 s event deadline: a hang is found by the next event.")
+
+
+@pytest.mark.xfail(strict=False, reason=LEAK)
+def test_pi_exits_right_after_finding_a_hung_sidecar(rig: RouterRig, case: Case) -> None:
+    case.describe("stopped (SIGSTOP), then Pi exits right after the prompt that found it hung",
+                  group="sidecar")
+    rig.policy(standard_policy(rig))
+    rpc = timed(rig.rpc())
+    rpc.prompt_and_wait("p0")
+    pi = rpc_pid(rpc)
+    [pid] = sidecar_pids(pi)
+    signal_descendant(pi, pid, signal.SIGSTOP)
+    rpc.prompt_and_wait("hung", timeout=30)
+    started = time.perf_counter()
+    code = rpc.close()
+    case.measured(started, time.perf_counter())
+    case.tries = 1
+
+    assert code == 0
+    assert rig.fake.chat_requests()[-1].texts("user")[-1] == "hung"
+    with contextlib.suppress(AssertionError):  # a sidecar still starting exits on its own
+        wait_until(lambda: not processes_naming(str(rig.agent)), 5, "the sidecars to exit")
+    left = processes_naming(str(rig.agent))
+    assert not left, f"{len(left)} sidecar(s) outlived Pi (states {[process_state(p) for p in left]})"
+    case.outcome = "held"
+    case.note("Time: Pi's orderly exit.")
 
 
 FAKE_PI = """\
