@@ -3,6 +3,7 @@ times, and the ``case`` record every test fills in (written to the results file 
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
@@ -12,10 +13,16 @@ import pytest
 
 from tests.e2e.conftest import fake_provider, pi_install, workdir
 from tests.e2e.fake_provider import FakeProvider
-from tests.e2e.helpers_router import RouterRig, router_env
+from tests.e2e.helpers_router import RouterRig, router_env, wait_until
 from tests.e2e.pi_harness import PiInstall, make_agent_dir
 from tests.e2e.pi_rpc import RpcPi, TimedRpc
-from tests.reliability.faults import Case, append_result, kill_processes_naming, results_path
+from tests.reliability.faults import (
+    Case,
+    append_result,
+    kill_processes_naming,
+    processes_naming,
+    results_path,
+)
 
 __all__ = ["fake_provider", "pi_install", "workdir"]  # fixtures shared with tests/e2e
 
@@ -100,6 +107,8 @@ def no_leftovers(tmp_path: Path) -> Iterator[None]:
     A safety net (sidecars that outlived Pi, a fake child ``pi``); tests that care assert on it.
     """
     yield
+    with contextlib.suppress(AssertionError):  # a sidecar that got `shutdown` may still be exiting
+        wait_until(lambda: not processes_naming(str(tmp_path)), 3, "the test's processes to exit")
     killed = kill_processes_naming(str(tmp_path))
     if killed:
         warnings.warn(f"killed {len(killed)} leftover process(es) of {tmp_path.name}", stacklevel=1)

@@ -8,10 +8,11 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import pytest
 
-from tests.e2e.helpers_router import RouterRig, wait_until
+from tests.e2e.helpers_router import RouterRig, notices, wait_until
 from tests.reliability.faults import (
     FAKE_SIDECAR,
     ROBUSTNESS,
@@ -101,9 +102,7 @@ def test_policy_replaced_mid_session(rig: RouterRig, case: Case, name: str) -> N
     told = warnings_since(rpc, since)
     outage = went_offline(rpc, since)
     first = next((r for r in rpc.events(since) if is_warning(r)), None)
-    if outage is not None:
-        case.measured(started, rpc.wait_record(is_back, since=since, timeout=30)["_t"])
-    elif first is not None:
+    if first is not None:
         case.measured(started, first["_t"])
 
     assert [chat.texts("user")[-1] for chat in rig.fake.chat_requests()[-2:]] == ["p1", "p2"]
@@ -112,21 +111,39 @@ def test_policy_replaced_mid_session(rig: RouterRig, case: Case, name: str) -> N
     assert prompted_tools(rig)[-2:] == [["read"], ["read"]]  # the last good policy still applies
     assert audit_texts(rig) == ["p0", "p1", "p2"]
     guard.check(before)
-    case.outcome = "held" if outage is None else "recovered"
-    if outage is not None:
-        case.note("The sidecar restarted.")
+    assert outage is None  # no restart: the sidecar in force keeps its policy
+    case.outcome = "held"
 
 
 # -- hostile expressions ---------------------------------------------------------------------------
 
-HOSTILE: dict[str, tuple[str, str]] = {
-    "huge string building (nested replace)": (
+MUST_FAIL, MAY_EVALUATE = True, False
+
+
+@dataclass(frozen=True)
+class Hostile:
+    """A `when` built to hang or exhaust the engine.
+
+    ``must_fail``: no bounded engine can compute it, so router.log must name the rule; otherwise a
+    bounded helper may also give a value (the rule fires or not) and the case notes which.
+    """
+
+    expression: str
+    must_fail: bool
+    xfail: str = ""
+
+
+HOSTILE: dict[str, Hostile] = {
+    "huge string building (nested replace)": Hostile(
         "length(replace(replace(replace(replace(vars.seed, 'a', vars.seed), 'a', vars.seed), "
-        "'a', vars.seed), 'a', vars.seed)) > 0", ""),
-    "`(a+)+$` on a 40-character text": ("regex(vars.long_text, '(a+)+$')", ROBUSTNESS),
-    "`round(1, 1e18)`": ("round(1, 1e18) > 0", ROBUSTNESS),
-    "`to_json` with a 10^8 indent": ("length(to_json(vars.nested, 100000000)) > 0", ROBUSTNESS),
-    "`fixed(1, 10^9)` (a 1 GB number text)": ("length(fixed(1, 1000000000)) > 0", ROBUSTNESS),
+        "'a', vars.seed), 'a', vars.seed)) > 0", MUST_FAIL),
+    "`(a+)+$` on a 40-character text": Hostile("regex(vars.long_text, '(a+)+$')", MAY_EVALUATE, ROBUSTNESS),
+    "`(a|aa)+$` on a 40-character text": Hostile("regex(vars.long_text, '(a|aa)+$')", MUST_FAIL, ROBUSTNESS),
+    "`round(1, 1e18)`": Hostile("round(1, 1e18) > 0", MAY_EVALUATE, ROBUSTNESS),
+    "`to_json` with a 10^8 indent": Hostile("length(to_json(vars.nested, 100000000)) > 0", MAY_EVALUATE,
+                                            ROBUSTNESS),
+    "`fixed(1, 10^9)` (a 1 GB number text)": Hostile("length(fixed(1, 1000000000)) > 0", MAY_EVALUATE,
+                                                     ROBUSTNESS),
 }
 HOSTILE_VARS = """
 vars:
@@ -153,16 +170,18 @@ def hostile_policy(rig: RouterRig, expression: str) -> str:
         - id: hostile
           on: input
           when: "text == 'HOSTILE' and ({expression})"
+          continue: true
           do: [{{notify: "hostile rule fired"}}]
     """
     return HOSTILE_VARS.lstrip("\n") + standard_policy(rig, rule)
 
 
 @pytest.mark.parametrize(
-    "name", [pytest.param(name, marks=xfail_if(reason), id=name) for name, (_, reason) in HOSTILE.items()])
+    "name", [pytest.param(name, marks=xfail_if(hostile.xfail), id=name) for name, hostile in HOSTILE.items()])
 def test_hostile_expression(rig: RouterRig, case: Case, name: str) -> None:
     case.describe(name, group="expression")
-    rig.policy(hostile_policy(rig, HOSTILE[name][0]))
+    hostile = HOSTILE[name]
+    rig.policy(hostile_policy(rig, hostile.expression))
     rpc = timed(rig.rpc(env=limited_env(rig)))
     rpc.prompt_and_wait("p0")
     guard = LogGuard.of(rig)
@@ -182,7 +201,10 @@ def test_hostile_expression(rig: RouterRig, case: Case, name: str) -> None:
     logged = read_bytes(router_dir(rig) / "router.log")[len(log_before):].decode("utf-8", "replace")
     assert rig.fake.chat_requests()[-2].texts("user")[-1] == "HOSTILE"  # the turn was answered
     assert outage is None, warnings_since(rpc, since)  # the engine answered within its own budget
-    assert "rule 'hostile'" in logged, logged  # told: the failed rule is in router.log
+    failed = "rule 'hostile'" in logged  # told: a failed rule is named in router.log
+    fired = "hostile rule fired" in notices(rpc, since)
+    assert failed or not hostile.must_fail, logged
+    assert "internal error" not in logged, logged
     assert prompted_tools(rig)[-2:] == [["read"], ["read"]]
     guard.check(before)
     rpc.close()
@@ -190,3 +212,7 @@ def test_hostile_expression(rig: RouterRig, case: Case, name: str) -> None:
         wait_until(lambda: not processes_naming(str(rig.agent)), 5, "the sidecars to exit")
     assert not processes_naming(str(rig.agent)), "a sidecar outlived Pi"
     case.outcome = "held"
+    verdict = next(line for line in logged.splitlines() if "rule 'hostile'" in line) if failed else ""
+    case.note(f"Failed, logged: {verdict.split(' ', 1)[-1]}" if failed else
+              "Evaluated within the budget: the rule fired." if fired else
+              "Evaluated within the budget: the rule did not fire.")
