@@ -156,11 +156,11 @@ def test_router_log_failure_is_told(rig: RouterRig, case: Case, how: str) -> Non
             except MountRefused as exc:
                 pytest.skip(f"cannot mount a tmpfs here (needs root and mount rights): {exc}")
         rpc = timed(rig.rpc())
+        since, started = rpc.mark(), time.perf_counter()  # a directory fails from the first line on
         rpc.prompt_and_wait("p0")
         if how == "read-only":
             remount(router_dir(rig), "ro")
-        since = rpc.mark()
-        started = time.perf_counter()
+            since, started = rpc.mark(), time.perf_counter()
         rpc.prompt_and_wait("p1")
         told = [r for r in rpc.events(since) if is_warning(r) and "router.log" in str(r.get("message"))]
         if told:

@@ -43,8 +43,8 @@ from tests.reliability.faults import (
 
 pytestmark = pytest.mark.e2e
 TRIES = 3
-LEAK = ("bridge bug, not the robustness branch: a replaced sidecar is SIGKILLed by an unref'd 1 s timer, "
-        "so one that hangs outlives a Pi that exits sooner")
+LEAK = ("bridge bug (reported): a replaced sidecar is killed by a 1 s timer that never fires when Pi "
+        "exits first, so a hung one outlives Pi")
 
 
 def test_sidecar_killed_mid_session(rig: RouterRig, case: Case) -> None:
