@@ -4,6 +4,7 @@ times, and the ``case`` record every test fills in (written to the results file 
 from __future__ import annotations
 
 import contextlib
+import re
 import warnings
 from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
@@ -73,16 +74,26 @@ def _status(item: pytest.Item) -> tuple[str, str]:
     return "passed", ""
 
 
+def _xfail_reason(item: pytest.Item) -> str:
+    """The reason of the test's xfail mark, empty without one."""
+    mark = item.get_closest_marker("xfail")
+    return str(mark.kwargs.get("reason", "")) if mark is not None else ""
+
+
 def _skip_reason(report: pytest.TestReport) -> str:
     longrepr = report.longrepr
     return str(longrepr[2]) if isinstance(longrepr, tuple) else str(longrepr)
 
 
+ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception|Interrupt)\w*:")
+
+
 def _first_line(text: str) -> str:
-    """The failure's message: the first ``E`` line that names an error, else the last line."""
-    lines = [line[1:].strip(" |+-") for line in text.splitlines() if line.startswith("E ")]
-    named = [line for line in lines if "Error" in line or "error" in line]
-    chosen = (named or [line for line in lines if line] or text.strip().splitlines()[-1:] or [""])[0]
+    """The failure's message: the first ``E`` line naming an error, else any line that does."""
+    cleaned = [line.lstrip("E").strip(" |+-") for line in text.splitlines()]
+    e_lines = [c for line, c in zip(text.splitlines(), cleaned, strict=True) if line.startswith("E ")]
+    named = [c for c in e_lines if ERROR_LINE.match(c)] or [c for c in cleaned if ERROR_LINE.match(c)]
+    chosen = (named or [c for c in e_lines if c] or [c for c in cleaned if c][-1:] or [""])[0]
     return chosen[:300]
 
 
@@ -93,6 +104,7 @@ def case(request: pytest.FixtureRequest, results_file: Path) -> Iterator[Case]:
     yield record
     status, detail = _status(request.node)
     record.status = status
+    record.xfail = _xfail_reason(request.node)
     if status not in ("passed", "xpass"):
         record.outcome = "failed" if status in ("failed", "xfail") else "skipped"
         record.note(f"Today: {detail}" if status == "xfail" else f"({status}: {detail})")

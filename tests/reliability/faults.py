@@ -51,6 +51,7 @@ class Case:
     notes: str = ""
     test: str = ""
     status: str = ""
+    xfail: str = ""
 
     def describe(self, case: str, group: str) -> None:
         """Name the case (one row of the report) and its group (a section: report.GROUPS)."""
