@@ -238,4 +238,4 @@ def test_eight_pi_processes_share_the_logs(rig: RouterRig, case: Case) -> None:
     assert logged == Counter(f"{name}/{key}" for name in names for key in log_keys)
     case.outcome = "lost-nothing"
     case.note(f"{len(records)} audit lines and {sum(logged.values())} router.log lines, each whole; "
-              "recovery: the wall time of all eight runs.")
+              "time: the wall time of all eight runs.")
