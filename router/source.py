@@ -328,7 +328,13 @@ class _Builder:
         if tag in (_BOOL_TAG, _INT_TAG, _FLOAT_TAG, _NULL_TAG):
             try:
                 return self.constructor.construct_object(node)
-            except ValueError:  # ruamel resolves a few odd plain scalars ("._") as numbers it cannot read
+            except (ValueError, IndexError, KeyError):
+                # ruamel resolves a few odd plain scalars ("._") as numbers it cannot read, and
+                # fails on an explicit tag without a value (`a: !!int `)
+                if node.value == "" and str(tag).startswith("tag:yaml.org"):
+                    self._error("RT111", f"`!!{tag.rsplit(':', 1)[-1]}` without a value", node,
+                                help="give the value after the tag, or remove the tag")
+                    return None
                 return str(node.value)
         return str(node.value)
 

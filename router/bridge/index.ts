@@ -233,9 +233,15 @@ class Sidecar {
 		try {
 			proc.stdin?.end();
 		} catch {}
-		const killer = setTimeout(() => proc.kill("SIGKILL"), 1000);
+		const kill = () => attempt(() => proc.kill("SIGKILL"), false);
+		const killer = setTimeout(kill, 1000);
 		killer.unref();
-		proc.on("exit", () => clearTimeout(killer));
+		// Pi may exit before the timer fires: a stopped or spinning sidecar must not outlive it
+		process.once("exit", kill);
+		proc.on("exit", () => {
+			clearTimeout(killer);
+			process.removeListener("exit", kill);
+		});
 	}
 
 	private read(chunk: string): void {

@@ -17,7 +17,6 @@ import pytest
 from tests.e2e.helpers_router import RouterRig
 from tests.e2e.pi_harness import run_in_group
 from tests.reliability.faults import (
-    ROBUSTNESS,
     Case,
     LogGuard,
     MountRefused,
@@ -53,7 +52,6 @@ def router_tmpfs(rig: RouterRig) -> Iterator[Path]:
         pytest.skip(f"cannot mount a tmpfs here (needs root and mount rights): {exc}")
 
 
-@pytest.mark.xfail(strict=False, reason=ROBUSTNESS)
 def test_full_disk_keeps_whole_lines(rig: RouterRig, case: Case, router_tmpfs: Path) -> None:
     case.describe("full disk under router.log and the audit log (64 KiB tmpfs, filled up)", group="logs")
     rig.policy(standard_policy(rig))
@@ -141,7 +139,6 @@ def test_log_paths_are_directories(rig: RouterRig, case: Case) -> None:
     case.note(told_summary(told))
 
 
-@pytest.mark.xfail(strict=False, reason=ROBUSTNESS)
 @pytest.mark.parametrize("how", ["read-only", "a directory"])
 def test_router_log_failure_is_told(rig: RouterRig, case: Case, how: str) -> None:
     case.describe(f"router.log is {how}: the user is told", group="logs")

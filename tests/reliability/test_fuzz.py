@@ -78,7 +78,6 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("reliability-fuzz")
 
 
-@pytest.mark.xfail(strict=False, reason=LOADER_BUG)
 @FUZZ
 @given(text=YAMLISH)
 @example(text="a: !!int ")  # found by this fuzzer: IndexError from the scalar builder, not an RT101
@@ -281,7 +280,6 @@ LINES = st.one_of(
 )
 
 
-@pytest.mark.xfail(strict=False, reason=ROBUSTNESS)
 @settings(max_examples=100, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(LINES, min_size=1, max_size=5))

@@ -24,7 +24,6 @@ from tests.e2e.helpers_router import (
 )
 from tests.reliability.fake_sidecar import UTF8_WARNING
 from tests.reliability.faults import (
-    ROBUSTNESS,
     Case,
     LogGuard,
     audit_texts,
@@ -114,7 +113,6 @@ def test_sidecar_stopped(rig: RouterRig, case: Case, then: str) -> None:
     case.note("Includes the 1.5 s event deadline: a hang is found by the next event.")
 
 
-@pytest.mark.xfail(strict=False, reason=LEAK)
 def test_pi_exits_right_after_finding_a_hung_sidecar(rig: RouterRig, case: Case) -> None:
     case.describe("stopped (SIGSTOP), then Pi exits right after the prompt that found it hung",
                   group="sidecar")
@@ -273,7 +271,6 @@ def test_sidecar_prints_a_huge_line_without_newline(rig: RouterRig, case: Case) 
     case.note(f"Pi's peak resident memory grew by {growth} MiB.")
 
 
-@pytest.mark.xfail(strict=False, reason=ROBUSTNESS)
 def test_sidecar_splits_utf8_across_writes(rig: RouterRig, case: Case) -> None:
     case.describe("splits a UTF-8 character across two writes", group="sidecar")
     rpc = timed(rig.rpc(env=fake_sidecar_env(rig, "utf8")))
@@ -286,7 +283,6 @@ def test_sidecar_splits_utf8_across_writes(rig: RouterRig, case: Case) -> None:
     case.outcome = "held"
 
 
-@pytest.mark.xfail(strict=False, reason=ROBUSTNESS)
 def test_sidecar_never_answers_hello(rig: RouterRig, case: Case) -> None:
     case.describe("never answers `hello` (print mode)", group="sidecar")
     case.tries = 1
