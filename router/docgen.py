@@ -101,6 +101,10 @@ def actions_page() -> str:
         if "root" not in spec.params.model_fields:
             rows = _field_rows(spec.params, skip=set())
             out += ["| parameter | type | meaning |", "|---|---|---|", *rows, ""]
+            for nested in _nested(spec.params):
+                doc = inspect.cleandoc(nested.__doc__ or "")
+                out += [f"`{nested.__name__}`: {doc}\n", "| field | type | meaning |", "|---|---|---|",
+                        *_field_rows(nested, skip=set()), ""]
         out += ["Example:\n", "```yaml", spec.example, "```", ""]
     return "\n".join(out)
 

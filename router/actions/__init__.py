@@ -56,7 +56,7 @@ def action_names() -> list[str]:
 
 
 def _load() -> None:
-    from router.actions import answers, prompt, session, state, tools_models  # noqa: F401
+    from router.actions import answers, panel, prompt, session, state, tools_models  # noqa: F401
 
 
 _load()

@@ -31,6 +31,7 @@ const RPIV_BLOCKED = "rpiv:ask-user:blocked";
 type Json = any;
 type Ctx = any;
 type Pending = { resolve: (v: Json) => void; reject: (e: Error) => void; timer: NodeJS.Timeout; cap: number };
+type Notice = { text: string; level: string };
 
 function agentDir(): string {
 	const dir = process.env.PI_CODING_AGENT_DIR;
@@ -123,6 +124,61 @@ function attempt<T>(fn: () => T, fallback: T): T {
 	} catch {
 		return fallback;
 	}
+}
+
+// --- panel values (the `panel` action's items) --------------------------------------------------
+
+const PANEL_ROWS = 12;
+
+function panelItems(params: Json): Json[] {
+	return (Array.isArray(params?.items) ? params.items : []).filter((item: Json) => item && item.key !== undefined && item.key !== null);
+}
+
+function itemLabel(item: Json): string {
+	return String(item.label ?? item.key);
+}
+
+/** A value as the panel shows it: lists comma-separated, other non-strings as JSON. */
+function shownValue(item: Json): string {
+	const value = item.value;
+	if (value === null || value === undefined || value === "") return "(none)";
+	if (item.kind === "list" && Array.isArray(value)) return value.length ? value.map(String).join(", ") : "(none)";
+	return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+/** A value as its inline input starts. */
+function editText(item: Json): string {
+	const value = item.value;
+	if (item.kind === "list") return Array.isArray(value) ? value.map(String).join(", ") : "";
+	if (item.kind === "json") return JSON.stringify(value ?? null);
+	return value === null || value === undefined ? "" : String(value);
+}
+
+/** What an input holds, as the JSON a change sends, or why it cannot be sent. */
+function parseEdit(item: Json, text: string): { json: string } | { error: string } {
+	const trimmed = text.trim();
+	const label = itemLabel(item);
+	if (item.kind === "number") {
+		const number = Number(trimmed);
+		if (trimmed === "" || !Number.isFinite(number)) return { error: `${label}: '${trimmed}' is not a number` };
+		if (typeof item.min === "number" && number < item.min) return { error: `${label}: at least ${item.min}` };
+		if (typeof item.max === "number" && number > item.max) return { error: `${label}: at most ${item.max}` };
+		return { json: JSON.stringify(number) };
+	}
+	if (item.kind === "list") return { json: JSON.stringify(trimmed.split(",").map((part) => part.trim()).filter(Boolean)) };
+	if (item.kind === "json") {
+		try {
+			return { json: JSON.stringify(JSON.parse(trimmed)) };
+		} catch (error: any) {
+			return { error: `${label}: not JSON (${error.message})` };
+		}
+	}
+	return { json: JSON.stringify(trimmed) };
+}
+
+/** The JSON of the value a bool or choice row cycled to. */
+function cycledJson(item: Json, shown: string): string {
+	return item.kind === "bool" ? String(shown === "true") : JSON.stringify(shown);
 }
 
 /** The run was aborted (not a failure of the engine). */
@@ -348,6 +404,9 @@ export default async function (pi: any) {
 	let preloading = false;
 	let preloadFailure: string | null = null; // why the startup hello failed, until session_start reports it
 	let pendingCustom: Promise<Json> | null = null;
+	let tuiKit: Promise<Json> | null = null;
+	const openPanels = new Map<string, (params: Json) => void>(); // panel id → update of the open panel
+	const refreshing = new Set<string>(); // panels whose refresh is in flight
 	const shownWarnings = new Set<string>();
 	let trustStatus: string | null = null;
 	let approvedDigest: string | null = null;
@@ -559,8 +618,11 @@ export default async function (pi: any) {
 		};
 	}
 
-	/** Send one event; undefined means "no decision": Pi keeps its native behaviour. */
-	async function forward(type: string, payload: Json, ctx: Ctx, signal?: AbortSignal): Promise<Json | undefined> {
+	/**
+	 * Send one event; undefined means "no decision": Pi keeps its native behaviour. With `notices`,
+	 * the result's notifications are collected there instead of shown (an open panel shows them).
+	 */
+	async function forward(type: string, payload: Json, ctx: Ctx, signal?: AbortSignal, notices?: Notice[]): Promise<Json | undefined> {
 		if (ctx) ctxRef = ctx;
 		if (!subscribed.has(type) || !(await ensureStarted(ctxRef))) return undefined;
 		try {
@@ -571,7 +633,7 @@ export default async function (pi: any) {
 			if (result?.declarations) declare(result.declarations);
 			if (result?.trust) showTrust(result.trust);
 			for (const text of result?.warnings ?? []) warn(`router: ${text}`);
-			await applyCommon(result?.actions ?? [], ctxRef);
+			await applyCommon(result?.actions ?? [], ctxRef, notices);
 			return result;
 		} catch (error: any) {
 			if (error instanceof AbortError) return undefined;
@@ -595,7 +657,7 @@ export default async function (pi: any) {
 		return attempt(() => ctx.modelRegistry.find(ref.slice(0, slash), ref.slice(slash + 1)), undefined);
 	}
 
-	async function applyCommon(list: Json[], ctx: Ctx): Promise<void> {
+	async function applyCommon(list: Json[], ctx: Ctx, notices?: Notice[]): Promise<void> {
 		for (const { action, params } of list) {
 			try {
 				if (action === "tools") applyTools(params);
@@ -605,7 +667,8 @@ export default async function (pi: any) {
 				} else if (action === "thinking") pi.setThinkingLevel(params.level);
 				else if (action === "notify") {
 					// without a UI (print and json modes) the action says: stderr
-					if (ctx?.hasUI) ctx.ui.notify(String(params.text), params.level ?? "info");
+					if (notices) notices.push({ text: String(params.text), level: params.level ?? "info" });
+					else if (ctx?.hasUI) ctx.ui.notify(String(params.text), params.level ?? "info");
 					else process.stderr.write(`[router] ${params.level && params.level !== "info" ? `${params.level}: ` : ""}${params.text}\n`);
 				} else if (action === "status") {
 					if (ctx?.hasUI) ctx.ui.setStatus(String(params.key), params.text ?? undefined);
@@ -616,6 +679,7 @@ export default async function (pi: any) {
 					);
 				} else if (action === "compact") compact(params, ctx);
 				else if (action === "entry") pi.appendEntry(String(params.type), params.data ?? undefined);
+				else if (action === "panel") await showPanel(params, ctx);
 			} catch (error: any) {
 				warn(`router: action ${action} failed: ${error.message}`);
 			}
@@ -971,6 +1035,187 @@ export default async function (pi: any) {
 		attempt(() => pi.events.on(RPIV_BLOCKED, (payload: Json) => {
 			if (payload?.active === false) pendingCustom = null;
 		}), undefined);
+	}
+
+	// --- the settings panel (`panel` action) ----------------------------------------------------
+
+	/**
+	 * A `panel` action. In Pi's TUI: a searchable settings list through `ctx.ui.custom`, built from
+	 * pi-tui's SettingsList and Input (Pi makes `@earendil-works/pi-tui` importable for extensions;
+	 * nothing is installed). Each change runs the policy's command (`<args> KEY VALUE`, VALUE as
+	 * JSON), then its refresh, whose `panel` action with the same id updates the open panel in place.
+	 * Without the TUI the panel is shown as text. The promise ends when the panel is closed.
+	 */
+	async function showPanel(params: Json, ctx: Ctx): Promise<void> {
+		const id = String(params.id);
+		const open = openPanels.get(id);
+		if (open) return open(params);
+		if (refreshing.has(id)) return; // the answer to a refresh of a panel closed meanwhile
+		const custom = nativeUi?.custom ?? (typeof ctx?.ui?.custom === "function" ? ctx.ui.custom.bind(ctx.ui) : null);
+		const kit = ctx?.mode === "tui" && custom ? await loadTuiKit() : null;
+		if (!kit) return showPanelText(params, ctx);
+		try {
+			await custom((tui: Json, theme: Json, _keys: Json, done: (value: Json) => void) => {
+				const panel = panelView(kit, params, tui, theme, () => done(undefined));
+				openPanels.set(id, panel.update);
+				return panel.component;
+			});
+		} catch (error: any) {
+			logLine(`router: panel ${id} failed (${error?.message ?? error}); shown as text`);
+			showPanelText(params, ctx);
+		} finally {
+			openPanels.delete(id);
+		}
+	}
+
+	function loadTuiKit(): Promise<Json> {
+		tuiKit ??= import("@earendil-works/pi-tui")
+			.then((kit: Json) => (kit?.SettingsList && kit?.Input ? kit : null))
+			.catch((error: any) => {
+				logLine(`router: @earendil-works/pi-tui cannot be imported (${error?.message ?? error}); panels are shown as text`);
+				return null;
+			});
+		return tuiKit;
+	}
+
+	function showPanelText(params: Json, ctx: Ctx): void {
+		const lines = [String(params.title ?? "")];
+		if (params.text) lines.push(String(params.text));
+		for (const item of panelItems(params)) lines.push(`${itemLabel(item)}: ${shownValue(item)}`);
+		const text = lines.join("\n");
+		if (ctx?.hasUI) ctx.ui.notify(text, "info");
+		else process.stderr.write(`[router] ${text}\n`);
+	}
+
+	/** The panel's component and the function that updates it from a later `panel` action. */
+	function panelView(kit: Json, params: Json, tui: Json, theme: Json, close: () => void): { component: Json; update: (next: Json) => void } {
+		let current = params;
+		let message: Notice | null = null;
+		let queue: Promise<void> = Promise.resolve();
+		const items = new Map<string, Json>(panelItems(params).map((item: Json) => [String(item.key), item]));
+		const pending = new Map<string, string>(); // key → the JSON an input submitted
+		const rows = [...items.keys()].map((key: string) =>
+			settingItem(kit, () => items.get(key), theme, tui, (json) => pending.set(key, json)));
+		const listTheme = {
+			label: (text: string, selected: boolean) => (selected ? theme.fg("accent", text) : text),
+			value: (text: string, selected: boolean) => (selected ? theme.fg("accent", text) : theme.fg("muted", text)),
+			description: (text: string) => theme.fg("dim", text),
+			cursor: theme.fg("accent", "→ "),
+			hint: (text: string) => theme.fg("dim", text),
+		};
+		const list = new kit.SettingsList(rows, Math.min(rows.length, PANEL_ROWS), listTheme,
+			(key: string, shown: string) => {
+				const item = items.get(key);
+				if (!item) return;
+				const json = pending.get(key) ?? cycledJson(item, shown);
+				pending.delete(key);
+				queue = queue.then(() => applyChange(item, json)).catch((error: any) => say(`router: ${error?.message ?? error}`, "error"));
+			},
+			close, { enableSearch: true });
+
+		function say(text: string, level: string): void {
+			message = { text, level };
+			attempt(() => tui.requestRender(), undefined);
+		}
+
+		async function applyChange(item: Json, json: string): Promise<void> {
+			const name = String(current.command);
+			const notices: Notice[] = [];
+			say(`${itemLabel(item)}: saving…`, "info");
+			const args = [String(current.args ?? ""), String(item.key), json].filter(Boolean).join(" ");
+			const result = await forward("command", { name, args }, ctxRef, undefined, notices);
+			if (result === undefined) notices.push({ text: `router: ${itemLabel(item)} was not changed: the policy engine did not answer`, level: "error" });
+			if (current.refresh !== null && current.refresh !== undefined) {
+				refreshing.add(String(current.id));
+				try {
+					await forward("command", { name, args: String(current.refresh) }, ctxRef, undefined, notices);
+				} finally {
+					refreshing.delete(String(current.id));
+				}
+			}
+			const worst = notices.find((n) => n.level === "error") ?? notices.find((n) => n.level === "warning");
+			const text = notices.map((n) => n.text).join(" · ") || `${itemLabel(item)} = ${json}`;
+			say(text, worst?.level ?? "info");
+		}
+
+		function update(next: Json): void {
+			current = next;
+			for (const item of panelItems(next)) {
+				const key = String(item.key);
+				if (!items.has(key)) continue; // the set of items is the one the panel opened with
+				items.set(key, item);
+				list.updateValue(key, shownValue(item));
+				const row = rows.find((r: Json) => r.id === key);
+				if (row) row.description = item.description ?? undefined;
+			}
+			attempt(() => tui.requestRender(), undefined);
+		}
+
+		const component = {
+			render(width: number): string[] {
+				const inner = Math.max(1, width - 2);
+				const wrap = (text: string) => kit.wrapTextWithAnsi(text, inner).map((line: string) => ` ${line}`);
+				const border = theme.fg("border", "─".repeat(Math.max(1, width)));
+				const lines = [border, ` ${theme.bold(theme.fg("accent", String(current.title ?? "")))}`];
+				if (current.text) lines.push(...wrap(theme.fg("muted", String(current.text))));
+				if (message) lines.push(...wrap(theme.fg(message.level === "info" ? "success" : message.level, message.text)));
+				lines.push("", ...list.render(width), border);
+				return lines.map((line: string) => kit.truncateToWidth(line, width));
+			},
+			handleInput(data: string): void {
+				list.handleInput(data);
+				attempt(() => tui.requestRender(), undefined);
+			},
+			invalidate(): void {
+				list.invalidate();
+			},
+		};
+		return { component, update };
+	}
+
+	/** One row of the SettingsList (`latest`: the item as the last refresh gave it): bool and choice cycle, the other kinds open an input. */
+	function settingItem(kit: Json, latest: () => Json, theme: Json, tui: Json, submit: (json: string) => void): Json {
+		const item = latest();
+		const row: Json = { id: String(item.key), label: itemLabel(item), description: item.description ?? undefined, currentValue: shownValue(item) };
+		if (item.kind === "bool") row.values = ["true", "false"];
+		else if (item.kind === "choice") row.values = (item.choices ?? []).map(String);
+		else row.submenu = (_shown: string, finish: (shown?: string) => void) => inputView(kit, latest(), theme, tui, submit, finish);
+		return row;
+	}
+
+	/** The inline input of a text, number, list or json item; a value that does not fit stays open. */
+	function inputView(kit: Json, item: Json, theme: Json, tui: Json, submit: (json: string) => void, finish: (shown?: string) => void): Json {
+		const input = new kit.Input();
+		let problem = "";
+		input.focused = true;
+		input.handleInput(`\x1b[200~${editText(item)}\x1b[201~`); // as a paste: the cursor ends after it
+		input.onSubmit = (text: string) => {
+			const parsed = parseEdit(item, text);
+			if ("error" in parsed) {
+				problem = parsed.error;
+				attempt(() => tui.requestRender(), undefined);
+				return;
+			}
+			submit(parsed.json);
+			finish(shownValue({ ...item, value: JSON.parse(parsed.json) }));
+		};
+		input.onEscape = () => finish(undefined);
+		return {
+			render(width: number): string[] {
+				const lines = [`  ${theme.fg("accent", itemLabel(item))}${item.kind === "list" ? theme.fg("dim", " (comma-separated)") : ""}`,
+					...input.render(Math.max(1, width - 2)).map((line: string) => `  ${line}`)];
+				if (problem) lines.push(`  ${theme.fg("error", problem)}`);
+				lines.push("", theme.fg("dim", "  Enter to save · Esc to cancel"));
+				return lines.map((line: string) => kit.truncateToWidth(line, width));
+			},
+			handleInput(data: string): void {
+				problem = "";
+				input.handleInput(data);
+			},
+			invalidate(): void {
+				input.invalidate();
+			},
+		};
 	}
 
 	// --- requests from the engine ---------------------------------------------------------------

@@ -6,7 +6,15 @@ import pytest
 
 from tests.e2e import helpers_router
 from tests.e2e.fake_provider import Reply
-from tests.e2e.helpers_router import RouterRig, is_notify, notices, tool_call, ui_requests, write_extension
+from tests.e2e.helpers_router import (
+    RouterRig,
+    command,
+    is_notify,
+    notices,
+    tool_call,
+    ui_requests,
+    write_extension,
+)
 
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
@@ -104,3 +112,40 @@ def test_policy_command_registered_and_handled(rig: RouterRig) -> None:
     assert notice["message"] == "HELLO_FROM_ROUTER args=alpha more first=alpha"
     assert notices(rpc, since) == [notice["message"]]
     assert rig.fake.chat_requests() == []  # a command never reaches the model
+
+
+PANEL = """
+vars: {verbose: true}
+commands:
+  - name: prefs
+    description: Preferences
+rules:
+  - id: prefs-panel
+    on: command
+    match: "name == 'prefs'"
+    do:
+      - panel:
+          id: prefs
+          title: Preferences
+          text: "Edit ~/.prefs.json"
+          command: prefs
+          args: set
+          items:
+            - {key: verbose, kind: bool, value: "{vars.verbose}"}
+            - {key: models, label: Models, kind: list, value: [a/x, b/y]}
+            - {key: mode, kind: choice, choices: [fast, slow], value: slow}
+            - {key: name, value: ""}
+"""
+
+
+def test_panel_without_the_tui_is_shown_as_text(rig: RouterRig) -> None:
+    # RPC mode has no TUI: the panel is one notification, its title, text and label: value lines
+    rig.policy(PANEL)
+    rpc = rig.rpc()
+
+    [text] = command(rpc, "/prefs")
+
+    assert text.splitlines() == [
+        "Preferences", "Edit ~/.prefs.json", "verbose: true", "Models: a/x, b/y", "mode: slow",
+        "name: (none)"]
+    assert "panel" not in rig.log()  # nothing failed on the way
