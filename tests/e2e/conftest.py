@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -59,18 +60,17 @@ def pi_env(agent_dir: Path, pi_install: PiInstall) -> dict[str, str]:
     return build_pi_env(agent_dir, pi_install)
 
 
-@pytest.fixture
-def rpc_pi(tmp_path: Path, pi_install: PiInstall, workdir: Path) -> Iterator[Callable[..., RpcPi]]:
-    """Factory ``rpc_pi(args, env=..., **RpcPi kwargs)`` for started RPC Pis, all closed after.
-
-    Stderr goes to ``tmp_path/pi-rpc-N.stderr``; the cwd defaults to ``workdir``.
-    """
+@contextlib.contextmanager
+def started_rpcs(tmp_path: Path, pi_install: PiInstall, workdir: Path,
+                 kind: type[RpcPi] = RpcPi) -> Iterator[Callable[..., RpcPi]]:
+    """A factory ``start(args, env=..., **RpcPi kwargs)`` of started RPC Pis (of ``kind``), all
+    closed when the block ends. Stderr goes to ``tmp_path/pi-rpc-N.stderr``; cwd defaults to ``workdir``."""
     started: list[RpcPi] = []
 
     def start(args: Sequence[str] = (), *, env: dict[str, str], **kwargs: Any) -> RpcPi:
         kwargs.setdefault("cwd", workdir)
         kwargs.setdefault("stderr_path", tmp_path / f"pi-rpc-{len(started)}.stderr")
-        rpc = RpcPi(pi_install, args, env=env, **kwargs)
+        rpc = kind(pi_install, args, env=env, **kwargs)
         started.append(rpc)
         return rpc.start()
 
@@ -79,3 +79,10 @@ def rpc_pi(tmp_path: Path, pi_install: PiInstall, workdir: Path) -> Iterator[Cal
     finally:
         for rpc in started:
             rpc.close()
+
+
+@pytest.fixture
+def rpc_pi(tmp_path: Path, pi_install: PiInstall, workdir: Path) -> Iterator[Callable[..., RpcPi]]:
+    """Factory ``rpc_pi(args, env=..., **RpcPi kwargs)`` for started RPC Pis, all closed after."""
+    with started_rpcs(tmp_path, pi_install, workdir) as start:
+        yield start

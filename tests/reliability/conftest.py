@@ -6,13 +6,12 @@ from __future__ import annotations
 import contextlib
 import re
 import warnings
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import fake_provider, pi_install, workdir
+from tests.e2e.conftest import fake_provider, pi_install, started_rpcs, workdir
 from tests.e2e.fake_provider import FakeProvider
 from tests.e2e.helpers_router import RouterRig, router_env, wait_until
 from tests.e2e.pi_harness import PiInstall, make_agent_dir
@@ -131,20 +130,8 @@ def timed_rpc(
     tmp_path: Path, pi_install: PiInstall, workdir: Path, no_leftovers: None
 ) -> Iterator[Callable[..., RpcPi]]:
     """Like the e2e ``rpc_pi`` factory, with TimedRpc (records carry their arrival time ``_t``)."""
-    started: list[RpcPi] = []
-
-    def start(args: Sequence[str] = (), *, env: dict[str, str], **kwargs: Any) -> RpcPi:
-        kwargs.setdefault("cwd", workdir)
-        kwargs.setdefault("stderr_path", tmp_path / f"pi-rpc-{len(started)}.stderr")
-        rpc = TimedRpc(pi_install, args, env=env, **kwargs)
-        started.append(rpc)
-        return rpc.start()
-
-    try:
+    with started_rpcs(tmp_path, pi_install, workdir, TimedRpc) as start:
         yield start
-    finally:
-        for rpc in started:
-            rpc.close()
 
 
 @pytest.fixture
