@@ -112,6 +112,7 @@ class CompiledPolicy:
     tools: tuple[dict[str, Any], ...] = ()
     skills: tuple[str, ...] = ()  # absolute paths of skill directories or SKILL.md files
     env_names: frozenset[str] = frozenset()
+    transient_state: frozenset[str] = frozenset()  # dotted state keys never stored in the session
     files: tuple[PolicyFile, ...] = ()
     warnings: tuple[Diagnostic, ...] = ()
     file_refs: tuple[tuple[str, str], ...] = ()  # (display path, absolute path) of every file

@@ -248,8 +248,11 @@ class Policy(_Model):
     tools: list[Tool] = Field(default_factory=list)
     skills: list[str] = Field(default_factory=list, description="Pi skill directories (or SKILL.md "
                               "files), relative to this file, that Pi lists while the policy is loaded")
+    transient_state: list[str] = Field(
+        default_factory=list, description="state keys (dotted) kept only while the session runs: "
+        "never stored in the session, so their changes write no state entry and a restored state has none")
 
-    @field_validator("use", "env", "project_env", "disable", "skills", mode="before")
+    @field_validator("use", "env", "project_env", "disable", "skills", "transient_state", mode="before")
     @classmethod
     def _listify(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
@@ -262,7 +265,16 @@ class Policy(_Model):
                 raise ValueError(f"{name!r} is not an environment variable name (letters, digits, _)")
         return value
 
+    @field_validator("transient_state")
+    @classmethod
+    def _state_keys(cls, value: list[str]) -> list[str]:
+        for key in value:
+            if not _STATE_KEY.fullmatch(key):
+                raise ValueError(f"{key!r} is not a state key (names joined by dots, e.g. cu.slot)")
+        return value
+
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_STATE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*)*")
 
 Example.model_rebuild()

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import itertools
+import json
 import os
 import sys
 from pathlib import Path
@@ -45,6 +47,7 @@ class Engine:
         self.fingerprint: tuple[Any, ...] = ()
         self.watched: list[str] = []
         self.state: dict[str, Any] = {}
+        self.stored = _canonical({})  # the state last stored in the session (transient keys left out)
         self.models: dict[str, Any] = {}
         self.env: dict[str, str] = {}
         self.log_file = agent / "router" / "router.log"
@@ -133,8 +136,8 @@ class Engine:
         self.has_ui = params.get("hasUI") is True
         self.models = model_catalog(params.get("models"))
         restored = params.get("state")
-        self.state = dict(restored) if isinstance(restored, dict) else {}
         diagnostics = self.load()
+        self.restore(restored if isinstance(restored, dict) else {})
         warnings = [_render(d) for d in diagnostics if d.severity == "error"][:5]
         if self.policy is None:
             warnings.insert(0, "the router policy has errors; Pi runs without it (run `router lint`)")
@@ -144,6 +147,29 @@ class Engine:
         return {"protocol": protocol.PROTOCOL_VERSION, "engine": _version(), **self.declarations(),
                 "warnings": warnings, "trust": self.trust_report(),
                 "files": [path for path, _ in self.policy.file_refs] if self.policy else []}
+
+    def restore(self, restored: dict[str, Any]) -> None:
+        """The session's state from its last stored entry; transient keys (which describe a process
+        that is gone) are dropped."""
+        self.state = without_keys(restored, self.transient)
+        self.stored = _canonical(self.state)
+
+    def store(self, state: dict[str, Any]) -> dict[str, Any] | None:
+        """Keep `state`; return what the session must store, None when that did not change.
+
+        Only a change of the stored part counts (transient keys left out), compared as JSON: the
+        bridge appends one entry per change, never one for a state that is the same again."""
+        self.state = state
+        stored = without_keys(state, self.transient)
+        text = _canonical(stored)
+        if text == self.stored:
+            return None
+        self.stored = text
+        return stored
+
+    @property
+    def transient(self) -> frozenset[str]:
+        return self.policy.transient_state if self.policy else frozenset()
 
     def _approved_digest(self, params: dict[str, Any]) -> str | None:
         """The project content present now, when Pi says to apply it for this run unrecorded."""
@@ -182,9 +208,9 @@ class Engine:
         applied = self.executor.apply(decision)
         result: dict[str, Any] = {"actions": applied.actions, "fired": list(decision.fired),
                                   "warnings": warnings + applied.warnings}
-        if decision.state != self.state:
-            self.state = decision.state
-            result["state"] = self.state
+        stored = self.store(decision.state)
+        if stored is not None:
+            result["state"] = stored
         for error in decision.errors:
             self.executor.log(f"{error.code} {error.message}")
         for name, text in decision.signal_errors.items():
@@ -353,6 +379,31 @@ def main(argv: list[str]) -> int:
         return asyncio.run(_run(args))
     except KeyboardInterrupt:
         return 130
+
+
+def without_keys(state: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
+    """A copy of `state` without the dotted `keys`; a parent they leave empty goes too."""
+    result = copy.deepcopy(state)
+    for key in keys:
+        _drop(result, key.split("."))
+    return result
+
+
+def _drop(target: dict[str, Any], parts: list[str]) -> None:
+    head, rest = parts[0], parts[1:]
+    if not rest:
+        target.pop(head, None)
+        return
+    child = target.get(head)
+    if isinstance(child, dict) and child:
+        _drop(child, rest)
+        if not child:
+            del target[head]
+
+
+def _canonical(value: Any) -> str:
+    """One text per JSON value (key order and tuples vs lists do not matter)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _stat(path: str) -> tuple[int, int]:
