@@ -116,8 +116,15 @@ class AskSignal(_Model):
     timeout_ms: int | str = 300000
 
 
+class WhichSignal(_Model):
+    """The path of a program, as the `child` signal finds `pi`: a name without a slash is looked
+    up on PATH (the signal fails when it is not there); a path is returned as it is (`~` expanded)."""
+
+    name: str = Field(description="template: a program name (e.g. pi) or a path")
+
+
 SIGNAL_KINDS = ("expr", "classify", "child", "complete", "load", "read", "records", "slot", "probe",
-                "ask")
+                "ask", "which")
 
 
 class Signal(_Model):
@@ -134,6 +141,7 @@ class Signal(_Model):
     slot: SlotSignal | None = None
     probe: ProbeSignal | None = None
     ask: AskSignal | None = None
+    which: WhichSignal | None = None
     transform: str | None = Field(None, description="expression over `result`; a failure falls back")
     fallback: str | None = Field(None, description="expression used when the source fails")
 
