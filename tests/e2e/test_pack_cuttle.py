@@ -207,8 +207,9 @@ def test_shadow_gates_are_logged_and_never_route(rig: RouterRig) -> None:
     head = f"route result tier=local ref={SMALL} reasons=classifier p(complex)=0.04"
     assert route_lines(debug) == [
         f"{head} gates=struggle:p=0.81(shadow)",
-        # judge is asked only once the last message is a tool result (the continuation), alone
-        f"route result tier=local ref={SMALL} reasons=continuation gates=judge:p=0.12(shadow)",
+        # judge is asked only once the last message is a tool result (the continuation), alone;
+        # the continuation's line states the turn's decision and verdicts, with the judge's
+        f"{head} gates=struggle:p=0.81(shadow),judge:p=0.12(shadow)",
     ]
     prompts = [r.body["prompt"] for r in rig.fake.requests("/completion")]
     questions = [prompt.rsplit("Question: ", 1)[1].split("\n")[0] for prompt in prompts]
@@ -224,6 +225,45 @@ def test_shadow_gates_are_logged_and_never_route(rig: RouterRig) -> None:
         "struggle: 1 verdicts, mean p=0.81, agreement with the tier 0%\n"
         "judge: 1 verdicts, mean p=0.12, agreement with the tier 100%"
     ]
+
+
+def test_every_routed_request_has_a_debug_line(rig: RouterRig) -> None:
+    """A classified turn, its judge continuation (the guide's fifth example line), a reused session
+    decision, its continuation and a compaction summary: one line each."""
+    debug = setup_cuttle(rig, base_config(gates={"struggle": {"enabled": True}, "judge": {"enabled": True}}))
+    p_complex(rig, 0.96)
+    rig.fake.llama.probs[STRUGGLE] = {"Yes": 0.81, "No": 0.19}
+    rig.fake.llama.probs[JUDGE] = {"Yes": 0.12, "No": 0.88}
+    rig.fake.script.push(read_call(rig), Reply(text="read it"), read_call(rig), Reply(text="read it again"))
+    rig.fake.script.default = Reply(text="SUMMARY")
+    rig.settings(compaction={"keepRecentTokens": 10})  # something to summarize
+    rpc = cuttle(rig, "--model", "cuttle/auto", session=True)
+
+    rpc.prompt_and_wait("design a new storage layer")
+    rpc.prompt_and_wait("and read the notes again")
+    rpc.command("compact", 60)
+
+    decision = f"route result tier=cloud ref={PRICEY} reasons=classifier p(complex)=0.96"
+    assert route_lines(debug) == [
+        f"{decision} gates=struggle:p=0.81(shadow)",
+        f"{decision} gates=struggle:p=0.81(shadow),judge:p=0.12(shadow)",
+        decision,  # the second turn reuses the session's decision (no classifier call)
+        f"{decision} gates=judge:p=0.12(shadow)",
+        f"route result tier=cloud ref={PRICEY} reasons=direct request (outside the agent loop): the turn's model",
+    ]
+    # the four requests of the agent loop, then the summary (Pi routes a compaction once)
+    assert chat_models(rig)[:4] == ["cloud-pricey"] * 4
+
+
+def test_a_plain_continuation_has_its_line(rig: RouterRig) -> None:
+    debug = setup_cuttle(rig, base_config())
+    p_complex(rig, 0.04)
+    rig.fake.script.push(read_call(rig), Reply(text="read it"))
+    rpc = cuttle(rig, "--model", "cuttle/auto")
+
+    rpc.prompt_and_wait("list the files")
+
+    assert route_lines(debug) == [f"route result tier=local ref={SMALL} reasons=classifier p(complex)=0.04"] * 2
 
 
 # -- which model within the tier, thinking, subagents ------------------------------------------
