@@ -249,7 +249,8 @@ def test_every_routed_request_has_a_debug_line(rig: RouterRig) -> None:
         f"{decision} gates=struggle:p=0.81(shadow),judge:p=0.12(shadow)",
         decision,  # the second turn reuses the session's decision (no classifier call)
         f"{decision} gates=judge:p=0.12(shadow)",
-        f"route result tier=cloud ref={PRICEY} reasons=direct request (outside the agent loop): the turn's model",
+        f"route result tier=cloud ref={PRICEY} reasons=direct request (outside the agent loop): "
+        "the turn's model",
     ]
     # the four requests of the agent loop, then the summary (Pi routes a compaction once)
     assert chat_models(rig)[:4] == ["cloud-pricey"] * 4
@@ -263,7 +264,8 @@ def test_a_plain_continuation_has_its_line(rig: RouterRig) -> None:
 
     rpc.prompt_and_wait("list the files")
 
-    assert route_lines(debug) == [f"route result tier=local ref={SMALL} reasons=classifier p(complex)=0.04"] * 2
+    line = f"route result tier=local ref={SMALL} reasons=classifier p(complex)=0.04"
+    assert route_lines(debug) == [line, line]  # the user turn and its continuation
 
 
 # -- which model within the tier, thinking, subagents ------------------------------------------
