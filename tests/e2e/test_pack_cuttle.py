@@ -19,8 +19,10 @@ from tests.e2e.fake_provider import Fault, Reply
 from tests.e2e.helpers_cuttle import (
     BIG,
     CHEAP,
+    DELEGATE,
     JUDGE,
     PRICEY,
+    ROLE,
     SMALL,
     STRUGGLE,
     base_config,
@@ -224,6 +226,50 @@ def test_shadow_gates_are_logged_and_never_route(rig: RouterRig) -> None:
         "shadow gates, last 7 days:\n"
         "struggle: 1 verdicts, mean p=0.81, agreement with the tier 0%\n"
         "judge: 1 verdicts, mean p=0.12, agreement with the tier 100%"
+    ]
+
+
+@pytest.mark.parametrize(("gate", "probs", "p", "model", "note"), [
+    ("role", {"worker": 0.8}, 0.04, BIG, "role:worker routes as big-local"),
+    ("role", {"oracle": 0.8}, 0.04, CHEAP, "role:oracle routes as cloud"),
+    ("delegate", {"Yes": 0.81, "No": 0.19}, 0.4, CHEAP, "delegate:p=0.81 routes as orchestrator"),
+])
+def test_a_promoted_role_or_delegate_gate_picks_the_flavor(
+    rig: RouterRig, gate: str, probs: dict[str, float], p: float, model: str, note: str
+) -> None:
+    debug = setup_cuttle(rig, base_config(gates={gate: {"enabled": True, "shadow": False}}))
+    p_complex(rig, p)
+    rig.fake.llama.probs[ROLE if gate == "role" else DELEGATE] = probs
+    rpc = cuttle(rig, "--model", "cuttle/auto")
+
+    rpc.prompt_and_wait("plan the next step")
+    [why] = command(rpc, "/cuttle why")
+
+    assert chat_models(rig) == [model.split("/")[1]]
+    [line] = route_lines(debug)
+    assert line.startswith(f"route result tier={'local' if model == BIG else 'cloud'} ref={model} "
+                           f"reasons=classifier p(complex)={p:.2f}; {note} gates={gate}:p=")
+    assert "(shadow)" not in line
+    assert why.startswith("flavor=auto ") and why.endswith(note)
+
+
+def test_a_promoted_judge_gate_escalates_an_unsatisfying_tool_result(rig: RouterRig) -> None:
+    debug = setup_cuttle(rig, base_config(gates={"judge": {"enabled": True, "shadow": False}}))
+    p_complex(rig, 0.04)
+    rig.fake.llama.probs[JUDGE] = {"Yes": 0.2, "No": 0.8}  # the tool result did not satisfy it
+    rig.fake.script.push(read_call(rig), Reply(text="read it on the cloud"), Reply(text="next"))
+    rpc = cuttle(rig, "--model", "cuttle/auto")
+
+    rpc.prompt_and_wait("read the notes")
+    rpc.prompt_and_wait("thanks")
+
+    assert chat_models(rig) == ["local-small", "cloud-cheap", "local-small"]  # the next turn flips back
+    local = f"route result tier=local ref={SMALL} reasons=classifier p(complex)=0.04"
+    assert route_lines(debug) == [
+        local,
+        f"route result tier=cloud ref={CHEAP} reasons=classifier p(complex)=0.04; judge:p=0.20 escalated "
+        "gates=judge:p=0.20",
+        local,
     ]
 
 
