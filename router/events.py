@@ -255,6 +255,8 @@ class SessionStartEvent(Common):
     type: Literal["session_start"] = "session_start"
     reason: Literal["startup", "reload", "new", "resume", "fork"] = "startup"
     previous_session_file: str | None = None
+    model_flag: str | None = Field(
+        None, description="the `--model` Pi was started with, as given (null without one)")
     history: History = Field(default_factory=History, description="user messages already in the branch")
 
 

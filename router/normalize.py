@@ -206,6 +206,7 @@ _SPECIFIC: dict[str, Callable[[Raw], dict[str, Any]]] = {
                                 "had_tool_activity": bool(p.get("hadToolActivity"))},
     "session_start": lambda p: {"reason": p.get("reason") or "startup",
                                 "previous_session_file": p.get("previousSessionFile"),
+                                "model_flag": _text_or_none(p.get("modelFlag") or None),
                                 "history": _history(p)},
     "session_shutdown": lambda p: {"reason": p.get("reason") or "quit"},
     "compaction_before": lambda p: {k: v for k, v in _compaction(p).items()

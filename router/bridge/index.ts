@@ -424,6 +424,16 @@ export default async function (pi: any) {
 		};
 	}
 
+	/** The `--model` value Pi was started with (`--model X` or `--model=X`), null without one. */
+	function modelFlag(): string | null {
+		const argv = process.argv.slice(2);
+		for (let i = 0; i < argv.length; i++) {
+			if (argv[i] === "--model" && i + 1 < argv.length) return argv[i + 1];
+			if (argv[i].startsWith("--model=")) return argv[i].slice("--model=".length);
+		}
+		return null;
+	}
+
 	/** The engine's trust report: its status-line text (the message comes as a warning). */
 	function showTrust(trust: Json): void {
 		if (trust && typeof trust === "object") setStatus(trust.status ?? undefined);
@@ -589,7 +599,9 @@ export default async function (pi: any) {
 				showTrust(hello.trust);
 			}
 		} else if (!(await ensureStarted(ctx))) return;
-		await forward("session_start", { reason: event.reason, previousSessionFile: event.previousSessionFile, history: history(ctx) }, ctx);
+		await forward("session_start", {
+			reason: event.reason, previousSessionFile: event.previousSessionFile, history: history(ctx), modelFlag: modelFlag(),
+		}, ctx);
 	});
 
 	// skills the policy ships (`skills:`): Pi asks after session_start, when hello has declared them

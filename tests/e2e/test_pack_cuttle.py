@@ -69,6 +69,30 @@ def test_virtual_models_on_off_and_previous_model(rig: RouterRig) -> None:
     assert read_config(rig)["autoSelect"] is False
 
 
+def test_a_model_on_the_command_line_wins_over_auto_select(rig: RouterRig) -> None:
+    debug = setup_cuttle(rig, base_config(autoSelect=True))
+    rpc = cuttle(rig, "--model", BIG)
+
+    state = rpc.command("get_state")
+    rpc.prompt_and_wait("list the files")
+
+    assert (state["model"]["provider"], state["model"]["id"]) == ("fake", "local-big")
+    assert chat_models(rig) == ["local-big"]
+    assert classifier_calls(rig) == 0
+    assert [line for line in debug_lines(debug) if line.startswith("session_start")] == [
+        f"session_start autoSelect=true explicit=true current={BIG}"]
+
+
+def test_virtual_models_report_a_context_window(rig: RouterRig) -> None:
+    setup_cuttle(rig, base_config())
+    rpc = cuttle(rig)
+
+    windows = {m["id"]: m.get("contextWindow") for m in rpc.command("get_available_models")["models"]
+               if m["provider"] == "cuttle"}
+
+    assert windows == dict.fromkeys(FLAVORS, 200000)
+
+
 def test_auto_select_starts_on_cuttle_auto_and_logs_the_boot(rig: RouterRig) -> None:
     debug = setup_cuttle(rig, base_config(autoSelect=True))
     p_complex(rig, 0.04)
@@ -362,7 +386,7 @@ def test_subagent_uses_policy_subagent(rig: RouterRig) -> None:
     [why] = command(rpc, "/cuttle why")
 
     assert chat_models(rig) == ["local-big"]
-    assert why == (
-        f"flavor=auto tier=local model={BIG} thinking=medium p(complex)=0.86 subagent=true "
-        "reason=classifier p(complex)=0.86"
+    assert why == (  # the local model has no thinking levels: Pi sends it off
+        f"flavor=auto tier=local model={BIG} thinking=off (sent medium; {BIG} has no thinking levels) "
+        "p(complex)=0.86 subagent=true reason=classifier p(complex)=0.86"
     )

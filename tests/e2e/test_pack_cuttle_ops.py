@@ -90,6 +90,26 @@ def test_flavors_pick_within_their_tier(rig: RouterRig, flavor: str, local: list
     assert chat_models(rig) == [expected]
 
 
+def test_big_local_falls_back_to_the_next_largest_local_model(rig: RouterRig) -> None:
+    debug = setup_cuttle(rig, base_config(), retry={"enabled": True, "maxRetries": 2, "baseDelayMs": 10})
+    rig.fake.script.push(Reply(status=500), model="local-big")
+    rpc = cuttle(rig, "--model", "cuttle/big-local")
+
+    rpc.prompt_and_wait("orchestrate the work")
+    [why] = command(rpc, "/cuttle why")
+
+    assert chat_models(rig) == ["local-big", "local-small"]  # never the cloud
+    error = '500: {"message":"fake provider error 500","type":"server_error"}'
+    assert route_lines(debug) == [
+        f"route result tier=local ref={BIG} reasons=big-local: largest local model",
+        f"route result tier=local ref={SMALL} reasons=big-local: next-largest local model after a failure on "
+        f"{BIG}: {error}",
+    ]
+    assert why.startswith(f"flavor=big-local tier=local model={SMALL} thinking=off (sent medium; ")
+    assert " p(complex)=n/a (not classified) " in why
+    assert classifier_calls(rig) == 0
+
+
 def test_big_local_without_a_local_model_fails_the_request(rig: RouterRig) -> None:
     config = base_config()
     config["catalog"]["local"] = ["fake/not-installed"]
