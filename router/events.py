@@ -68,6 +68,15 @@ class Usage(_Model):
     percent: float | None = Field(None, description="tokens / context window × 100; null when unknown")
 
 
+class Registry(_Model):
+    """Pi's registry beyond the available chat models (empty where Pi does not say, e.g. a dry run)."""
+
+    providers: list[str] = Field(default_factory=list, description="the provider ids Pi knows")
+    classifiers: list[str] = Field(default_factory=list,
+                                   description="the classifier model refs Pi lists (a provider that "
+                                   "discovers its models at run time, such as llama.cpp, lists none)")
+
+
 class Common(_Model):
     """Fields present on every event."""
 
@@ -81,6 +90,8 @@ class Common(_Model):
                                 description="values of the environment variables the policy names")
     models: dict[str, ModelInfo] = Field(default_factory=dict,
                                          description="available models by ref (Pi's registry)")
+    registry: Registry = Field(default_factory=lambda: Registry(),
+                               description="what Pi's registry knows beyond the available models")
 
 
 class Option(_Model):

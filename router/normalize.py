@@ -76,7 +76,8 @@ def _usage(raw: Any) -> dict[str, Any] | None:
             "percent": raw.get("percent")}
 
 
-def common(ctx: Raw, *, env: Mapping[str, str], models: Mapping[str, Any]) -> dict[str, Any]:
+def common(ctx: Raw, *, env: Mapping[str, str], models: Mapping[str, Any],
+           registry: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Fields every event carries."""
     return {
         "session": {"id": ctx.get("sessionId"), "cwd": str(ctx.get("cwd") or ""),
@@ -88,6 +89,7 @@ def common(ctx: Raw, *, env: Mapping[str, str], models: Mapping[str, Any]) -> di
         "usage": _usage(ctx.get("usage")),
         "env": dict(env),
         "models": models,
+        "registry": dict(registry) if registry is not None else registry_facts(None),
     }
 
 
@@ -224,13 +226,20 @@ _SPECIFIC: dict[str, Callable[[Raw], dict[str, Any]]] = {
 
 
 def normalize(event_type: str, payload: Raw, ctx: Raw, *, env: Mapping[str, str],
-              models: Mapping[str, Any]) -> dict[str, Any]:
+              models: Mapping[str, Any], registry: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One normalized event document; unknown types raise KeyError."""
     specific = _SPECIFIC[event_type](_map(payload))
-    event = common(_map(ctx), env=env, models=models)
+    event = common(_map(ctx), env=env, models=models, registry=registry)
     event.update(specific)
     event["type"] = event_type
     return event
+
+
+def registry_facts(raw: Any) -> dict[str, Any]:
+    """What Pi's registry knows beyond the available models: provider ids and classifier refs."""
+    facts = _map(raw)
+    return {"providers": [str(p) for p in _list(facts.get("providers"))],
+            "classifiers": [str(c) for c in _list(facts.get("classifiers"))]}
 
 
 def model_catalog(raw_models: Any) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from router.decision import Decision, SignalOutcome
 from router.diagnostics import Diagnostic, has_errors
 from router.executor import Executor, budget_ms
 from router.interpreter import evaluate
-from router.normalize import model_catalog, normalize
+from router.normalize import model_catalog, normalize, registry_facts
 from router.paths import agent_dir as default_agent_dir
 from router.session_policy import load_session_policy, read_project_content
 from router.trust import TrustDecision, TrustStore, decide
@@ -49,6 +49,7 @@ class Engine:
         self.state: dict[str, Any] = {}
         self.stored = _canonical({})  # the state last stored in the session (transient keys left out)
         self.models: dict[str, Any] = {}
+        self.registry: dict[str, Any] = registry_facts(None)
         self.env: dict[str, str] = {}
         self.log_file = agent / "router" / "router.log"
         self.executor = Executor(connection.request, cwd=str(cwd), log_file=self.log_file)
@@ -135,6 +136,7 @@ class Engine:
         self.approved = self._approved_digest(params)
         self.has_ui = params.get("hasUI") is True
         self.models = model_catalog(params.get("models"))
+        self.registry = registry_facts(params.get("registry"))
         restored = params.get("state")
         diagnostics = self.load()
         self.restore(restored if isinstance(restored, dict) else {})
@@ -203,7 +205,7 @@ class Engine:
         if isinstance(params.get("models"), list):
             self.models = model_catalog(params["models"])
         event = normalize(event_type, params.get("payload") or {}, params.get("ctx") or {},
-                          env=self.env, models=self.models)
+                          env=self.env, models=self.models, registry=self.registry)
         decision = await self._decide(request_id, policy, event)
         applied = self.executor.apply(decision)
         result: dict[str, Any] = {"actions": applied.actions, "fired": list(decision.fired),

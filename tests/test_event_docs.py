@@ -27,7 +27,7 @@ def test_complete_event_input_fills_every_default() -> None:
         "type": "input", "text": "", "source": "interactive", "images": 0, "streaming": None,
         "session": {"id": None, "cwd": "", "mode": "cli", "has_ui": False, "subagent": False, "file": None},
         "model": None, "thinking_level": None, "tools": {"active": [], "all": []}, "usage": None,
-        "env": {}, "models": {},
+        "env": {}, "models": {}, "registry": {"providers": [], "classifiers": []},
     }
 
 

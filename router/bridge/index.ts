@@ -341,7 +341,7 @@ export default async function (pi: any) {
 	async function start(ctx: Ctx): Promise<boolean> {
 		try {
 			sidecar.start(ctx.cwd ?? process.cwd());
-			const hello = await sidecar.call("hello", helloParams(ctx), HELLO_TIMEOUT_MS);
+			const hello = await sidecar.call("hello", await helloParams(ctx), HELLO_TIMEOUT_MS);
 			if (hello?.protocol !== PROTOCOL) throw new Error(`engine speaks protocol ${hello?.protocol}, bridge ${PROTOCOL}`);
 			declare(hello);
 			ready = true;
@@ -404,11 +404,30 @@ export default async function (pi: any) {
 		}
 	}
 
-	function helloParams(ctx: Ctx): Json {
+	async function helloParams(ctx: Ctx): Promise<Json> {
 		return {
 			protocol: PROTOCOL, cwd: ctx.cwd, mode: ctx.mode, hasUI: !!ctx.hasUI,
-			state: restoredState(ctx), models: availableModels(ctx), ...trustFacts(),
+			state: restoredState(ctx), models: availableModels(ctx), registry: await registryFacts(ctx), ...trustFacts(),
 		};
+	}
+
+	/**
+	 * What Pi's registry knows beyond the available chat models, for the engine to check refs
+	 * against: the provider ids and the classifier models it lists (a provider that discovers its
+	 * models at run time, such as llama.cpp, lists none until asked).
+	 */
+	async function registryFacts(ctx: Ctx): Promise<Json> {
+		const registry = ctx?.modelRegistry;
+		const ref = (m: Json) => `${m.provider}/${m.id}`;
+		const providers = new Set<string>(attempt(() => registry.getRegisteredProviderIds(), []) as string[]);
+		for (const m of attempt(() => registry.getAll(), []) as Json[]) providers.add(String(m.provider));
+		let classifiers: string[] = [];
+		try {
+			classifiers = ((await registry.getModelsOfType("classifier")) ?? []).map(ref);
+		} catch {
+			// an older Pi without model types: nothing to check against
+		}
+		return { providers: [...providers], classifiers };
 	}
 
 	/**
@@ -592,7 +611,7 @@ export default async function (pi: any) {
 		ctxRef = ctx;
 		stopping = false;
 		if (ready) {
-			const hello = await sidecar.call("hello", helloParams(ctx), HELLO_TIMEOUT_MS).catch(() => null);
+			const hello = await sidecar.call("hello", await helloParams(ctx), HELLO_TIMEOUT_MS).catch(() => null);
 			if (hello) {
 				declare(hello);
 				showHelloWarnings(hello);

@@ -209,6 +209,32 @@ def test_init_wizard_writes_the_file(rig: RouterRig) -> None:
     assert chat_models(rig) == ["local-big"]
 
 
+def test_configuration_warnings_in_the_factory_line_status_and_doctor(rig: RouterRig) -> None:
+    config = base_config(maxConcurrent=-2)
+    config["classifier"]["model"] = "lama.cpp/chat-small"  # a typo of the provider
+    config["policy"]["threshhold"] = 0.4
+    config["policy"]["localBias"] = 0.9
+    policy = "use: [cuttle]\nvars:\n  cuttle:\n    gates: {judge: {enabeld: true}}\n"
+    debug = setup_cuttle(rig, config, policy=policy)
+    path = rig.agent / "pi-cuttle.json"
+    rpc = cuttle(rig, "--model", "cuttle/auto")
+
+    [status] = command(rpc, "/cuttle status")
+    [doctor] = command(rpc, "/cuttle doctor", timeout=60)
+
+    warnings = [
+        f"{path}: unknown key policy.threshhold (did you mean policy.threshold?)",
+        "router.yaml vars.cuttle: unknown key gates.judge.enabeld (did you mean gates.judge.enabled?)",
+        "policy.localBias = 0.9 is outside 0..0.5 (it is used within 0..0.5)",
+        "maxConcurrent = -2 is not a whole number of 0 or more (no cap is used)",
+        "unknown classifier model lama.cpp/chat-small: Pi has no provider lama.cpp (did you mean llama.cpp?)",
+    ]
+    [factory] = [line for line in debug.read_text().splitlines() if line.startswith("factory ")]
+    assert factory.endswith(" warnings=" + ";".join(warnings))
+    assert "\nwarnings: " + "; ".join(warnings) + "\n" in status
+    assert doctor.splitlines()[-5:] == [f"warning: {w}" for w in warnings]
+
+
 def test_doctor_reports_the_failure_when_the_fake_is_down(rig: RouterRig) -> None:
     setup_cuttle(rig, base_config())
     rpc = cuttle(rig, "--model", "cuttle/auto")
