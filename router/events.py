@@ -25,6 +25,9 @@ class Session(_Model):
     has_ui: bool = Field(False, description="true in tui and rpc modes, where dialogs can be shown")
     subagent: bool = Field(False, description="true when PI_SUBAGENT_CHILD=1 (a background subagent)")
     file: str | None = Field(None, description="session file path, null with --no-session")
+    project_trusted: bool = Field(False, description="whether the project's router content (its "
+                                  ".pi/router.yaml and the policy's project_data files) is trusted "
+                                  "by content (`router trust`) and in force")
 
 
 class Cost(_Model):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -256,11 +257,16 @@ class Policy(_Model):
     tools: list[Tool] = Field(default_factory=list)
     skills: list[str] = Field(default_factory=list, description="Pi skill directories (or SKILL.md "
                               "files), relative to this file, that Pi lists while the policy is loaded")
+    project_data: list[str] = Field(
+        default_factory=list, description="files of the project (relative to its root, e.g. "
+        ".pi/pi-cuttle.json) this policy reads as data: part of the project's trusted content, so "
+        "`router trust` pins them with .pi/router.yaml; rules see `session.project_trusted`")
     transient_state: list[str] = Field(
         default_factory=list, description="state keys (dotted) kept only while the session runs: "
         "never stored in the session, so their changes write no state entry and a restored state has none")
 
-    @field_validator("use", "env", "project_env", "disable", "skills", "transient_state", mode="before")
+    @field_validator("use", "env", "project_env", "disable", "skills", "transient_state", "project_data",
+                     mode="before")
     @classmethod
     def _listify(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
@@ -271,6 +277,15 @@ class Policy(_Model):
         for name in value:
             if not _ENV_NAME.fullmatch(name):
                 raise ValueError(f"{name!r} is not an environment variable name (letters, digits, _)")
+        return value
+
+    @field_validator("project_data")
+    @classmethod
+    def _project_paths(cls, value: list[str]) -> list[str]:
+        for name in value:
+            parts = Path(name).parts
+            if not name or Path(name).is_absolute() or ".." in parts or name.startswith("~"):
+                raise ValueError(f"{name!r} is not a path inside the project (relative, no '..')")
         return value
 
     @field_validator("transient_state")

@@ -28,7 +28,7 @@ from router.interpreter import evaluate
 from router.normalize import model_catalog, normalize, registry_facts
 from router.paths import agent_dir as default_agent_dir
 from router.session_policy import load_session_policy, read_project_content
-from router.trust import TrustDecision, TrustStore, decide
+from router.trust import TrustDecision, TrustStore, TrustStoreError, decide
 
 MAX_SIGNALS = 16
 
@@ -150,6 +150,29 @@ class Engine:
                 "warnings": warnings, "trust": self.trust_report(),
                 "files": [path for path, _ in self.policy.file_refs] if self.policy else []}
 
+    def keep_trust_after_own_writes(self, decision: Decision) -> None:
+        """A command the user typed saved into a project data file of a trusted project (say,
+        `/cuttle config set` into .pi/pi-cuttle.json): the new content is the user's own change,
+        so the trust record follows it instead of the project turning untrusted."""
+        policy = self.policy
+        if policy is None or not policy.project_data:
+            return
+        data = {(self.cwd / name).resolve() for name in policy.project_data}
+        written = [e for e in decision.effects if e.action == "save" and isinstance(e.params, dict)
+                   and _resolved(e.params.get("file")) in data]
+        if not written:
+            return
+        content, _ = read_project_content(self.cwd, self.agent)
+        if content is None:
+            return
+        try:
+            TrustStore(self.agent).trust(content)
+        except (OSError, TrustStoreError) as exc:
+            self.executor.log(f"trust not updated after a write to the project's data: {exc}")
+            return
+        self.executor.log(f"trust kept for {self.cwd}: the project's data changed by your command")
+        self.load()
+
     def restore(self, restored: dict[str, Any]) -> None:
         """The session's state from its last stored entry; transient keys (which describe a process
         that is gone) are dropped."""
@@ -179,7 +202,7 @@ class Engine:
         always = isinstance(settings, dict) and settings.get("defaultProjectTrust") == "always"
         if not (params.get("approve") is True or always):
             return None
-        content, _ = read_project_content(self.cwd)
+        content, _ = read_project_content(self.cwd, self.agent)
         return content.digest if content is not None else None
 
     def trust_report(self) -> dict[str, Any]:
@@ -204,10 +227,14 @@ class Engine:
                     **({} if unchanged else {"declarations": self.declarations()})}
         if isinstance(params.get("models"), list):
             self.models = model_catalog(params["models"])
-        event = normalize(event_type, params.get("payload") or {}, params.get("ctx") or {},
+        ctx = {**(params.get("ctx") or {}), "projectTrusted": self.trust.applies}  # the engine's decision
+        event = normalize(event_type, params.get("payload") or {}, ctx,
                           env=self.env, models=self.models, registry=self.registry)
         decision = await self._decide(request_id, policy, event)
+        trusted = self.trust.state == "trusted"
         applied = self.executor.apply(decision)
+        if trusted and event_type == "command":
+            self.keep_trust_after_own_writes(decision)
         result: dict[str, Any] = {"actions": applied.actions, "fired": list(decision.fired),
                                   "warnings": warnings + applied.warnings}
         stored = self.store(decision.state)
@@ -381,6 +408,12 @@ def main(argv: list[str]) -> int:
         return asyncio.run(_run(args))
     except KeyboardInterrupt:
         return 130
+
+
+def _resolved(value: Any) -> Path | None:
+    if not isinstance(value, str) or not value:
+        return None
+    return Path(value).expanduser().resolve()
 
 
 def without_keys(state: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:

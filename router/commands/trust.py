@@ -32,7 +32,7 @@ class Review:
 def review(directory: Path, agent: Path) -> Review:
     """The project layer of `directory` as the trust check reads it, compiled over the user's layers."""
     root = directory.resolve()
-    content, found = read_project_content(root)
+    content, found = read_project_content(root, agent)
     diagnostics = [d for d in found if refusal_of(d) is None]  # refusals are listed, not fatal
     policy = None
     if content is not None and not has_errors(diagnostics):
@@ -106,7 +106,7 @@ def list_trusted(agent: Path) -> tuple[int, str]:
     rows = []
     for root in sorted(projects):
         record = projects[root] if isinstance(projects[root], dict) else {}
-        current, _ = read_project_content(Path(root))
+        current, _ = read_project_content(Path(root), agent)
         now = "missing" if current is None else (
             "unchanged" if current.digest == record.get("sha256") else "changed since trusted")
         rows.append(f"{root}  sha256 {str(record.get('sha256', ''))[:12]}  "
