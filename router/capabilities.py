@@ -56,6 +56,7 @@ SIGNAL_PARAMS: Mapping[str, Mapping[str, str]] = {
     "records": {"file": FS_READ},
     "slot": {"dir": FS_WRITE},
     "child": {"pi_bin": PROCESS_SPAWN, "system_prompt": FS_READ},  # Pi reads a prompt that names a file
+    "which": {"name": PROCESS_SPAWN},  # where a program is on your PATH: not a project policy's business
 }
 POLICY_KEYS: Mapping[str, str] = {
     "use": POLICY_USE, "skills": FS_READ, "env": ENV_READ,
@@ -282,6 +283,14 @@ def refusal_of(diagnostic: Diagnostic) -> Refusal | None:
     return found if isinstance(found, Refusal) else None
 
 
+def spawn_refusal(label: str, value: Any) -> str:
+    """Why a project layer may not set `label` (a program to run, or to look up on PATH)."""
+    shown = f" {value!r}" if value is not None else ""
+    if label.startswith("which."):
+        return f"{label}{shown} looks a program up on your PATH"
+    return f"{label}{shown} chooses the program the child runs"
+
+
 def help_for(capability: str, conf: Confinement | None) -> str:
     bounds = conf.bounds() if conf else "the project and <agent dir>/router/data"
     return {
@@ -427,7 +436,7 @@ def _static_param(param: Param, conf: Confinement | None) -> Refused | None:
     value = param.value
     if param.capability == PROCESS_SPAWN:
         if value not in (None, ""):
-            return Refused(CODES[PROCESS_SPAWN], f"{param.label} chooses the program the child runs")
+            return Refused(CODES[PROCESS_SPAWN], spawn_refusal(param.label, None))
         return None
     if param.capability == PI_TRUST:
         return Refused(CODES[PI_TRUST], "it answers Pi's project-trust prompt, after which Pi runs the "

@@ -262,9 +262,10 @@ _ENTRIES = [
              "vars:\n  token: {env: GITHUB_TOKEN}",
              "In ~/.pi/agent/router.yaml: `project_env: [MY_FLAG]` (names you are happy to share)."),
     CodeInfo("RT604", "project policy chooses the child's program",
-             "A project policy's `child` signal sets `pi_bin`. A project's child signals always run "
-             "your `pi` (from PATH, or as your own policy configures it); their prompt, system "
-             "prompt, provider and model are values, never extra arguments.",
+             "A project policy's `child` signal sets `pi_bin`, or it has a `which` signal. A "
+             "project's child signals always run your `pi` (from PATH, or as your own policy "
+             "configures it); their prompt, system prompt, provider and model are values, never "
+             "extra arguments. Where programs are on your PATH is not the project's business.",
              "A repository could ship a script named `pi` and have the router run it.",
              "signals:\n  c: {child: {prompt: hi, pi_bin: ./tools/pi}}", "Remove `pi_bin`."),
     CodeInfo("RT605", "project policy uses a file outside its project",

@@ -112,6 +112,8 @@ class CompiledPolicy:
     tools: tuple[dict[str, Any], ...] = ()
     skills: tuple[str, ...] = ()  # absolute paths of skill directories or SKILL.md files
     env_names: frozenset[str] = frozenset()
+    transient_state: frozenset[str] = frozenset()  # dotted state keys never stored in the session
+    project_data: tuple[str, ...] = ()  # project files read as data, pinned by the project's trust
     files: tuple[PolicyFile, ...] = ()
     warnings: tuple[Diagnostic, ...] = ()
     file_refs: tuple[tuple[str, str], ...] = ()  # (display path, absolute path) of every file

@@ -25,6 +25,9 @@ class Session(_Model):
     has_ui: bool = Field(False, description="true in tui and rpc modes, where dialogs can be shown")
     subagent: bool = Field(False, description="true when PI_SUBAGENT_CHILD=1 (a background subagent)")
     file: str | None = Field(None, description="session file path, null with --no-session")
+    project_trusted: bool = Field(False, description="whether the project's router content (its "
+                                  ".pi/router.yaml and the policy's project_data files) is trusted "
+                                  "by content (`router trust`) and in force")
 
 
 class Cost(_Model):
@@ -68,6 +71,15 @@ class Usage(_Model):
     percent: float | None = Field(None, description="tokens / context window × 100; null when unknown")
 
 
+class Registry(_Model):
+    """Pi's registry beyond the available chat models (empty where Pi does not say, e.g. a dry run)."""
+
+    providers: list[str] = Field(default_factory=list, description="the provider ids Pi knows")
+    classifiers: list[str] = Field(default_factory=list,
+                                   description="the classifier model refs Pi lists (a provider that "
+                                   "discovers its models at run time, such as llama.cpp, lists none)")
+
+
 class Common(_Model):
     """Fields present on every event."""
 
@@ -81,6 +93,8 @@ class Common(_Model):
                                 description="values of the environment variables the policy names")
     models: dict[str, ModelInfo] = Field(default_factory=dict,
                                          description="available models by ref (Pi's registry)")
+    registry: Registry = Field(default_factory=lambda: Registry(),
+                               description="what Pi's registry knows beyond the available models")
 
 
 class Option(_Model):
@@ -255,6 +269,8 @@ class SessionStartEvent(Common):
     type: Literal["session_start"] = "session_start"
     reason: Literal["startup", "reload", "new", "resume", "fork"] = "startup"
     previous_session_file: str | None = None
+    model_flag: str | None = Field(
+        None, description="the `--model` Pi was started with, as given (null without one)")
     history: History = Field(default_factory=History, description="user messages already in the branch")
 
 

@@ -34,6 +34,7 @@ from router.capabilities import (
     Refused,
     check_rendered,
     confined_path,
+    spawn_refusal,
 )
 from router.decision import ROUTER_LOG, Decision, Effect, SignalOutcome, SignalRequest
 from router.filelock import (
@@ -123,6 +124,8 @@ class Executor:
                 outcome = await self._probe(request)
             elif request.kind == "ask":
                 outcome = await self._ask(request)
+            elif request.kind == "which":
+                outcome = self._which(request)
             else:
                 outcome = SignalOutcome(error=f"unknown signal kind {request.kind!r}")
         except OSError as exc:
@@ -146,7 +149,7 @@ class Executor:
             if capability is None or value in (None, ""):
                 continue
             if capability == PROCESS_SPAWN:
-                raise Refused(CODES[PROCESS_SPAWN], f"{label} {value!r} chooses the program the child runs")
+                raise Refused(CODES[PROCESS_SPAWN], spawn_refusal(label, value))
             if label == "child.system_prompt":  # Pi reads a system prompt that names a file
                 candidate = Path(self.cwd or ".") / str(value)
                 if os.path.exists(candidate):
@@ -230,6 +233,16 @@ class Executor:
             return SignalOutcome(error=f"child exited with code {process.returncode}"
                                  + (f": {detail[0]}" if detail[0] else ""))
         return SignalOutcome(result=out.decode(errors="replace").strip())
+
+    def _which(self, request: SignalRequest) -> SignalOutcome:
+        """A program's path: a bare name from PATH (as the child signal finds pi), a path as it is."""
+        name = str(request.params.get("name") or "")
+        if not name:
+            return SignalOutcome(error="which: no program name")
+        if "/" in name:
+            return SignalOutcome(result=str(Path(name).expanduser()))
+        found = shutil.which(name)
+        return SignalOutcome(result=found) if found else SignalOutcome(error=f"which: {name} is not on PATH")
 
     def _load(self, request: SignalRequest) -> SignalOutcome:
         target = _path(request.params.get("file"))

@@ -140,6 +140,43 @@ def trim(value: Any) -> Any:
     return None if value is None else _text("trim", value).strip()
 
 
+@function("type_of", min_args=1, max_args=1,
+          example="type_of(0.5) == 'number' and type_of(true) == 'boolean'")
+def type_of(value: Any) -> str:
+    """The JSON type of a value: null, boolean, number, string, array or object (JMESPath's `type`)."""
+    return type_name(value)
+
+
+@function("closest", min_args=2, max_args=2,
+          example="closest('threshhold', ['mode', 'threshold']) == 'threshold'")
+def closest_name(name: Any, candidates: Any) -> str | None:
+    """The candidate closest to a name (a "did you mean"), null when none is close."""
+    from router.suggest import closest
+
+    options = [c for c in _list("closest", candidates) if isinstance(c, str)]
+    return closest(_text("closest", name), options) if name is not None else None
+
+
+@function("key_paths", min_args=1, max_args=2,
+          example="key_paths({'a': {'b': 1}, 'c': {'d': 2}}, ['c']) == ['a', 'a.b', 'c']")
+def key_paths(value: Any, skip: Any = None) -> list[str]:
+    """The dotted paths of an object's keys at every level, not looking inside the paths in `skip`."""
+    if not isinstance(value, Mapping):
+        return []
+    stop = {s for s in _list("key_paths", skip or []) if isinstance(s, str)}
+    found: list[str] = []
+
+    def walk(node: Mapping[str, Any], prefix: str) -> None:
+        for key, child in node.items():
+            path = f"{prefix}{key}"
+            found.append(path)
+            if isinstance(child, Mapping) and path not in stop and len(found) < 10_000:
+                walk(child, path + ".")
+
+    walk(value, "")
+    return found
+
+
 @function("utf16_len", min_args=1, max_args=1, example="utf16_len('a😀') == 3")
 def utf16_len(value: Any) -> int:
     """Length in UTF-16 code units, as JavaScript's `String.length` counts it."""

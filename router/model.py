@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -116,8 +117,15 @@ class AskSignal(_Model):
     timeout_ms: int | str = 300000
 
 
+class WhichSignal(_Model):
+    """The path of a program, as the `child` signal finds `pi`: a name without a slash is looked
+    up on PATH (the signal fails when it is not there); a path is returned as it is (`~` expanded)."""
+
+    name: str = Field(description="template: a program name (e.g. pi) or a path")
+
+
 SIGNAL_KINDS = ("expr", "classify", "child", "complete", "load", "read", "records", "slot", "probe",
-                "ask")
+                "ask", "which")
 
 
 class Signal(_Model):
@@ -134,6 +142,7 @@ class Signal(_Model):
     slot: SlotSignal | None = None
     probe: ProbeSignal | None = None
     ask: AskSignal | None = None
+    which: WhichSignal | None = None
     transform: str | None = Field(None, description="expression over `result`; a failure falls back")
     fallback: str | None = Field(None, description="expression used when the source fails")
 
@@ -248,8 +257,16 @@ class Policy(_Model):
     tools: list[Tool] = Field(default_factory=list)
     skills: list[str] = Field(default_factory=list, description="Pi skill directories (or SKILL.md "
                               "files), relative to this file, that Pi lists while the policy is loaded")
+    project_data: list[str] = Field(
+        default_factory=list, description="files of the project (relative to its root, e.g. "
+        ".pi/pi-cuttle.json) this policy reads as data: part of the project's trusted content, so "
+        "`router trust` pins them with .pi/router.yaml; rules see `session.project_trusted`")
+    transient_state: list[str] = Field(
+        default_factory=list, description="state keys (dotted) kept only while the session runs: "
+        "never stored in the session, so their changes write no state entry and a restored state has none")
 
-    @field_validator("use", "env", "project_env", "disable", "skills", mode="before")
+    @field_validator("use", "env", "project_env", "disable", "skills", "transient_state", "project_data",
+                     mode="before")
     @classmethod
     def _listify(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
@@ -262,7 +279,25 @@ class Policy(_Model):
                 raise ValueError(f"{name!r} is not an environment variable name (letters, digits, _)")
         return value
 
+    @field_validator("project_data")
+    @classmethod
+    def _project_paths(cls, value: list[str]) -> list[str]:
+        for name in value:
+            parts = Path(name).parts
+            if not name or Path(name).is_absolute() or ".." in parts or name.startswith("~"):
+                raise ValueError(f"{name!r} is not a path inside the project (relative, no '..')")
+        return value
+
+    @field_validator("transient_state")
+    @classmethod
+    def _state_keys(cls, value: list[str]) -> list[str]:
+        for key in value:
+            if not _STATE_KEY.fullmatch(key):
+                raise ValueError(f"{key!r} is not a state key (names joined by dots, e.g. cu.slot)")
+        return value
+
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_STATE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*)*")
 
 Example.model_rebuild()

@@ -76,18 +76,21 @@ def _usage(raw: Any) -> dict[str, Any] | None:
             "percent": raw.get("percent")}
 
 
-def common(ctx: Raw, *, env: Mapping[str, str], models: Mapping[str, Any]) -> dict[str, Any]:
+def common(ctx: Raw, *, env: Mapping[str, str], models: Mapping[str, Any],
+           registry: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Fields every event carries."""
     return {
         "session": {"id": ctx.get("sessionId"), "cwd": str(ctx.get("cwd") or ""),
                     "mode": ctx.get("mode") or "cli", "has_ui": bool(ctx.get("hasUI")),
-                    "subagent": env.get("PI_SUBAGENT_CHILD") == "1", "file": ctx.get("sessionFile")},
+                    "subagent": env.get("PI_SUBAGENT_CHILD") == "1", "file": ctx.get("sessionFile"),
+                    "project_trusted": ctx.get("projectTrusted") is True},
         "model": _model(ctx.get("model")),
         "thinking_level": ctx.get("thinkingLevel"),
         "tools": {"active": _list(ctx.get("activeTools")), "all": _list(ctx.get("allTools"))},
         "usage": _usage(ctx.get("usage")),
         "env": dict(env),
         "models": models,
+        "registry": dict(registry) if registry is not None else registry_facts(None),
     }
 
 
@@ -206,6 +209,7 @@ _SPECIFIC: dict[str, Callable[[Raw], dict[str, Any]]] = {
                                 "had_tool_activity": bool(p.get("hadToolActivity"))},
     "session_start": lambda p: {"reason": p.get("reason") or "startup",
                                 "previous_session_file": p.get("previousSessionFile"),
+                                "model_flag": _text_or_none(p.get("modelFlag") or None),
                                 "history": _history(p)},
     "session_shutdown": lambda p: {"reason": p.get("reason") or "quit"},
     "compaction_before": lambda p: {k: v for k, v in _compaction(p).items()
@@ -223,13 +227,20 @@ _SPECIFIC: dict[str, Callable[[Raw], dict[str, Any]]] = {
 
 
 def normalize(event_type: str, payload: Raw, ctx: Raw, *, env: Mapping[str, str],
-              models: Mapping[str, Any]) -> dict[str, Any]:
+              models: Mapping[str, Any], registry: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One normalized event document; unknown types raise KeyError."""
     specific = _SPECIFIC[event_type](_map(payload))
-    event = common(_map(ctx), env=env, models=models)
+    event = common(_map(ctx), env=env, models=models, registry=registry)
     event.update(specific)
     event["type"] = event_type
     return event
+
+
+def registry_facts(raw: Any) -> dict[str, Any]:
+    """What Pi's registry knows beyond the available models: provider ids and classifier refs."""
+    facts = _map(raw)
+    return {"providers": [str(p) for p in _list(facts.get("providers"))],
+            "classifiers": [str(c) for c in _list(facts.get("classifiers"))]}
 
 
 def model_catalog(raw_models: Any) -> dict[str, Any]:

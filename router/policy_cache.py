@@ -23,7 +23,7 @@ from router.diagnostics import Span
 from router.expr import Template, compile_expression, compile_template
 from router.query import compile_query
 
-FORMAT = 3
+FORMAT = 5
 
 
 def cache_path(agent: Path, key: str) -> Path:
@@ -162,6 +162,7 @@ def to_ir(policy: CompiledPolicy) -> dict[str, Any]:
             "env_vars": {k: dict(v) for k, v in policy.env_vars.items()},
             "commands": list(policy.commands), "virtual_models": list(policy.virtual_models),
             "tools": list(policy.tools), "skills": list(policy.skills), "env_names": sorted(policy.env_names),
+            "transient_state": sorted(policy.transient_state), "project_data": list(policy.project_data),
             "file_refs": [list(f) for f in policy.file_refs],
             "confinement": policy.confinement.to_dict() if policy.confinement else None,
             "refused": [r.to_dict() for r in policy.refused],
@@ -243,6 +244,7 @@ def from_ir(data: dict[str, Any]) -> CompiledPolicy:
         env_vars=data["env_vars"], signals=_Lazy({s["name"]: s for s in data["signals"]}, _signal),
         commands=tuple(data["commands"]), virtual_models=tuple(data["virtual_models"]),
         tools=tuple(data["tools"]), skills=tuple(data["skills"]), env_names=frozenset(data["env_names"]),
+        transient_state=frozenset(data["transient_state"]), project_data=tuple(data["project_data"]),
         file_refs=tuple(tuple(f) for f in data["file_refs"]),
         confinement=Confinement.from_dict(data["confinement"]) if data["confinement"] else None,
         refused=tuple(Refusal.from_dict(r) for r in data["refused"]),

@@ -17,9 +17,9 @@ OPTION_VALUE_KEYS = ("value", "id", "key")
 OPTION_DESCRIPTION_KEYS = ("description", "help", "detail")
 EXCERPT_ENTRIES = 12
 CONTEXT_CAP = 12_000
-CONFIRM_OPTIONS = (
-    {"value": "yes", "label": "yes", "description": "Approve and continue."},
-    {"value": "no", "label": "no", "description": "Decline and stop this action."},
+CONFIRM_OPTIONS = (  # as the original pi-decision-router offers a confirm to its child
+    {"value": "yes", "label": "Yes", "description": "Approve and continue."},
+    {"value": "no", "label": "No", "description": "Decline and stop this action."},
 )
 
 

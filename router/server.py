@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import itertools
+import json
 import os
 import sys
 from pathlib import Path
@@ -25,10 +27,10 @@ from router.diagnostics import Diagnostic, has_errors
 from router.executor import Executor, budget_ms
 from router.interpreter import evaluate
 from router.jsonout import dumps
-from router.normalize import model_catalog, normalize
+from router.normalize import model_catalog, normalize, registry_facts
 from router.paths import agent_dir as default_agent_dir
 from router.session_policy import load_session_policy, read_project_content
-from router.trust import TrustDecision, TrustStore, decide
+from router.trust import TrustDecision, TrustStore, TrustStoreError, decide
 
 MAX_SIGNALS = 16
 RELOAD_BUDGET_MS = 10000  # the bridge's wait for an event whose policy is being reloaded
@@ -48,7 +50,9 @@ class Engine:
         self.fingerprint: tuple[Any, ...] = ()
         self.watched: list[str] = []
         self.state: dict[str, Any] = {}
+        self.stored = _canonical({})  # the state last stored in the session (transient keys left out)
         self.models: dict[str, Any] = {}
+        self.registry: dict[str, Any] = registry_facts(None)
         self.env: dict[str, str] = {}
         self.log_file = agent / "router" / "router.log"
         self.executor = Executor(connection.request, cwd=str(cwd), log_file=self.log_file)
@@ -152,9 +156,10 @@ class Engine:
         self.approved = self._approved_digest(params)
         self.has_ui = params.get("hasUI") is True
         self.models = model_catalog(params.get("models"))
+        self.registry = registry_facts(params.get("registry"))
         restored = params.get("state")
-        self.state = dict(restored) if isinstance(restored, dict) else {}
         diagnostics = self.load()
+        self.restore(restored if isinstance(restored, dict) else {})
         warnings = [_render(d) for d in diagnostics if d.severity == "error"][:5] + self.notices()
         if self.policy is None:
             warnings.insert(0, "the router policy has errors; Pi runs without it (run `router lint`)")
@@ -164,6 +169,52 @@ class Engine:
         return {"protocol": protocol.PROTOCOL_VERSION, "engine": _version(), **self.declarations(),
                 "warnings": warnings, "trust": self.trust_report(),
                 "files": [path for path, _ in self.policy.file_refs] if self.policy else []}
+
+    def keep_trust_after_own_writes(self, decision: Decision) -> None:
+        """A command the user typed saved into a project data file of a trusted project (say,
+        `/cuttle config set` into .pi/pi-cuttle.json): the new content is the user's own change,
+        so the trust record follows it instead of the project turning untrusted."""
+        policy = self.policy
+        if policy is None or not policy.project_data:
+            return
+        data = {(self.cwd / name).resolve() for name in policy.project_data}
+        written = [e for e in decision.effects if e.action == "save" and isinstance(e.params, dict)
+                   and _resolved(e.params.get("file")) in data]
+        if not written:
+            return
+        content, _ = read_project_content(self.cwd, self.agent)
+        if content is None:
+            return
+        try:
+            TrustStore(self.agent).trust(content)
+        except (OSError, TrustStoreError) as exc:
+            self.executor.log(f"trust not updated after a write to the project's data: {exc}")
+            return
+        self.executor.log(f"trust kept for {self.cwd}: the project's data changed by your command")
+        self.load()
+
+    def restore(self, restored: dict[str, Any]) -> None:
+        """The session's state from its last stored entry; transient keys (which describe a process
+        that is gone) are dropped."""
+        self.state = without_keys(restored, self.transient)
+        self.stored = _canonical(self.state)
+
+    def store(self, state: dict[str, Any]) -> dict[str, Any] | None:
+        """Keep `state`; return what the session must store, None when that did not change.
+
+        Only a change of the stored part counts (transient keys left out), compared as JSON: the
+        bridge appends one entry per change, never one for a state that is the same again."""
+        self.state = state
+        stored = without_keys(state, self.transient)
+        text = _canonical(stored)
+        if text == self.stored:
+            return None
+        self.stored = text
+        return stored
+
+    @property
+    def transient(self) -> frozenset[str]:
+        return self.policy.transient_state if self.policy else frozenset()
 
     def _approved_digest(self, params: dict[str, Any]) -> str | None:
         """The project content Pi says to apply for this run unrecorded (`--approve`, or the user's
@@ -177,7 +228,7 @@ class Engine:
         if params.get("firstHello") is False:  # a new session or sidecar: only what was approved
             earlier = params.get("approvedDigest")
             return earlier if isinstance(earlier, str) and earlier else None
-        content, _ = read_project_content(self.cwd)
+        content, _ = read_project_content(self.cwd, self.agent)
         return content.digest if content is not None else None
 
     def trust_report(self) -> dict[str, Any]:
@@ -209,15 +260,19 @@ class Engine:
                     **({} if unchanged else {"declarations": self.declarations()})}
         if isinstance(params.get("models"), list):
             self.models = model_catalog(params["models"])
-        event = normalize(event_type, params.get("payload") or {}, params.get("ctx") or {},
-                          env=self.env, models=self.models)
+        ctx = {**(params.get("ctx") or {}), "projectTrusted": self.trust.applies}  # the engine's decision
+        event = normalize(event_type, params.get("payload") or {}, ctx,
+                          env=self.env, models=self.models, registry=self.registry)
         decision = await self._decide(request_id, policy, event)
+        trusted = self.trust.state == "trusted"
         applied = self.executor.apply(decision)
+        if trusted and event_type == "command":
+            self.keep_trust_after_own_writes(decision)
         result: dict[str, Any] = {"actions": applied.actions, "fired": list(decision.fired),
                                   "warnings": [self.executor.redact(w) for w in warnings + applied.warnings]}
-        if decision.state != self.state:
-            self.state = decision.state
-            result["state"] = self.state
+        stored = self.store(decision.state)
+        if stored is not None:
+            result["state"] = stored
         for error in decision.errors:
             self.executor.log(f"{error.code} {error.message}")
         for name, text in decision.signal_errors.items():
@@ -478,6 +533,37 @@ def main(argv: list[str]) -> int:
         return asyncio.run(_run(args))
     except KeyboardInterrupt:
         return 130
+
+
+def _resolved(value: Any) -> Path | None:
+    if not isinstance(value, str) or not value:
+        return None
+    return Path(value).expanduser().resolve()
+
+
+def without_keys(state: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
+    """A copy of `state` without the dotted `keys`; a parent they leave empty goes too."""
+    result = copy.deepcopy(state)
+    for key in keys:
+        _drop(result, key.split("."))
+    return result
+
+
+def _drop(target: dict[str, Any], parts: list[str]) -> None:
+    head, rest = parts[0], parts[1:]
+    if not rest:
+        target.pop(head, None)
+        return
+    child = target.get(head)
+    if isinstance(child, dict) and child:
+        _drop(child, rest)
+        if not child:
+            del target[head]
+
+
+def _canonical(value: Any) -> str:
+    """One text per JSON value (key order and tuples vs lists do not matter)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _stat(path: str) -> tuple[int, int]:

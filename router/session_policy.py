@@ -63,15 +63,39 @@ def load_session_policy(cwd: Path, agent: Path, *, extra: Sequence[Path] = (),
     return _compile_with_project(cwd, agent, extra, records=records, approved=approved)
 
 
-def read_project_content(cwd: Path) -> tuple[ProjectContent | None, list[Diagnostic]]:
-    """The project layer's content as the loader reads it (None when there is no project policy)."""
+def read_project_content(cwd: Path, agent: Path | None = None
+                         ) -> tuple[ProjectContent | None, list[Diagnostic]]:
+    """The project layer's content as the loader reads it (None when there is no project policy),
+    with the project data files the layers declare (`project_data:`; the user's layers with `agent`)."""
     from router.loader import load_layers
+    from router.paths import layer_paths
 
     project = project_file(cwd)
     if not project.is_file():
         return None, []
     files, diagnostics = load_layers([("project", project)])
-    return _content(cwd, files) or _raw_content(cwd), diagnostics
+    base: list[Any] = []
+    if agent is not None:
+        base, _ = load_layers(layer_paths(cwd, agent=agent, include_project=False))
+    data = data_files(cwd, data_names([*base, *files]))
+    return _content(cwd, files, data) or _raw_content(cwd, data), diagnostics
+
+
+def data_names(files: Sequence[Any]) -> list[str]:
+    """The project data files the loaded layers declare (`project_data:`), once each, in order."""
+    return list(dict.fromkeys(name for f in files for name in f.policy.project_data))
+
+
+def data_files(cwd: Path, names: Sequence[str]) -> list[tuple[Path, str | None]]:
+    """(path, SHA-256) of each declared project data file; None for one that is not there."""
+    found: list[tuple[Path, str | None]] = []
+    for name in names:
+        path = cwd / name
+        try:
+            found.append((path, hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None))
+        except OSError:
+            found.append((path, None))
+    return found
 
 
 @dataclass(frozen=True)
@@ -83,6 +107,8 @@ class LoadedLayers:
     diagnostics: list[Diagnostic]
     refusals: list[Refusal]
     content: ProjectContent | None
+    data: list[tuple[Path, str | None]] = field(default_factory=list)
+    """The project data files the layers declare (`project_data:`), with their SHA-256."""
 
     def compile(self, agent: Path) -> tuple[CompiledPolicy | None, list[Diagnostic]]:
         """These files compiled (refusals kept in the policy); None while the files have errors."""
@@ -103,20 +129,23 @@ def load_with_project(cwd: Path, agent: Path, extra: Sequence[Path] = ()) -> Loa
     files, found = load_layers(layers)
     refusals = [r for d in found if (r := refusal_of(d)) is not None]
     diagnostics = [d for d in found if refusal_of(d) is None]
-    return LoadedLayers(files, diagnostics, refusals, _content(cwd, files) or _raw_content(cwd))
+    data = data_files(cwd, data_names(files))
+    content = _content(cwd, files, data) or _raw_content(cwd, data)
+    return LoadedLayers(files, diagnostics, refusals, content, data)
 
 
 def _compile_with_project(cwd: Path, agent: Path, extra: Sequence[Path], *,
                           records: Mapping[str, Any], approved: str | None) -> SessionPolicy:
     loaded = load_with_project(cwd, agent, extra)
-    files, content = loaded.files, loaded.content
+    files, content, data = loaded.files, loaded.content, loaded.data
     trust = decide(content, cwd, records, approve=content is not None and content.digest == approved)
     if not trust.applies:
         base, base_diagnostics, last = _base(cwd, agent, extra)
         return SessionPolicy(base, base_diagnostics, trust, _watched(base, agent, extra, cwd, content), last)
     policy, diagnostics = loaded.compile(agent)
     if policy is not None and not has_errors(diagnostics) and content is not None:
-        meta = {"project": [[str(p), sha] for p, sha in _project_hashes(files)]}
+        meta = {"project": [[str(p), sha] for p, sha in _project_hashes(files)],
+                "data": [[str(p), sha] for p, sha in data]}
         cache = _cache_file(cwd, agent, extra, project=True)
         policy_cache.save(cache, policy, _candidates(cwd, agent, extra), meta=meta)
     return SessionPolicy(policy, diagnostics, trust, _watched(policy, agent, extra, cwd, content))
@@ -167,21 +196,41 @@ def _cached_with_project(cwd: Path, agent: Path,
         if current != sha:
             return None
         files.append((path, sha))
-    return policy, project_content(cwd, files)
+    data = _recorded_data(meta.get("data"))
+    if data is None or data != data_files(cwd, [str(p.relative_to(cwd)) for p, _ in data]):
+        return None  # a data file changed, appeared or went away: compile again, decide again
+    return policy, project_content(cwd, [*files, *((p, sha) for p, sha in data if sha is not None)])
 
 
-def _content(cwd: Path, files: Sequence[Any]) -> ProjectContent | None:
+def _recorded_data(recorded: Any) -> list[tuple[Path, str | None]] | None:
+    """The data files a cache entry recorded, None when the entry does not say."""
+    if not isinstance(recorded, list):
+        return None
+    found: list[tuple[Path, str | None]] = []
+    for item in recorded:
+        if not (isinstance(item, list) and len(item) == 2):
+            return None
+        found.append((Path(str(item[0])), None if item[1] is None else str(item[1])))
+    return found
+
+
+def _content(cwd: Path, files: Sequence[Any],
+             data: Sequence[tuple[Path, str | None]] = ()) -> ProjectContent | None:
     hashes = _project_hashes(files)
-    return project_content(cwd, hashes) if hashes else None
+    return project_content(cwd, [*hashes, *_present(data)]) if hashes else None
 
 
-def _raw_content(cwd: Path) -> ProjectContent | None:
+def _raw_content(cwd: Path, data: Sequence[tuple[Path, str | None]] = ()) -> ProjectContent | None:
     """A project file the loader could not read or parse still has content to (not) trust."""
     try:
-        data = project_file(cwd).read_bytes()
+        raw = project_file(cwd).read_bytes()
     except OSError:
         return None
-    return project_content(cwd, [(project_file(cwd), hashlib.sha256(data).hexdigest())])
+    return project_content(cwd, [(project_file(cwd), hashlib.sha256(raw).hexdigest()), *_present(data)])
+
+
+def _present(data: Sequence[tuple[Path, str | None]]) -> list[tuple[Path, str]]:
+    return [(path, sha) for path, sha in data if sha is not None]
 
 
 def _project_hashes(files: Sequence[Any]) -> list[tuple[Path, str]]:
@@ -203,6 +252,7 @@ def _cache_file(cwd: Path, agent: Path, extra: Sequence[Path], *, project: bool)
 def _watched(policy: CompiledPolicy | None, agent: Path, extra: Sequence[Path], cwd: Path,
              content: ProjectContent | None = None) -> tuple[Path, ...]:
     refs = {Path(source).absolute() for _, source in (policy.file_refs if policy else ())}
+    refs |= {(cwd / name).absolute() for name in (policy.project_data if policy else ())}
     layers = {p.absolute() for p in [*base_candidates(agent, extra), project_file(cwd)]}
     project = {content.root / name for name, _ in content.files} if content is not None else set()
     return tuple(sorted(refs | layers | project))

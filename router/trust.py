@@ -68,7 +68,8 @@ class TrustDecision:
             return (f"{policy} is not applied: its content is not trusted; review it, then run "
                     f"`{command}` (or /policy trust in Pi)")
         if self.state == "changed":
-            return (f"{policy} changed since you trusted it and is not applied; review it, then run "
+            return (f"{policy} (or a file trusted with it) changed since you trusted it and is not "
+                    "applied; review it, then run "
                     f"`{command}` (or /policy trust in Pi)")
         if self.state == "approved":
             return f"{policy} is applied for this run only (approved, not recorded); `{command}` keeps it"

@@ -101,6 +101,7 @@ INPUT = {"type": "input", "text": "hi"}
 def test_every_file_dir_or_binary_parameter_declares_a_capability() -> None:
     """A new action or signal field that names a file, directory or program must be declared."""
     suspicious = {"file", "dir", "pi_bin", "path_file"}
+    assert SIGNAL_PARAMS["which"] == {"name": "process.spawn"}  # a program's name
     for name, spec in ACTIONS.items():
         fields = set(getattr(spec.params, "model_fields", {}))
         assert fields & suspicious <= set(ACTION_PARAMS.get(name, {})), name
@@ -265,6 +266,19 @@ def test_pi_bin_is_refused_child_without_it_is_fine(world: World) -> None:
     assert refusals(policy)["rule a"] == "RT604"
     assert refusals(policy)["signal prompt_file"] == "RT602"  # Pi would read the file
     assert "ok" in policy.signals
+
+
+def test_a_project_which_signal_is_refused(world: World) -> None:
+    world.project_policy("""
+        signals:
+          where: {which: {name: pi}}
+        rules:
+          - {id: a, on: input, when: "signals.where", do: [{notify: x}]}
+    """)
+    policy = world.compile()
+    assert refusals(policy) == {"signal where": "RT604", "rule a": "RT604"}
+    [refused] = [r for r in policy.refused if r.name == "where"]
+    assert "looks a program up on your PATH" in refused.reason
 
 
 def test_use_outside_the_project_is_refused_and_never_read(world: World) -> None:

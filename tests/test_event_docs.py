@@ -25,9 +25,10 @@ def test_complete_event_input_fills_every_default() -> None:
     event = complete_event({"type": "input"})
     assert event == {
         "type": "input", "text": "", "source": "interactive", "images": 0, "streaming": None,
-        "session": {"id": None, "cwd": "", "mode": "cli", "has_ui": False, "subagent": False, "file": None},
+        "session": {"id": None, "cwd": "", "mode": "cli", "has_ui": False, "subagent": False, "file": None,
+                    "project_trusted": False},
         "model": None, "thinking_level": None, "tools": {"active": [], "all": []}, "usage": None,
-        "env": {}, "models": {},
+        "env": {}, "models": {}, "registry": {"providers": [], "classifiers": []},
     }
 
 

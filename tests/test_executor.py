@@ -265,6 +265,20 @@ def test_compute_probe_classifier_and_models(tmp_path: Path) -> None:
 # --- child pi --------------------------------------------------------------------------------------
 
 
+def test_compute_which_finds_a_name_on_path_and_keeps_a_path(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    program = tmp_path / "bin" / "pi"
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", str(program.parent))
+    executor = Executor(bridge_replying(None, []), cwd=str(tmp_path))
+    assert compute(executor, "which", {"name": "pi"}).result == str(program)
+    assert compute(executor, "which", {"name": "~/tools/pi"}).result == str(Path.home() / "tools" / "pi")
+    missing = compute(executor, "which", {"name": "pi-missing"})
+    assert (missing.result, missing.error) == (None, "which: pi-missing is not on PATH")
+
+
 def test_compute_child_argv_seed_flags_then_model_prompt_on_stdin(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

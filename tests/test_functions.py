@@ -13,6 +13,9 @@ from tests.helpers import fails, run
 
 # JMESPath spellings of the examples of the functions JMESPath does not have natively.
 JMESPATH_EXAMPLES = {
+    "type_of": "type_of(`0.5`) == 'number'",
+    "closest": "closest('threshhold', ['mode', 'threshold']) == 'threshold'",
+    "key_paths": "key_paths({a: {b: `1`}, c: {d: `2`}}, ['c']) == ['a', 'a.b', 'c']",
     "range": "range(`3`) == [`0`, `1`, `2`]",
     "zip": "zip([`1`, `2`], ['a', 'b']) == [[`1`, 'a'], [`2`, 'b']]",
     "lower": "lower('DeepSeek-V4') == 'deepseek-v4'",

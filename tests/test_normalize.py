@@ -36,9 +36,10 @@ def norm(event_type: str, payload: Any = None, ctx: Any = None, **kw: Any) -> di
 
 
 def test_normalize_common_fields_from_ctx() -> None:
-    doc = norm("turn_start", {}, CTX, env={"PI_SUBAGENT_CHILD": "1", "X": "y"}, models={"a/b": {}})
+    doc = norm("turn_start", {}, {**CTX, "projectTrusted": True}, env={"PI_SUBAGENT_CHILD": "1", "X": "y"},
+               models={"a/b": {}})
     assert doc["session"] == {"id": "s-1", "cwd": "/srv/p", "mode": "rpc", "has_ui": True, "subagent": True,
-                              "file": "/s.jsonl"}
+                              "file": "/s.jsonl", "project_trusted": True}
     assert doc["model"] == MODEL_DOC
     assert doc["thinking_level"] == "medium"
     assert doc["tools"] == {"active": ["read", "bash"], "all": ["read", "bash", "edit"]}
@@ -50,7 +51,7 @@ def test_normalize_common_fields_from_ctx() -> None:
 def test_normalize_empty_ctx_defaults() -> None:
     doc = norm("turn_start", {}, {})
     assert doc["session"] == {"id": None, "cwd": "", "mode": "cli", "has_ui": False, "subagent": False,
-                              "file": None}
+                              "file": None, "project_trusted": False}
     assert (doc["model"], doc["usage"], doc["thinking_level"]) == (None, None, None)
     assert doc["tools"] == {"active": [], "all": []}
 

@@ -229,8 +229,8 @@ def test_dialog_confirm_yes_no_options() -> None:
     [question] = dialog_questions("confirm", title="Delete the branch?", message="main is protected")
     assert question["prompt"] == "Delete the branch?\nmain is protected"
     assert question["options"] == [
-        {"value": "yes", "label": "yes", "description": "Approve and continue."},
-        {"value": "no", "label": "no", "description": "Decline and stop this action."}]
+        {"value": "yes", "label": "Yes", "description": "Approve and continue."},
+        {"value": "no", "label": "No", "description": "Decline and stop this action."}]
     assert question["allow_other"] is False
     assert dialog_questions("confirm", title="Sure?")[0]["prompt"] == "Sure?"
 

@@ -245,6 +245,29 @@ def test_event_matching_returns_actions_fired_and_new_state(tmp_path: Path) -> N
     assert (quiet["actions"], quiet["fired"]) == ([], [])
 
 
+TRANSIENT_POLICY = """\
+version: 1
+transient_state: [run.busy]
+rules:
+  - id: mark
+    on: input
+    do: [{set: {run.busy: "{text}", run.turns: 1, tags: "{split('a b', ' ')}"}}]
+"""
+
+
+def test_event_stores_the_state_without_transient_keys_only_when_it_changes(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, TRANSIENT_POLICY)
+    rig.hello(state={"run": {"busy": "stale", "turns": 1}, "tags": ["a", "b"]})
+    assert rig.engine.state == {"run": {"turns": 1}, "tags": ["a", "b"]}  # the restored transient key is gone
+    first = rig.event()
+    assert "state" not in first  # only the transient key changed (tags compare as JSON)
+    assert rig.engine.state["run"] == {"busy": "hi", "turns": 1}  # kept for the running session
+    rig.edit(TRANSIENT_POLICY.replace("run.turns: 1", "run.turns: 12"))  # a new size: reloaded
+    second = rig.event({**INPUT, "payload": {"text": "again"}})
+    assert second["state"] == {"run": {"turns": 12}, "tags": ["a", "b"]}
+    assert "state" not in rig.event({**INPUT, "payload": {"text": "once more"}})
+
+
 def test_event_pending_signal_computed_with_progress_budget(tmp_path: Path) -> None:
     rig = Rig(tmp_path, SIGNAL_POLICY, complete={"text": "high"})
     rig.hello()

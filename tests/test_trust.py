@@ -95,6 +95,41 @@ def test_session_policy_applies_project_only_when_trusted(tmp_path: Path) -> Non
         assert "turn_start" in again.policy.event_types
 
 
+def test_project_data_files_are_pinned_with_the_project_policy(tmp_path: Path) -> None:
+    """A user layer's `project_data` makes those project files part of the trusted content: a
+    change, a new file or a removed one needs trust again, from the cache too."""
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "router.yaml").write_text("version: 1\nproject_data: [.pi/data.json]\n")
+    root = project(tmp_path, **{"data.json": '{"a": 1}'})
+    content, _ = read_project_content(root, agent)
+    assert content is not None
+    assert [name for name, _ in content.files] == [".pi/router.yaml", ".pi/data.json"]
+    records = {str(root.resolve()): {"sha256": content.digest}}
+    for _ in range(2):  # compiled, then from the cache
+        loaded = load_session_policy(root, agent, records=records)
+        assert loaded.trust.state == "trusted"
+        assert root / ".pi" / "data.json" in loaded.watched
+    (root / ".pi" / "data.json").write_text('{"a": 2}')
+    assert load_session_policy(root, agent, records=records).trust.state == "changed"
+    (root / ".pi" / "data.json").unlink()
+    assert load_session_policy(root, agent, records=records).trust.state == "changed"
+    bare, _ = read_project_content(root, agent)
+    assert bare is not None
+    without = {str(root.resolve()): {"sha256": bare.digest}}
+    assert load_session_policy(root, agent, records=without).trust.state == "trusted"
+    (root / ".pi" / "data.json").write_text("{}")  # appears after the policy was trusted and cached
+    assert load_session_policy(root, agent, records=without).trust.state == "changed"
+
+
+def test_project_data_must_stay_inside_the_project() -> None:
+    from router.model import Policy
+
+    for name in ("/etc/passwd", "../x.json", "~/x.json", ""):
+        with pytest.raises(ValueError, match="not a path inside the project"):
+            Policy.model_validate({"project_data": [name]})
+
+
 def test_a_broken_untrusted_project_file_is_reported_not_parsed_into_the_policy(tmp_path: Path) -> None:
     root = project(tmp_path, "rules: [\n")
     loaded = load_session_policy(root, tmp_path / "agent", records={})

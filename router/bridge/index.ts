@@ -471,7 +471,7 @@ export default async function (pi: any) {
 		}
 		try {
 			sidecar.start(ctx.cwd ?? process.cwd());
-			const hello = await sidecar.call("hello", helloParams(ctx), HELLO_TIMEOUT_MS);
+			const hello = await sidecar.call("hello", await helloParams(ctx), HELLO_TIMEOUT_MS);
 			if (hello?.protocol !== PROTOCOL) throw new Error(`engine speaks protocol ${hello?.protocol}, bridge ${PROTOCOL}`);
 			declare(hello);
 			ready = true;
@@ -542,11 +542,30 @@ export default async function (pi: any) {
 		}
 	}
 
-	function helloParams(ctx: Ctx): Json {
+	async function helloParams(ctx: Ctx): Promise<Json> {
 		return {
 			protocol: PROTOCOL, cwd: ctx.cwd, mode: ctx.mode, hasUI: !!ctx.hasUI,
-			state: restoredState(ctx), models: availableModels(ctx), ...trustFacts(),
+			state: restoredState(ctx), models: availableModels(ctx), registry: await registryFacts(ctx), ...trustFacts(),
 		};
+	}
+
+	/**
+	 * What Pi's registry knows beyond the available chat models, for the engine to check refs
+	 * against: the provider ids and the classifier models it lists (a provider that discovers its
+	 * models at run time, such as llama.cpp, lists none until asked).
+	 */
+	async function registryFacts(ctx: Ctx): Promise<Json> {
+		const registry = ctx?.modelRegistry;
+		const ref = (m: Json) => `${m.provider}/${m.id}`;
+		const providers = new Set<string>(attempt(() => registry.getRegisteredProviderIds(), []) as string[]);
+		for (const m of attempt(() => registry.getAll(), []) as Json[]) providers.add(String(m.provider));
+		let classifiers: string[] = [];
+		try {
+			classifiers = ((await registry.getModelsOfType("classifier")) ?? []).map(ref);
+		} catch {
+			// an older Pi without model types: nothing to check against
+		}
+		return { providers: [...providers], classifiers };
 	}
 
 	/**
@@ -571,6 +590,16 @@ export default async function (pi: any) {
 			settings: { defaultProjectTrust: userSettings?.defaultProjectTrust ?? null },
 			approvedDigest, firstHello: !helloAnswered,
 		};
+	}
+
+	/** The `--model` value Pi was started with (`--model X` or `--model=X`), null without one. */
+	function modelFlag(): string | null {
+		const argv = process.argv.slice(2);
+		for (let i = 0; i < argv.length; i++) {
+			if (argv[i] === "--model" && i + 1 < argv.length) return argv[i + 1];
+			if (argv[i].startsWith("--model=")) return argv[i].slice("--model=".length);
+		}
+		return null;
 	}
 
 	/** The engine's trust report: its status-line text, set when it changes (the message comes as a warning). */
@@ -740,7 +769,7 @@ export default async function (pi: any) {
 		ctxRef = ctx;
 		stopping = false;
 		if (ready) {
-			const hello = await sidecar.call("hello", helloParams(ctx), HELLO_TIMEOUT_MS).catch(() => null);
+			const hello = await sidecar.call("hello", await helloParams(ctx), HELLO_TIMEOUT_MS).catch(() => null);
 			if (hello) {
 				declare(hello);
 				showHelloWarnings(hello);
@@ -748,7 +777,9 @@ export default async function (pi: any) {
 				helloAnswered = true;
 			}
 		} else if (!(await ensureStarted(ctx))) return;
-		await forward("session_start", { reason: event.reason, previousSessionFile: event.previousSessionFile, history: history(ctx) }, ctx);
+		await forward("session_start", {
+			reason: event.reason, previousSessionFile: event.previousSessionFile, history: history(ctx), modelFlag: modelFlag(),
+		}, ctx);
 	});
 
 	// skills the policy ships (`skills:`): Pi asks after session_start, when hello has declared them

@@ -175,7 +175,7 @@ def check_trust(cwd: Path, agent: Path) -> list[Check]:
     from router.session_policy import read_project_content
     from router.trust import TrustStore, TrustStoreError, decide
 
-    content, _ = read_project_content(cwd)
+    content, _ = read_project_content(cwd, agent)
     if content is None:
         return []
     try:

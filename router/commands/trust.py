@@ -126,7 +126,7 @@ def list_trusted(agent: Path) -> tuple[int, str]:
     rows = []
     for root in sorted(projects):
         record = projects[root] if isinstance(projects[root], dict) else {}
-        current, _ = read_project_content(Path(root))
+        current, _ = read_project_content(Path(root), agent)
         now = "missing" if current is None else (
             "unchanged" if current.digest == record.get("sha256") else "changed since trusted")
         rows.append(f"{root}  sha256 {str(record.get('sha256', ''))[:12]}  "

@@ -25,6 +25,8 @@ CHEAP = "fake/cloud-cheap"  # 160k, $1 / $2: capacity 0.8
 COMPLEXITY = "standard or complex"  # a substring of the complexity question's instructions
 STRUGGLE = "likely to cause the model to struggle"
 JUDGE = "satisfy the request"
+DELEGATE = "delegated to a subagent"
+ROLE = "What role should this turn play"
 REASONING = {"supportsReasoningEffort": True, "thinkingFormat": "openai"}
 
 

@@ -28,8 +28,10 @@ MARKER = "[pi-decision-router]"
 ALIASES = ("question", "questionnaire", "ask_question", "ask_user_question", "AskUserQuestion")
 CHILD_FLAGS = ["--print", "--no-session", "--no-tools", "--no-extensions", "--no-skills",
                "--no-prompt-templates", "--no-themes", "--no-context-files", "--thinking", "off"]
-FALLBACK_REASON = ("The child agent was unavailable or gave no valid answer, so the recommended, "
-                   "default or first option was used.")
+FALLBACK_REASON = ("Child agent was unavailable or returned an invalid answer; fallback policy selected "
+                   "the recommended/default option or first option.")
+OPEN_REASON = "No options were provided; fallback policy supplied an unattended default."
+CHILD_OFF = {"attempted": False, "status": "fallback", "command": "disabled", "error": "child agent disabled"}
 STATUS_ON = "Decision Router: [ON] | Enter /decision-router-toggle to switch"
 STATUS_OFF = "Decision Router: [OFF] | Enter /decision-router-toggle to switch"
 AUDIT_KEYS = ["timestamp", "cwd", "toolName", "questions", "answers", "child"]

@@ -8,11 +8,22 @@ import pytest
 
 from tests.e2e import helpers_router
 from tests.e2e.fake_provider import Reply
+from tests.e2e.helpers_cuttle import (
+    SMALL,
+    base_config,
+    chat_models,
+    classifier_calls,
+    cuttle,
+    p_complex,
+    setup_cuttle,
+)
+from tests.e2e.helpers_decision import decision_env
 from tests.e2e.helpers_router import (
     STATE_ENTRY,
     RouterRig,
     is_notify,
     notices,
+    read_call,
     session_entries,
     session_files,
 )
@@ -133,3 +144,62 @@ def test_compact_from_agent_settled(rig: RouterRig) -> None:
     entries = session_entries(rig.session_dir)
     [compaction] = [e for e in entries if e.get("type") == "compaction"]
     assert "SUMMARY_TEXT_42" in compaction["summary"]
+
+
+# -- one state entry per change -------------------------------------------------------------------
+
+SAME_AGAIN = """
+transient_state: [runs]
+rules:
+  - id: mark-seen
+    on: input
+    do: [{set: {seen: true}}]                      # the same value at every prompt
+  - id: count-runs
+    on: before_agent_start
+    do:
+      - set: {runs: "{(state.runs or 0) + 1}"}     # transient: kept in memory, never stored
+      - system_append: {text: "RUNS={state.runs}"}
+"""
+
+
+def state_entries(rig: RouterRig) -> list[dict[str, object]]:
+    return [e["data"]["state"] for e in session_entries(rig.session_dir)
+            if e.get("type") == "custom" and e.get("customType") == STATE_ENTRY]
+
+
+def test_a_state_entry_only_when_the_stored_state_changes(rig: RouterRig) -> None:
+    rig.policy(SAME_AGAIN)
+    rpc = rig.rpc(session=True)
+    for text in ("first", "second", "third"):
+        rpc.prompt_and_wait(text)
+    assert rpc.close() == 0
+    resumed = rig.print("--continue", "fourth", session=True)
+
+    assert resumed.returncode == 0, resumed.stderr
+    runs = [chat.system.split("RUNS=")[-1].split()[0] for chat in rig.fake.chat_requests()]
+    assert runs == ["1", "2", "3", "1"]  # in memory for the session, not restored on resume
+    assert state_entries(rig) == [{"seen": True}]  # set four times, stored once
+
+
+def test_the_packs_store_their_state_once_per_real_change(rig: RouterRig) -> None:
+    """cuttle (with the slot broker) and decision: no entry at a session start, none per turn or
+    tool step; the routing decision is the one change, and a resumed session keeps it."""
+    setup_cuttle(rig, base_config(maxConcurrent=2), policy="use: [cuttle, decision]\n")
+    p_complex(rig, 0.04)
+    rig.fake.script.push(read_call(rig), Reply(text="r1"), Reply(text="r2"), Reply(text="r3"))
+    env = decision_env(rig)
+    rpc = cuttle(rig, "--model", "cuttle/auto", session=True, env=env)
+    rpc.prompt_and_wait("first")
+    rpc.prompt_and_wait("second")
+    assert rpc.close() == 0
+    rpc = cuttle(rig, "--continue", session=True, env=env)
+    rpc.prompt_and_wait("third")
+    assert rpc.close() == 0
+
+    assert chat_models(rig) == ["local-small"] * 4  # the decision stuck, also after the resume
+    assert classifier_calls(rig) == 1
+    [stored] = state_entries(rig)
+    assert list(stored) == ["cu"]  # nothing of the decision pack, no slot
+    assert "slot" not in stored["cu"]
+    assert (stored["cu"]["tier"], stored["cu"]["ref"], stored["cu"]["reason"]) == (
+        "local", SMALL, "classifier p(complex)=0.04")

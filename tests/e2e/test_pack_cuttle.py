@@ -19,8 +19,10 @@ from tests.e2e.fake_provider import Fault, Reply
 from tests.e2e.helpers_cuttle import (
     BIG,
     CHEAP,
+    DELEGATE,
     JUDGE,
     PRICEY,
+    ROLE,
     SMALL,
     STRUGGLE,
     base_config,
@@ -65,6 +67,30 @@ def test_virtual_models_on_off_and_previous_model(rig: RouterRig) -> None:
     assert chat_models(rig) == ["local-small"]
     assert (off_model["provider"], off_model["id"]) == ("fake", "local-big")
     assert read_config(rig)["autoSelect"] is False
+
+
+def test_a_model_on_the_command_line_wins_over_auto_select(rig: RouterRig) -> None:
+    debug = setup_cuttle(rig, base_config(autoSelect=True))
+    rpc = cuttle(rig, "--model", BIG)
+
+    state = rpc.command("get_state")
+    rpc.prompt_and_wait("list the files")
+
+    assert (state["model"]["provider"], state["model"]["id"]) == ("fake", "local-big")
+    assert chat_models(rig) == ["local-big"]
+    assert classifier_calls(rig) == 0
+    assert [line for line in debug_lines(debug) if line.startswith("session_start")] == [
+        f"session_start autoSelect=true explicit=true current={BIG}"]
+
+
+def test_virtual_models_report_a_context_window(rig: RouterRig) -> None:
+    setup_cuttle(rig, base_config())
+    rpc = cuttle(rig)
+
+    windows = {m["id"]: m.get("contextWindow") for m in rpc.command("get_available_models")["models"]
+               if m["provider"] == "cuttle"}
+
+    assert windows == dict.fromkeys(FLAVORS, 200000)
 
 
 def test_auto_select_starts_on_cuttle_auto_and_logs_the_boot(rig: RouterRig) -> None:
@@ -207,8 +233,9 @@ def test_shadow_gates_are_logged_and_never_route(rig: RouterRig) -> None:
     head = f"route result tier=local ref={SMALL} reasons=classifier p(complex)=0.04"
     assert route_lines(debug) == [
         f"{head} gates=struggle:p=0.81(shadow)",
-        # judge is asked only once the last message is a tool result (the continuation), alone
-        f"route result tier=local ref={SMALL} reasons=continuation gates=judge:p=0.12(shadow)",
+        # judge is asked only once the last message is a tool result (the continuation), alone;
+        # the continuation's line states the turn's decision and verdicts, with the judge's
+        f"{head} gates=struggle:p=0.81(shadow),judge:p=0.12(shadow)",
     ]
     prompts = [r.body["prompt"] for r in rig.fake.requests("/completion")]
     questions = [prompt.rsplit("Question: ", 1)[1].split("\n")[0] for prompt in prompts]
@@ -224,6 +251,91 @@ def test_shadow_gates_are_logged_and_never_route(rig: RouterRig) -> None:
         "struggle: 1 verdicts, mean p=0.81, agreement with the tier 0%\n"
         "judge: 1 verdicts, mean p=0.12, agreement with the tier 100%"
     ]
+
+
+@pytest.mark.parametrize(("gate", "probs", "p", "model", "note"), [
+    ("role", {"worker": 0.8}, 0.04, BIG, "role:worker routes as big-local"),
+    ("role", {"oracle": 0.8}, 0.04, CHEAP, "role:oracle routes as cloud"),
+    ("delegate", {"Yes": 0.81, "No": 0.19}, 0.4, CHEAP, "delegate:p=0.81 routes as orchestrator"),
+])
+def test_a_promoted_role_or_delegate_gate_picks_the_flavor(
+    rig: RouterRig, gate: str, probs: dict[str, float], p: float, model: str, note: str
+) -> None:
+    debug = setup_cuttle(rig, base_config(gates={gate: {"enabled": True, "shadow": False}}))
+    p_complex(rig, p)
+    rig.fake.llama.probs[ROLE if gate == "role" else DELEGATE] = probs
+    rpc = cuttle(rig, "--model", "cuttle/auto")
+
+    rpc.prompt_and_wait("plan the next step")
+    [why] = command(rpc, "/cuttle why")
+
+    assert chat_models(rig) == [model.split("/")[1]]
+    [line] = route_lines(debug)
+    assert line.startswith(f"route result tier={'local' if model == BIG else 'cloud'} ref={model} "
+                           f"reasons=classifier p(complex)={p:.2f}; {note} gates={gate}:p=")
+    assert "(shadow)" not in line
+    assert why.startswith("flavor=auto ") and why.endswith(note)
+
+
+def test_a_promoted_judge_gate_escalates_an_unsatisfying_tool_result(rig: RouterRig) -> None:
+    debug = setup_cuttle(rig, base_config(gates={"judge": {"enabled": True, "shadow": False}}))
+    p_complex(rig, 0.04)
+    rig.fake.llama.probs[JUDGE] = {"Yes": 0.2, "No": 0.8}  # the tool result did not satisfy it
+    rig.fake.script.push(read_call(rig), Reply(text="read it on the cloud"), Reply(text="next"))
+    rpc = cuttle(rig, "--model", "cuttle/auto")
+
+    rpc.prompt_and_wait("read the notes")
+    rpc.prompt_and_wait("thanks")
+
+    assert chat_models(rig) == ["local-small", "cloud-cheap", "local-small"]  # the next turn flips back
+    local = f"route result tier=local ref={SMALL} reasons=classifier p(complex)=0.04"
+    assert route_lines(debug) == [
+        local,
+        f"route result tier=cloud ref={CHEAP} reasons=classifier p(complex)=0.04; judge:p=0.20 escalated "
+        "gates=judge:p=0.20",
+        local,
+    ]
+
+
+def test_every_routed_request_has_a_debug_line(rig: RouterRig) -> None:
+    """A classified turn, its judge continuation (the guide's fifth example line), a reused session
+    decision, its continuation and a compaction summary: one line each."""
+    debug = setup_cuttle(rig, base_config(gates={"struggle": {"enabled": True}, "judge": {"enabled": True}}))
+    p_complex(rig, 0.96)
+    rig.fake.llama.probs[STRUGGLE] = {"Yes": 0.81, "No": 0.19}
+    rig.fake.llama.probs[JUDGE] = {"Yes": 0.12, "No": 0.88}
+    rig.fake.script.push(read_call(rig), Reply(text="read it"), read_call(rig), Reply(text="read it again"))
+    rig.fake.script.default = Reply(text="SUMMARY")
+    rig.settings(compaction={"keepRecentTokens": 10})  # something to summarize
+    rpc = cuttle(rig, "--model", "cuttle/auto", session=True)
+
+    rpc.prompt_and_wait("design a new storage layer")
+    rpc.prompt_and_wait("and read the notes again")
+    rpc.command("compact", 60)
+
+    decision = f"route result tier=cloud ref={PRICEY} reasons=classifier p(complex)=0.96"
+    assert route_lines(debug) == [
+        f"{decision} gates=struggle:p=0.81(shadow)",
+        f"{decision} gates=struggle:p=0.81(shadow),judge:p=0.12(shadow)",
+        decision,  # the second turn reuses the session's decision (no classifier call)
+        f"{decision} gates=judge:p=0.12(shadow)",
+        f"route result tier=cloud ref={PRICEY} reasons=direct request (outside the agent loop): "
+        "the turn's model",
+    ]
+    # the four requests of the agent loop, then the summary (Pi routes a compaction once)
+    assert chat_models(rig)[:4] == ["cloud-pricey"] * 4
+
+
+def test_a_plain_continuation_has_its_line(rig: RouterRig) -> None:
+    debug = setup_cuttle(rig, base_config())
+    p_complex(rig, 0.04)
+    rig.fake.script.push(read_call(rig), Reply(text="read it"))
+    rpc = cuttle(rig, "--model", "cuttle/auto")
+
+    rpc.prompt_and_wait("list the files")
+
+    line = f"route result tier=local ref={SMALL} reasons=classifier p(complex)=0.04"
+    assert route_lines(debug) == [line, line]  # the user turn and its continuation
 
 
 # -- which model within the tier, thinking, subagents ------------------------------------------
@@ -274,7 +386,7 @@ def test_subagent_uses_policy_subagent(rig: RouterRig) -> None:
     [why] = command(rpc, "/cuttle why")
 
     assert chat_models(rig) == ["local-big"]
-    assert why == (
-        f"flavor=auto tier=local model={BIG} thinking=medium p(complex)=0.86 subagent=true "
-        "reason=classifier p(complex)=0.86"
+    assert why == (  # the local model has no thinking levels: Pi sends it off
+        f"flavor=auto tier=local model={BIG} thinking=off (sent medium; {BIG} has no thinking levels) "
+        "p(complex)=0.86 subagent=true reason=classifier p(complex)=0.86"
     )

@@ -31,6 +31,7 @@ from tests.e2e.helpers_cuttle import (
     chat_models,
     classifier_calls,
     cuttle,
+    debug_lines,
     p_complex,
     read_config,
     route_lines,
@@ -88,6 +89,26 @@ def test_flavors_pick_within_their_tier(rig: RouterRig, flavor: str, local: list
 
     assert done.returncode == 0, done.stderr
     assert chat_models(rig) == [expected]
+
+
+def test_big_local_falls_back_to_the_next_largest_local_model(rig: RouterRig) -> None:
+    debug = setup_cuttle(rig, base_config(), retry={"enabled": True, "maxRetries": 2, "baseDelayMs": 10})
+    rig.fake.script.push(Reply(status=500), model="local-big")
+    rpc = cuttle(rig, "--model", "cuttle/big-local")
+
+    rpc.prompt_and_wait("orchestrate the work")
+    [why] = command(rpc, "/cuttle why")
+
+    assert chat_models(rig) == ["local-big", "local-small"]  # never the cloud
+    error = '500: {"message":"fake provider error 500","type":"server_error"}'
+    assert route_lines(debug) == [
+        f"route result tier=local ref={BIG} reasons=big-local: largest local model",
+        f"route result tier=local ref={SMALL} reasons=big-local: next-largest local model after a failure on "
+        f"{BIG}: {error}",
+    ]
+    assert why.startswith(f"flavor=big-local tier=local model={SMALL} thinking=off (sent medium; ")
+    assert " p(complex)=n/a (not classified) " in why
+    assert classifier_calls(rig) == 0
 
 
 def test_big_local_without_a_local_model_fails_the_request(rig: RouterRig) -> None:
@@ -187,6 +208,109 @@ def test_init_wizard_writes_the_file(rig: RouterRig) -> None:
     command(rpc, "/cuttle on")
     rpc.prompt_and_wait("a task")
     assert chat_models(rig) == ["local-big"]
+
+
+def test_configuration_warnings_in_the_factory_line_status_and_doctor(rig: RouterRig) -> None:
+    config = base_config(maxConcurrent=-2)
+    config["classifier"]["model"] = "lama.cpp/chat-small"  # a typo of the provider
+    config["policy"]["threshhold"] = 0.4
+    config["policy"]["localBias"] = 0.9
+    policy = "use: [cuttle]\nvars:\n  cuttle:\n    gates: {judge: {enabeld: true}}\n"
+    debug = setup_cuttle(rig, config, policy=policy)
+    path = rig.agent / "pi-cuttle.json"
+    rpc = cuttle(rig, "--model", "cuttle/auto")
+
+    [status] = command(rpc, "/cuttle status")
+    [doctor] = command(rpc, "/cuttle doctor", timeout=60)
+
+    warnings = [
+        f"{path}: unknown key policy.threshhold (did you mean policy.threshold?)",
+        "router.yaml vars.cuttle: unknown key gates.judge.enabeld (did you mean gates.judge.enabled?)",
+        "policy.localBias = 0.9 is outside 0..0.5 (it is used within 0..0.5)",
+        "maxConcurrent = -2 is not a whole number of 0 or more (no cap is used)",
+        "unknown classifier model lama.cpp/chat-small: Pi has no provider lama.cpp (did you mean llama.cpp?)",
+    ]
+    [factory] = [line for line in debug.read_text().splitlines() if line.startswith("factory ")]
+    assert factory.endswith(" warnings=" + ";".join(warnings))
+    assert "\nwarnings: " + "; ".join(warnings) + "\n" in status
+    assert doctor.splitlines()[-5:] == [f"warning: {w}" for w in warnings]
+
+
+def project_config(rig: RouterRig, config: dict[str, Any]) -> Path:
+    path = rig.work / ".pi" / "pi-cuttle.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(config, indent=2))
+    return path
+
+
+def trust_project(rig: RouterRig) -> None:
+    """The router's trust of the project's content: its .pi/router.yaml with the pi-cuttle.json."""
+    (rig.work / ".pi" / "router.yaml").write_text("version: 1\n")
+    done = rig.router("trust", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert ".pi/pi-cuttle.json" in done.stdout  # pinned with the policy
+
+
+def test_a_trusted_projects_file_wins_over_the_users_and_is_written_back(rig: RouterRig) -> None:
+    debug = setup_cuttle(rig, base_config())  # threshold 0.5
+    project = project_config(rig, {"policy": {"threshold": 0.9}})
+    trust_project(rig)
+    p_complex(rig, 0.8)
+    rpc = cuttle(rig, "--model", "cuttle/auto")
+
+    rpc.prompt_and_wait("a task")
+    [set_project] = command(rpc, "/cuttle config set policy.threshold 0.85")
+    [set_user] = command(rpc, "/cuttle config set maxConcurrent 3")
+    [status] = command(rpc, "/cuttle status")
+
+    assert chat_models(rig) == ["local-big"]  # 0.8 is below the project's 0.9: local (by capacity)
+    [factory] = [line for line in debug_lines(debug) if line.startswith("factory ")]
+    assert f" sources={rig.agent / 'pi-cuttle.json'},{project} warnings=" in factory
+    assert set_project == f"cuttle: policy.threshold = 0.85 (in {project}); it applies from the next " \
+        "routing decision"
+    assert json.loads(project.read_text()) == {"policy": {"threshold": 0.85}}
+    assert set_user.endswith(f"(in {rig.agent / 'pi-cuttle.json'}); it applies from the next routing "
+                             "decision")
+    assert read_config(rig)["maxConcurrent"] == 3 and read_config(rig)["policy"]["threshold"] == 0.5
+    assert status.endswith(f"\nconfig files: {rig.agent / 'pi-cuttle.json'}, {project}")
+
+
+def test_an_untrusted_projects_file_is_ignored(rig: RouterRig) -> None:
+    setup_cuttle(rig, base_config())
+    project = project_config(rig, {"policy": {"threshold": 0.9}, "catalog": {"cloud": [PRICEY]}})
+    p_complex(rig, 0.8)
+    rpc = cuttle(rig, "--model", "cuttle/auto")
+
+    rpc.prompt_and_wait("a task")
+    [status] = command(rpc, "/cuttle status")
+    [done] = command(rpc, "/cuttle config set policy.threshold 0.7")
+
+    assert chat_models(rig) == ["cloud-cheap"]  # the user's threshold and catalog
+    assert status.endswith(f"; ignored: {project} (not trusted: it is read with a trusted .pi/router.yaml, "
+                           "see router trust)")
+    assert json.loads(project.read_text())["policy"] == {"threshold": 0.9}  # never written
+    assert done.endswith(f"(in {rig.agent / 'pi-cuttle.json'}); it applies from the next routing decision")
+
+
+def test_router_yaml_vars_cuttle_wins_and_is_not_written(rig: RouterRig) -> None:
+    policy = "use: [cuttle]\nvars:\n  cuttle:\n    autoSelect: false\n    policy: {threshold: 0.3}\n"
+    setup_cuttle(rig, base_config(autoSelect=True), policy=policy)
+    project_config(rig, {"policy": {"threshold": 0.9}})
+    trust_project(rig)
+    p_complex(rig, 0.4)
+    rpc = cuttle(rig, "--model", BIG)
+
+    assert rpc.command("get_state")["model"]["id"] == "local-big"  # vars.cuttle's autoSelect: false wins
+    [on] = command(rpc, "/cuttle on")
+    rpc.prompt_and_wait("a task")
+    [refused] = command(rpc, "/cuttle config set policy.threshold 0.8")
+
+    assert on.startswith("cuttle: on, for this session only: autoSelect comes from vars.cuttle in "
+                         "router.yaml (false), which wins over pi-cuttle.json")
+    assert chat_models(rig) == ["cloud-cheap"]  # 0.4 is above vars.cuttle's 0.3
+    assert refused.startswith("cuttle: nothing changed: policy.threshold comes from vars.cuttle in "
+                              "router.yaml")
+    assert read_config(rig)["autoSelect"] is True and read_config(rig)["policy"]["threshold"] == 0.5
 
 
 def test_doctor_reports_the_failure_when_the_fake_is_down(rig: RouterRig) -> None:

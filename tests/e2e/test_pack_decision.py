@@ -17,9 +17,11 @@ from tests.e2e.fake_provider import Reply
 from tests.e2e.helpers_decision import (
     ALIASES,
     CHILD_FLAGS,
+    CHILD_OFF,
     DELEGATE_MARK,
     FALLBACK_REASON,
     MARKER,
+    OPEN_REASON,
     POLICY,
     Provider,
     answers_json,
@@ -246,12 +248,12 @@ def test_child_disabled_never_spawns_and_open_prompts_fall_back(rig: RouterRig) 
     [record] = audit_records(rig)
     assert [(a["value"], a["confidence"]) for a in record["answers"]] == [
         ("MVP (Recommended)", 0.75), ("yes", 0.15), ("auto", 0.15), ("alpha", 0.35)]
-    assert record["child"] == {"attempted": False, "status": "fallback", "command": "disabled"}
+    assert record["child"] == CHILD_OFF
     _, after = parent_requests(rig)
     assert tool_text(after).splitlines()[:3] == [
         "Automated decision (fallback)",
         f"- scope: MVP (Recommended) (MVP (Recommended)) — {FALLBACK_REASON}",
-        f"- publish: yes (yes) — {FALLBACK_REASON}",
+        f"- publish: yes (yes) — {OPEN_REASON}",
     ]
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 import subprocess
 import threading
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,10 +18,12 @@ from tests.e2e.fake_provider import Reply
 from tests.e2e.helpers_decision import (
     ANSWER_KEYS,
     AUDIT_KEYS,
+    CHILD_OFF,
     POLICY,
     Provider,
     audit_path,
     audit_records,
+    decide,
     decision_env,
     is_delegate,
     parent_requests,
@@ -61,7 +65,7 @@ def test_audit_records_log_and_status_commands(rig: RouterRig) -> None:
         [answer] = record["answers"]
         assert list(answer) == ANSWER_KEYS
         assert (answer["value"], answer["source"]) == ("B (Recommended)", "fallback")
-        assert record["child"] == {"attempted": False, "status": "fallback", "command": "disabled"}
+        assert record["child"] == CHILD_OFF
     assert audit_path(rig).stat().st_mode & 0o777 == 0o600
     entries = [r["entry"] for r in rpc.events(type_="entry_appended")
                if r["entry"].get("customType") == "pi-decision-router"]
@@ -86,6 +90,51 @@ def test_audit_records_log_and_status_commands(rig: RouterRig) -> None:
         "registered tool: decision_request",
         "external adapters: question, questionnaire, ask_question, ask_user_question, AskUserQuestion",
     ]
+
+
+def test_audit_records_as_the_original_writes_them(rig: RouterRig) -> None:
+    """The child's command is the pi found on PATH, the reasons are the original's, and the toggle's
+    record has the original's shape."""
+    rig.policy(POLICY)
+    questions = {"questions": [{"id": "scope", "prompt": "Scope?", "options": ["Full", "MVP (Recommended)"]},
+                               {"id": "name", "prompt": "Name the branch"}]}
+    Provider(rig, [decide(questions), Reply(text="ok")])  # the delegate answers "not json at all"
+    rpc = rig.rpc(env=decision_env(rig))
+
+    rpc.prompt_and_wait("decide")
+    command(rpc, "/decision-router-toggle")
+
+    on, toggle = audit_records(rig)
+    pi_on_path = shutil.which("pi", path=rig.env["PATH"])
+    assert pi_on_path and Path(pi_on_path).is_absolute()
+    assert on["child"] == {
+        "attempted": True, "status": "fallback", "model": "fake-local", "command": pi_on_path,
+        "error": "invalid result: extract_json(): no JSON object found"}
+    assert [a["reason"] for a in on["answers"]] == [
+        "Child agent was unavailable or returned an invalid answer; fallback policy selected the "
+        "recommended/default option or first option.",
+        "No options were provided; fallback policy supplied an unattended default."]
+    assert toggle["child"] == {"attempted": False, "status": "disabled"}
+    assert toggle["questions"] == [{"id": "enabled", "prompt": "Enable unattended decisions?",
+                                    "options": ["on", "off"]}]
+
+
+def test_a_decision_while_off_records_only_that_the_child_is_disabled(rig: RouterRig) -> None:
+    """While OFF the tool is not offered, so the call is made the way the engine gets it."""
+    rig.policy(POLICY)
+    event = rig.tmp / "question.json"
+    event.write_text(json.dumps({"type": "question", "tool_name": "decision_request",
+                                 "questions": [{"id": "q1", "prompt": "Go on?", "options": []}]}))
+    state = rig.tmp / "off.json"
+    state.write_text(json.dumps({"dr": {"enabled": False}}))
+
+    done = rig.router("explain", "-e", str(event), "--state", str(state), "--format", "json")
+
+    assert done.returncode == 0, done.stderr
+    [audit] = [e["params"] for e in json.loads(done.stdout)["effects"] if e["action"] == "audit"]
+    assert audit["record"]["child"] == {"attempted": False, "status": "disabled"}
+    assert audit["record"]["answers"][0]["reason"] == (
+        "No options were provided; fallback policy supplied an unattended default.")
 
 
 def test_commands_are_silent_in_print_mode(rig: RouterRig) -> None:

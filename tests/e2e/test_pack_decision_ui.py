@@ -18,6 +18,7 @@ from tests.e2e.fake_provider import Reply
 from tests.e2e.helpers_decision import (
     FALLBACK_REASON,
     MARKER,
+    OPEN_REASON,
     POLICY,
     STATUS_OFF,
     STATUS_ON,
@@ -120,12 +121,14 @@ def test_dialogs_answered_without_reaching_the_client(rig: RouterRig) -> None:
     assert statuses(rpc, DR_KEY) == [STATUS_ON]  # set once at session start, never by a dialog
     assert statuses(rpc, DR_KEY, since) == []
     records = audit_records(rig)
-    assert [r["toolName"] for r in records] == ["ui.select", "ui.confirm", "ui.input", "ui.editor"]
+    assert [r["toolName"] for r in records] == [
+        "ctx.ui.select", "ctx.ui.confirm", "ctx.ui.input", "ctx.ui.editor"]
     assert [r["questions"][0]["prompt"] for r in records] == [
         "Pick a plan", "Proceed?\nApply the change", "Name\nPlaceholder: placeholder",
         "Notes\nPrefilled value: prefill"]
     assert {r["child"]["error"] for r in records} == {"child exited with code 3: child broke"}
-    assert {a["reason"] for r in records for a in r["answers"]} == {FALLBACK_REASON}
+    assert [a["reason"] for r in records for a in r["answers"]] == [FALLBACK_REASON] * 2 + [OPEN_REASON] * 2
+    assert [o["label"] for o in records[1]["questions"][0]["options"]] == ["Yes", "No"]
 
 
 def test_dialog_answered_by_the_child(rig: RouterRig) -> None:
