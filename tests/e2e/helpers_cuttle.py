@@ -8,9 +8,11 @@ llama.cpp server whose ``chat-small`` model is the classifier (Pi's own llama-cp
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
+from tests.e2e.fake_chat import Reply
 from tests.e2e.helpers_router import RouterRig
 from tests.e2e.pi_harness import make_agent_dir, model_entry
 from tests.e2e.pi_rpc import RpcPi
@@ -118,3 +120,34 @@ def chat_models(rig: RouterRig) -> list[str]:
 def cuttle(rig: RouterRig, *args: str, **kwargs: Any) -> RpcPi:
     """An RPC Pi with the bridge, offline (no background refresh of every provider)."""
     return rig.rpc("--offline", *args, **kwargs)
+
+
+class Concurrency:
+    """A Script fn that tracks in-flight chat requests. The first is held until ``release`` is set;
+    ``hold_s`` is only an upper bound (``held_too_long`` tells it ran out)."""
+
+    def __init__(self, hold_s: float) -> None:
+        self.hold_s = hold_s
+        self.lock = threading.Lock()
+        self.now = 0
+        self.peak = 0
+        self.seen = 0
+        self.first = threading.Event()
+        self.second = threading.Event()
+        self.release = threading.Event()
+        self.held_too_long = False
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        with self.lock:
+            self.now += 1
+            self.seen += 1
+            self.peak = max(self.peak, self.now)
+            number = self.seen
+        if number == 1:
+            self.first.set()
+            self.held_too_long = not self.release.wait(self.hold_s)
+        else:
+            self.second.set()
+        with self.lock:
+            self.now -= 1
+        return Reply(text="done")

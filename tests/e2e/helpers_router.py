@@ -140,6 +140,16 @@ def command(rpc: RpcPi, text: str, timeout: float | None = None) -> list[str]:
     return notices(rpc, since)
 
 
+ONLY_READ = """
+rules:
+  - id: rule-a
+    on: input
+    do:
+      - tools: {only: [read]}
+"""
+"""A user policy whose one rule cuts the tools to `read`: visible in the first request."""
+
+
 # -- scripted replies -------------------------------------------------------------------------
 
 
@@ -354,9 +364,14 @@ def rig(
     rpc_pi: Callable[..., RpcPi],
 ) -> Iterator[RouterRig]:
     """A RouterRig with retry off (scripted failures must not be retried)."""
-    agent = make_agent_dir(tmp_path, fake_provider, settings={"retry": {"enabled": False}})
-    env = router_env(agent, pi_install)
-    yield RouterRig(tmp_path, fake_provider, pi_install, agent, workdir, env, rpc_pi)
+    yield make_rig(tmp_path, fake_provider, pi_install, workdir, rpc_pi)
+
+
+def make_rig(tmp_path: Path, fake: FakeProvider, install: PiInstall, workdir: Path,
+             rpc_factory: Callable[..., RpcPi]) -> RouterRig:
+    """A RouterRig over a fresh agent dir with retry off, starting RPC Pis with `rpc_factory`."""
+    agent = make_agent_dir(tmp_path, fake, settings={"retry": {"enabled": False}})
+    return RouterRig(tmp_path, fake, install, agent, workdir, router_env(agent, install), rpc_factory)
 
 
 def kill_descendant(root_pid: int, pid: int) -> None:

@@ -11,6 +11,7 @@ from tests.e2e import helpers_router
 from tests.e2e.fake_provider import Reply
 from tests.e2e.helpers_router import (
     BUILTIN,
+    ONLY_READ,
     RouterRig,
     descendants,
     is_notify,
@@ -26,13 +27,6 @@ from tests.e2e.helpers_router import (
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
 
-ONLY_READ = """
-rules:
-  - id: rule-a
-    on: input
-    do:
-      - tools: {only: [read]}
-"""
 
 ONLY_BASH = """
 rules:

@@ -16,6 +16,7 @@ import pytest
 from tests.e2e import helpers_router
 from tests.e2e.fake_provider import Reply
 from tests.e2e.helpers_router import (
+    ONLY_READ,
     RouterRig,
     descendants,
     is_notify,
@@ -30,13 +31,6 @@ from tests.e2e.helpers_router import (
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
 
-ONLY_READ = """
-rules:
-  - id: rule-a
-    on: input
-    do:
-      - tools: {only: [read]}
-"""
 # 100,000 levels of flow nesting: the YAML C composer recurses once per level and crashes the process
 PARSER_CRASH = "version: 1\nrules: " + "[" * 100_000 + "]" * 100_000 + "\n"
 

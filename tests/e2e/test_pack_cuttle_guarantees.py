@@ -24,6 +24,7 @@ from tests.e2e.helpers_cuttle import (
     CHEAP,
     REASONING,
     SMALL,
+    Concurrency,
     base_config,
     chat_models,
     cuttle,
@@ -255,36 +256,10 @@ def test_a_write_keeps_unknown_keys_their_order_and_a_bom_and_leaves_a_backup(ri
 # -- maxConcurrent holds ------------------------------------------------------------------------
 
 
-class Overlap:
-    """A Script fn that records how many chat requests are in flight at once. The first request is
-    held until ``release`` is set (``hold_s`` is only an upper bound)."""
-
-    def __init__(self, hold_s: float = 90.0) -> None:
-        self.hold_s = hold_s
-        self.lock = threading.Lock()
-        self.now = self.peak = self.seen = 0
-        self.first = threading.Event()
-        self.release = threading.Event()
-        self.held_too_long = False
-
-    def __call__(self, body: JsonDict) -> Reply:
-        with self.lock:
-            self.now += 1
-            self.seen += 1
-            self.peak = max(self.peak, self.now)
-            number = self.seen
-        if number == 1:
-            self.first.set()
-            self.held_too_long = not self.release.wait(self.hold_s)
-        with self.lock:
-            self.now -= 1
-        return Reply(text="done")
-
-
-def start_capped(rig: RouterRig, wait_ms: int) -> tuple[Overlap, RpcPi, RpcPi]:
+def start_capped(rig: RouterRig, wait_ms: int) -> tuple[Concurrency, RpcPi, RpcPi]:
     setup_cuttle(rig, base_config(maxConcurrent=1, slotWaitMs=wait_ms))
     p_complex(rig, 0.04)
-    tracker = Overlap()
+    tracker = Concurrency(hold_s=90.0)
     rig.fake.script.fn = tracker
     return tracker, cuttle(rig, "--model", "cuttle/auto"), cuttle(rig, "--model", "cuttle/auto")
 

@@ -27,6 +27,7 @@ from tests.e2e.helpers_cuttle import (
     CLASSIFIER,
     PRICEY,
     SMALL,
+    Concurrency,
     base_config,
     chat_models,
     classifier_calls,
@@ -373,37 +374,6 @@ class OpenWatch:
 
     def __exit__(self, *exc: object) -> None:
         os.close(self.fd)
-
-
-class Concurrency:
-    """A Script fn that tracks in-flight chat requests. The first is held until ``release`` is set;
-    ``hold_s`` is only an upper bound (``held_too_long`` tells it ran out)."""
-
-    def __init__(self, hold_s: float) -> None:
-        self.hold_s = hold_s
-        self.lock = threading.Lock()
-        self.now = 0
-        self.peak = 0
-        self.seen = 0
-        self.first = threading.Event()
-        self.second = threading.Event()
-        self.release = threading.Event()
-        self.held_too_long = False
-
-    def __call__(self, body: dict[str, Any]) -> Reply:
-        with self.lock:
-            self.now += 1
-            self.seen += 1
-            self.peak = max(self.peak, self.now)
-            number = self.seen
-        if number == 1:
-            self.first.set()
-            self.held_too_long = not self.release.wait(self.hold_s)
-        else:
-            self.second.set()
-        with self.lock:
-            self.now -= 1
-        return Reply(text="done")
 
 
 @pytest.mark.parametrize(("cap", "peak"), [(1, 1), (0, 2)], ids=["maxConcurrent-1", "no-cap-control"])

@@ -13,8 +13,8 @@ import pytest
 
 from tests.e2e.conftest import fake_provider, pi_install, started_rpcs, workdir
 from tests.e2e.fake_provider import FakeProvider
-from tests.e2e.helpers_router import RouterRig, router_env, wait_until
-from tests.e2e.pi_harness import PiInstall, make_agent_dir
+from tests.e2e.helpers_router import RouterRig, make_rig, wait_until
+from tests.e2e.pi_harness import PiInstall
 from tests.e2e.pi_rpc import RpcPi, TimedRpc
 from tests.reliability.faults import (
     Case,
@@ -143,6 +143,4 @@ def rig(
     timed_rpc: Callable[..., RpcPi],
 ) -> RouterRig:
     """The e2e RouterRig (retry off) whose ``rpc()`` starts TimedRpc Pis."""
-    agent = make_agent_dir(tmp_path, fake_provider, settings={"retry": {"enabled": False}})
-    env = router_env(agent, pi_install)
-    return RouterRig(tmp_path, fake_provider, pi_install, agent, workdir, env, timed_rpc)
+    return make_rig(tmp_path, fake_provider, pi_install, workdir, timed_rpc)
