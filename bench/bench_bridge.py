@@ -204,7 +204,7 @@ def python3_candidates() -> list[str]:
         candidate = Path(entry or ".") / "python3"
         if not (candidate.is_file() and os.access(candidate, os.X_OK)) or str(candidate) in found:
             continue
-        probe = subprocess.run([str(candidate), "-c", "import router.cli"], capture_output=True,
+        probe = subprocess.run([str(candidate), "-c", "import router.commands.cli"], capture_output=True,
                                timeout=60, check=False, cwd="/")
         if probe.returncode == 0:
             found.append(str(candidate))
@@ -267,8 +267,8 @@ def bench_a2_b(install: PiInstall, events: int, parts: set[str]) -> None:
             print(f"  {label:60s} median {statistics.median(result['samples']):7.1f} ms  "
                   f"min {min(result['samples']):7.1f}  max {max(result['samples']):7.1f}")
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import router.server"], check=True)
-        print(f"  for scale: `{Path(sys.executable).name} -c 'import router.server'` alone took "
+        subprocess.run([sys.executable, "-c", "import router.runtime.server"], check=True)
+        print(f"  for scale: `{Path(sys.executable).name} -c 'import router.runtime.server'` alone took "
               f"{(time.perf_counter() - started) * 1000:.0f} ms")
 
 

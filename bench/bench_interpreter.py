@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from router.compile import compile_files  # noqa: E402
-from router.interpreter import evaluate  # noqa: E402
+from router.compile.compiler import compile_files  # noqa: E402
+from router.engine.interpreter import evaluate  # noqa: E402
 
 EVENT = {
     "type": "input", "text": "please refactor the parser and fix the crash", "source": "rpc",

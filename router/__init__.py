@@ -14,15 +14,13 @@ __all__ = ["Decision", "Effect", "__version__", "compile_files", "evaluate", "lo
 
 def __getattr__(name: str) -> Any:
     if name in ("compile_files", "load_policy"):
-        from router import compile
-
+        from router.compile import compiler as compile
         return getattr(compile, name)
     if name in ("Decision", "Effect"):
-        from router import decision
-
+        from router.engine import decision
         return getattr(decision, name)
     if name == "evaluate":
-        from router.interpreter import evaluate
+        from router.engine.interpreter import evaluate
 
         return evaluate
     raise AttributeError(name)

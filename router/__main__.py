@@ -1,5 +1,5 @@
 """`python -m router` runs the command-line interface."""
 
-from router.cli import main
+from router.commands.entry import main
 
 main()

@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from router.compile import compile_files
-from router.compiled import CompiledPolicy
-from router.decision import Decision, SignalOutcome
-from router.diagnostics import Diagnostic, Severity
-from router.errors import ExpressionError
-from router.event_docs import complete_event
-from router.expr import Evaluator, ExpressionSyntaxError, compile_expression, compile_template
-from router.interpreter import evaluate
-from router.trace import Tracer
+from router.compile.compiled import CompiledPolicy
+from router.compile.compiler import compile_files
+from router.diagnostics.diagnostic import Diagnostic, Severity
+from router.diagnostics.errors import ExpressionError
+from router.engine.decision import Decision, SignalOutcome
+from router.engine.interpreter import evaluate
+from router.engine.trace import Tracer
+from router.lang.expr.expression import Evaluator, ExpressionSyntaxError, compile_expression, compile_template
+from router.load.event_documents import complete_event
 
 
 def write(tmp_path: Path, yaml_text: str, name: str = "policy.yaml") -> Path:

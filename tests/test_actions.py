@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from router.actions import ACTIONS, action_names
-from router.compile import compile_files
-from router.compiled import CompiledPolicy
-from router.diagnostics import Severity
-from router.events import EVENT_TYPES
+from router.compile.compiled import CompiledPolicy
+from router.compile.compiler import compile_files
+from router.diagnostics.diagnostic import Severity
+from router.events.catalog import EVENT_TYPES
 from tests.helpers import compile_ok, decide
 
 
@@ -89,7 +89,7 @@ def test_action_describe_returns_text(name: str, tmp_path: Path) -> None:
 
 
 def _plain(tree: object) -> object:
-    from router.expr import Template
+    from router.lang.expr.expression import Template
 
     if isinstance(tree, Template):
         return tree.source

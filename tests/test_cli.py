@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from router import cli
+from router.commands import cli
 from router.commands import schema as schema_command
 from tests.helpers import write
 

@@ -1,4 +1,4 @@
-"""router.codes: every diagnostic code the router emits has a complete catalogue entry."""
+"""router.diagnostics.codes: every diagnostic code the router emits has a complete catalogue entry."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from router.codes import CODES, render_code
+from router.diagnostics.codes import CODES, render_code
 
 ROUTER = Path(__file__).parent.parent / "router"
 

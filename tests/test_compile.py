@@ -1,4 +1,4 @@
-"""router.compile: every compile diagnostic, with its code, file, line and column."""
+"""router.compile.compiler: every compile diagnostic, with its code, file, line and column."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from router.compile import compile_files
-from router.diagnostics import Severity
-from router.loader import MAX_RULES
+from router.compile.compiler import compile_files
+from router.diagnostics.diagnostic import Severity
+from router.load.loader import MAX_RULES
 from tests.helpers import codes, compile_ok, compile_text, only, where, write
 
 

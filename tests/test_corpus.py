@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from router.cli import app
-from router.compile import compile_files
-from router.diagnostics import Severity
+from router.commands.cli import app
+from router.compile.compiler import compile_files
+from router.diagnostics.diagnostic import Severity
 from router.lint import run_checks
 
 CORPUS = Path(__file__).parent / "corpus" / "broken"

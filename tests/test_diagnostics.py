@@ -1,11 +1,19 @@
-"""router.diagnostics and router.trace: one record shape, sorted and rendered; traces filtered."""
+"""diagnostics.diagnostic, engine.trace: one record shape, sorted, rendered; traces filtered."""
 
 from __future__ import annotations
 
 import json
 
-from router.diagnostics import Diagnostic, Severity, Span, count, render_json, render_text, sort_diagnostics
-from router.trace import TraceEvent, filter_events, render_trace
+from router.diagnostics.diagnostic import (
+    Diagnostic,
+    Severity,
+    Span,
+    count,
+    render_json,
+    render_text,
+    sort_diagnostics,
+)
+from router.engine.trace import TraceEvent, filter_events, render_trace
 
 W = Severity.WARNING
 

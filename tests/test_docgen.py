@@ -1,4 +1,4 @@
-"""router.docgen: the committed reference pages match the code and document every registered name."""
+"""router.commands.docgen: the committed reference pages match the code and document every registered name."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from router import docgen
 from router.actions import ACTIONS
-from router.codes import CODES
-from router.events import EVENT_MODELS, EVENT_TYPES, EXAMPLES
-from router.functions import FUNCTIONS
+from router.commands import docgen
+from router.diagnostics.codes import CODES
+from router.events.catalog import EVENT_MODELS, EVENT_TYPES, EXAMPLES
+from router.lang.functions.library import FUNCTIONS
 from tests.helpers import compile_ok, decide
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"

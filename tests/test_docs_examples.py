@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pytest
 
-from router.paths import packs_dir
+from router.load.paths import packs_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "docs").glob("*/*.md")])

@@ -12,7 +12,7 @@ import pytest
 
 from router.commands import doctor
 from router.commands.install import install
-from router.compile import load_policy
+from router.compile.compiler import load_policy
 
 FAKE_PI = """#!/bin/sh
 echo "$@" >> "$(dirname "$0")/calls"
@@ -243,8 +243,8 @@ def test_check_render() -> None:
 
 def test_check_trust_names_the_state_and_the_command(tmp_path: Path) -> None:
     from router.commands.doctor import check_trust
-    from router.session_policy import read_project_content
-    from router.trust import TrustStore
+    from router.runtime.session_policy import read_project_content
+    from router.trust.store import TrustStore
 
     cwd, agent = tmp_path / "proj", tmp_path / "agent"
     assert check_trust(cwd, agent) == []

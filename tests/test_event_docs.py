@@ -1,4 +1,4 @@
-"""router.event_docs: people's event documents get every default, derived fields and located errors."""
+"""load.event_documents: people's event documents get every default, derived fields and located errors."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from router.diagnostics import Diagnostic
-from router.errors import EventError
-from router.event_docs import complete_event
-from router.events import EVENT_TYPES
-from router.source import parse_source
+from router.diagnostics.diagnostic import Diagnostic
+from router.diagnostics.errors import EventError
+from router.events.catalog import EVENT_TYPES
+from router.load.event_documents import complete_event
+from router.load.source import parse_source
 from tests.helpers import where
 
 

@@ -1,4 +1,4 @@
-"""router.executor: local effects, bridge signals, child `pi` processes, files and machine-wide slots."""
+"""runtime.executor: local effects, bridge signals, child `pi` processes, files and machine-wide slots."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from router.decision import ROUTER_LOG, Decision, Effect, SignalOutcome, SignalRequest
-from router.executor import CHILD_FLAGS, Executor, budget_ms
-from router.filelock import read_json
+from router.engine.decision import Decision, Effect, SignalOutcome, SignalRequest
+from router.runtime.executor import CHILD_FLAGS, Executor, budget_ms
+from router.runtime.filelock import read_json
+from router.trust.capabilities import ROUTER_LOG
 from tests.helpers import HANGING_PI, assert_group_gone, stub
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,8 +40,8 @@ print('  {{"answers": []}}  ')
 """
 HOLDER = """
 import asyncio, sys
-from router.decision import SignalRequest
-from router.executor import Executor
+from router.engine.decision import SignalRequest
+from router.runtime.executor import Executor
 async def main():
     ex = Executor(None, cwd=".")
     got = await ex.compute(SignalRequest("s", "slot", {"dir": sys.argv[1], "max": 1, "wait_ms": 5000}))

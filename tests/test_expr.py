@@ -1,4 +1,4 @@
-"""router.expr: compiling `when` expressions and `{…}` templates, null semantics, limits, metadata."""
+"""lang.expr.expression: compiling `when` expressions and `{…}` templates, nulls, limits, metadata."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from router.errors import ExpressionError
-from router.expr import Evaluator, ExpressionSyntaxError, compile_expression, compile_template
+from router.diagnostics.errors import ExpressionError
+from router.lang.expr.expression import Evaluator, ExpressionSyntaxError, compile_expression, compile_template
 from tests.helpers import fails, refused, render, run
 
 

@@ -1,4 +1,4 @@
-"""router.expr_compiler: the closure-compiled expressions agree with the simpleeval reference."""
+"""router.lang.expr.compiler: the closure-compiled expressions agree with the simpleeval reference."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from router.errors import ExpressionError
-from router.expr import Evaluator, ExpressionSyntaxError, compile_expression
+from router.diagnostics.errors import ExpressionError
+from router.lang.expr.expression import Evaluator, ExpressionSyntaxError, compile_expression
 from tests.helpers import same_value
 
 NAMES = ["a", "b", "n", "s", "items", "d", "missing"]

@@ -17,12 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from router.budget import DEFAULT_BUDGET, Budget, BudgetExceeded, BudgetLimits
-from router.decision import Decision
-from router.errors import ExpressionError
-from router.expr import Evaluator, ExpressionSyntaxError, compile_template
-from router.functions import MAX_TEXT
-from router.interpreter import evaluate
+from router.diagnostics.errors import ExpressionError
+from router.engine.decision import Decision
+from router.engine.interpreter import evaluate
+from router.lang.budget import DEFAULT_BUDGET, Budget, BudgetExceeded, BudgetLimits
+from router.lang.expr.expression import Evaluator, ExpressionSyntaxError, compile_template
+from router.lang.functions.library import MAX_TEXT
 from tests.helpers import compile_ok, event, fails, refused, run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -387,7 +387,7 @@ def test_backtracking_regex_from_data_stops_at_the_time_budget_rt404() -> None:
 
 
 def test_backtracking_regex_with_the_default_budget_ends() -> None:
-    code = ("from router.budget import BudgetExceeded\nfrom tests.helpers import run\n"
+    code = ("from router.lang.budget import BudgetExceeded\nfrom tests.helpers import run\n"
             "try:\n    run(\"regex(t, '(a|aa)+$')\", t='a' * 80 + '!')\n"
             "except BudgetExceeded as exc:\n    print(exc.code)\n")
     assert finishes(code).strip() == "RT404"

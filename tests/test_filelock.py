@@ -1,4 +1,4 @@
-"""router.filelock: appends and JSON updates shared by several processes never lose or mix data."""
+"""router.runtime.filelock: appends and JSON updates shared by several processes never lose or mix data."""
 
 from __future__ import annotations
 
@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from router.filelock import JsonFileError, append_line, load_json, read_json, update_json, update_json_values
+from router.runtime.filelock import (
+    JsonFileError,
+    append_line,
+    load_json,
+    read_json,
+    update_json,
+    update_json_values,
+)
 
 FORK = multiprocessing.get_context("fork")
 WORKERS = 4

@@ -1,4 +1,4 @@
-"""router.functions: every helper, through both languages, with its edge cases."""
+"""router.lang.functions.library: every helper, through both languages, with its edge cases."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 import jmespath
 import pytest
 
-from router.functions import FUNCTIONS
-from router.query import _OPTIONS, compile_query
+from router.lang.functions.library import FUNCTIONS
+from router.lang.query.query import _OPTIONS, compile_query
 from tests.helpers import fails, run
 
 # JMESPath spellings of the examples of the functions JMESPath does not have natively.

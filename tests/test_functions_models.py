@@ -1,4 +1,4 @@
-"""router.functions: the number, score, thinking-level and model-catalog helpers."""
+"""router.lang.functions.library: the number, score, thinking-level and model-catalog helpers."""
 
 from __future__ import annotations
 

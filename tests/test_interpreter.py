@@ -1,4 +1,4 @@
-"""router.interpreter: ordered first-match rules, shadows, state, errors, purity and tracing."""
+"""router.engine.interpreter: ordered first-match rules, shadows, state, errors, purity and tracing."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from router.compiled import CompiledPolicy
-from router.interpreter import evaluate
-from router.trace import BufferTracer
+from router.compile.compiled import CompiledPolicy
+from router.engine.interpreter import evaluate
+from router.engine.trace import BufferTracer
 from tests.helpers import compile_ok, decide, texts
 
 ORDER = """

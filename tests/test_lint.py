@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from router.commands import lint as lint_command
-from router.diagnostics import Severity
+from router.diagnostics.diagnostic import Severity
 from router.lint import CHECKS, run_checks
 from tests.helpers import codes, compile_ok, compile_text, write
 
@@ -201,8 +201,8 @@ def test_default_pack_lints_clean(tmp_path: Path) -> None:
 def test_built_in_packs_combined_lint_clean_and_share_no_names(tmp_path: Path) -> None:
     """A later file replaces an earlier file's signal or var of the same name, so packs that can be
     combined must not reuse a name for something else (one pack would silently break the other)."""
-    from router.paths import packs_dir
-    from router.source import read_source
+    from router.load.paths import packs_dir
+    from router.load.source import read_source
 
     definitions: dict[tuple[str, str], tuple[str, object]] = {}
     for pack in sorted(packs_dir().glob("*.yaml")):

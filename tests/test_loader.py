@@ -1,11 +1,11 @@
-"""router.loader and the layering half of router.compile: use:, overrides, disable, placement, groups."""
+"""load.loader and the layering half of compile.compiler: use:, overrides, disable, placement, groups."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from router.compile import compile_files, load_policy
-from router.loader import layer_paths, load_layers, pack_names, packs_dir
+from router.compile.compiler import compile_files, load_policy
+from router.load.loader import layer_paths, load_layers, pack_names, packs_dir
 from tests.helpers import codes, decide, texts, write
 
 BASE = """
@@ -205,7 +205,7 @@ def test_missing_layer_file_rt100(tmp_path: Path) -> None:
 
 
 def test_describe_files_names_layers_and_what_they_use(tmp_path: Path) -> None:
-    from router.loader import describe_files
+    from router.load.loader import describe_files
 
     write(tmp_path, "version: 1\n", "agent/router.yaml")
     write(tmp_path, "version: 1\nuse: [./base.yaml]\n", "proj/.pi/team.yaml")

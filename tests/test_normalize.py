@@ -1,4 +1,4 @@
-"""router.normalize: the bridge's payloads (Pi's field names) -> normalized event documents."""
+"""router.events.normalize: the bridge's payloads (Pi's field names) -> normalized event documents."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from router import normalize as normalize_module
-from router.events import EVENT_MODELS, EVENT_TYPES
-from router.normalize import model_catalog, normalize
+from router.events import normalize as normalize_module
+from router.events.catalog import EVENT_MODELS, EVENT_TYPES
+from router.events.normalize import model_catalog, normalize
 
 PI_MODEL = {"provider": "fake", "id": "fake-cloud", "name": "Fake Cloud", "api": "openai-completions",
             "contextWindow": 200000, "maxTokens": 16384, "reasoning": True, "input": ["text", "image"],
@@ -239,8 +239,8 @@ def test_normalize_question_context_given_only_for_the_calls_own_context() -> No
 
 def test_decision_pack_cuts_only_the_excerpt_to_max_context_chars() -> None:
     """As in the original pi-decision-router, PI_DECISION_ROUTER_MAX_CONTEXT_CHARS caps the excerpt only."""
-    from router.compile import compile_files
-    from router.interpreter import evaluate
+    from router.compile.compiler import compile_files
+    from router.engine.interpreter import evaluate
 
     policy, _ = compile_files([("pack", Path(__file__).parent.parent / "rules" / "decision.yaml")])
     assert policy is not None

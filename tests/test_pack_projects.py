@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from router.paths import display_path, pack_names
+from router.load.paths import display_path, pack_names
 from tests.helpers import write
 
 ROUTER = Path(sys.executable).parent / "router"
@@ -185,7 +185,7 @@ def test_packs_flag_runs_the_built_in_packs_own_tests(tmp_path: Path, agent: Pat
 
 
 def test_explicit_pack_tests_path_still_runs_them(agent: Path) -> None:
-    from router.paths import packs_dir
+    from router.load.paths import packs_dir
 
     done = router(packs_dir(), agent, "test", str(packs_dir()))
     assert done.returncode == 0 and "FAIL: 0/" in done.stdout, done.stdout[-3000:]

@@ -1,4 +1,4 @@
-"""router.paths: readable paths, the agent dir, the built-in packs and the default policy layers."""
+"""router.load.paths: readable paths, the agent dir, the built-in packs and the default policy layers."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from router import paths
+from router.load import paths
 
 
 @pytest.fixture

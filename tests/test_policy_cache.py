@@ -1,4 +1,4 @@
-"""router.policy_cache: a cached policy decides exactly like the compiled one; stale caches miss."""
+"""router.compile.cache: a cached policy decides exactly like the compiled one; stale caches miss."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from router import policy_cache
-from router.compile import compile_files
-from router.event_docs import complete_event
-from router.interpreter import evaluate
-from router.paths import packs_dir
-from router.policy_cache import cache_key, cache_path, from_ir, load, save, to_ir
+from router.compile import cache as policy_cache
+from router.compile.cache import cache_key, cache_path, from_ir, load, save, to_ir
+from router.compile.compiler import compile_files
+from router.engine.interpreter import evaluate
+from router.load.event_documents import complete_event
+from router.load.paths import packs_dir
 
 TOOLS = ["read", "bash", "edit", "write", "grep"]
 EVENTS = [

@@ -1,4 +1,4 @@
-"""router.protocol: one JSON object per line, split on `\\n` only; non-objects are refused."""
+"""router.runtime.protocol: one JSON object per line, split on `\\n` only; non-objects are refused."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from router import protocol
+from router.runtime import protocol
 
 # JSON-like values as the bridge sends them (text without lone surrogates: those are tested below).
 SCALARS = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20) | st.floats(

@@ -1,4 +1,4 @@
-"""router.query and router.jmespath_compiler: JMESPath `match` compiled once to closures."""
+"""router.lang.query.query and router.lang.query.compiler: JMESPath `match` compiled once to closures."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from router.errors import ExpressionError
-from router.expr import ExpressionSyntaxError
-from router.query import _OPTIONS, compile_query
+from router.diagnostics.errors import ExpressionError
+from router.lang.expr.expression import ExpressionSyntaxError
+from router.lang.query.query import _OPTIONS, compile_query
 from tests.helpers import same_value
 
 

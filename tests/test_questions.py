@@ -1,4 +1,4 @@
-"""router.questions: any question shape -> DecisionQuestion (the original pi-decision-router's shapes)."""
+"""router.events.questions: any question shape -> DecisionQuestion (the seed's shapes)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from router.events import Question
-from router.questions import (
+from router.events.catalog import Question
+from router.events.questions import (
     CONTEXT_CAP,
     dialog_questions,
     explicit_context,

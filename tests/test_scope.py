@@ -1,4 +1,4 @@
-"""router.scope: signals computed lazily, at most once, with fallbacks and visible failures."""
+"""router.engine.scope: signals computed lazily, at most once, with fallbacks and visible failures."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from router.decision import SignalOutcome
-from router.functions import FUNCTIONS, Function
+from router.engine.decision import SignalOutcome
+from router.lang.functions.library import FUNCTIONS, Function
 from tests.helpers import compile_ok, decide, texts
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from router.decision import SignalOutcome, SignalRequest
-from router.event_docs import complete_event
-from router.executor import Executor
-from router.expr import ExpressionSyntaxError, compile_template
+from router.engine.decision import SignalOutcome, SignalRequest
+from router.lang.expr.expression import ExpressionSyntaxError, compile_template
+from router.load.event_documents import complete_event
+from router.runtime.executor import Executor
 from tests.helpers import compile_ok, decide, fails, render
 
 

@@ -1,4 +1,4 @@
-"""router.server: the sidecar's Engine (hello, events, signals, reloads, cache) and its stdio loop."""
+"""router.runtime.server: the sidecar's Engine (hello, events, signals, reloads, cache) and its stdio loop."""
 
 from __future__ import annotations
 
@@ -19,15 +19,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import router.compile
-import router.executor as executor_module
-from router import __version__, policy_command, protocol
-from router.compile import compile_files
-from router.paths import packs_dir
-from router.server import Connection, Engine, handle_line, id_key
-from router.server import Lines as LineReader
-from router.session_policy import read_project_content
-from router.trust import TrustStore
+import router.compile.compiler
+import router.runtime.executor as executor_module
+from router import __version__
+from router.compile.compiler import compile_files
+from router.load.paths import packs_dir
+from router.runtime import policy_command, protocol
+from router.runtime.server import Connection, Engine, handle_line, id_key
+from router.runtime.server import Lines as LineReader
+from router.runtime.session_policy import read_project_content
+from router.trust.store import TrustStore
 from tests.helpers import HANGING_PI, assert_group_gone, stub
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -294,7 +295,7 @@ def test_event_stubbed_compute_called_once_per_signal(
 
     async def compute(request: Any) -> Any:
         seen.append((request.name, request.kind))
-        from router.decision import SignalOutcome
+        from router.engine.decision import SignalOutcome
 
         return SignalOutcome(result="mid")
 
@@ -353,7 +354,7 @@ def test_policy_cache_second_engine_does_not_compile(tmp_path: Path, monkeypatch
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("load_policy called although the cache is fresh")
 
-    monkeypatch.setattr(router.compile, "load_policy", refuse)
+    monkeypatch.setattr(router.compile.compiler, "load_policy", refuse)
     second = Engine(FakeConnection(), cwd=rig.cwd, agent=rig.agent, extra=[])  # type: ignore[arg-type]
     hello = asyncio.run(second.hello({"cwd": str(rig.cwd)}))
     assert {k: hello[k] for k in ("events", "commands", "tools", "virtual_models")} == {
@@ -776,7 +777,7 @@ def test_reload_that_raises_keeps_the_last_good_policy(tmp_path: Path,
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise MemoryError("out of memory")
 
-    monkeypatch.setattr(router.compile, "load_policy", broken)
+    monkeypatch.setattr(router.compile.compiler, "load_policy", broken)
     rig.edit(POLICY + "# changed\n")
     result = rig.event()
     assert result["fired"] == ["greet"]
@@ -867,3 +868,38 @@ def test_serve_subprocess_survives_hostile_lines(tmp_path: Path) -> None:
     assert "nested deeper than 100 levels" in answers[2]["error"]["message"]
     assert "longer than the limit" in answers[4]["error"]["message"]
     assert last["id"] == 6 and last["result"]["fired"] == ["greet"]  # alive and answering
+
+
+def _serve_once(rig: Rig, *python_flags: str) -> str:
+    """Start the sidecar, say hello, evaluate one event, shut it down; its stderr."""
+    argv = [sys.executable, *python_flags, "-P", "-m", "router", "serve", "--cwd", str(rig.cwd),
+            "--agent-dir", str(rig.agent)]
+    env = {**os.environ, "PI_CODING_AGENT_DIR": str(rig.agent)}
+    with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          cwd=rig.agent, env=env) as process:
+        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        reader = Reader(process.stdout)
+        try:
+            for message in ({"id": 1, "method": "hello", "params": {"cwd": str(rig.cwd)}},
+                            {"id": 2, "method": "event", "params": INPUT},
+                            {"id": 3, "method": "shutdown", "params": {}}):
+                process.stdin.write(protocol.encode(message))
+                process.stdin.flush()
+                assert "result" in reader.answer()
+            process.stdin.close()
+            assert process.wait(timeout=10) == 0
+            return process.stderr.read().decode()
+        finally:
+            if process.poll() is None:
+                process.kill()
+
+
+def test_a_sidecar_started_on_a_cached_policy_imports_no_validation_or_yaml_library(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, POLICY)
+    first = _serve_once(rig, "-X", "importtime")
+    assert " pydantic" in first  # the first start compiles the policy from YAML
+    imported = {line.rsplit("|", 1)[-1].strip() for line in _serve_once(rig, "-X", "importtime").splitlines()
+                if line.startswith("import time:")}
+    assert {"router.runtime.server", "router.compile.cache"} <= imported
+    heavy = {m for m in imported if m.split(".")[0] in {"pydantic", "ruamel", "typer", "click"}}
+    assert heavy == set()

@@ -1,4 +1,4 @@
-"""router.source: YAML with the 1-based position of every key and value."""
+"""router.load.source: YAML with the 1-based position of every key and value."""
 
 from __future__ import annotations
 
@@ -9,9 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from router.diagnostics import Diagnostic
-from router.errors import SourceError
-from router.source import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, format_key_path, parse_source, read_source
+from router.diagnostics.diagnostic import Diagnostic
+from router.diagnostics.errors import SourceError
+from router.load.source import (
+    MAX_DEPTH,
+    MAX_FILE_BYTES,
+    MAX_NODES,
+    format_key_path,
+    parse_source,
+    read_source,
+)
 
 POLICY = """\
 version: 1

@@ -1,4 +1,4 @@
-"""router.testing and `router test` (router.commands.test): cases, inline examples, reports."""
+"""router.testing.runner and `router test` (router.commands.test): cases, inline examples, reports."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from router.commands import test as test_command
-from router.decision import Decision, Effect
-from router.model import Expectation
-from router.paths import display_path
-from router.testing import compare, run_examples
+from router.engine.decision import Decision, Effect
+from router.load.model import Expectation
+from router.load.paths import display_path
+from router.testing.runner import compare, run_examples
 from tests.helpers import compile_ok, write
 
 POLICY = """

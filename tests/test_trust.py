@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from router.commands import trust as command
-from router.compile import compile_files
-from router.session_policy import load_session_policy, read_project_content
-from router.trust import TrustStore, TrustStoreError, decide, file_digest, project_content
+from router.compile.compiler import compile_files
+from router.runtime import trust_review as command
+from router.runtime.session_policy import load_session_policy, read_project_content
+from router.trust.store import TrustStore, TrustStoreError, decide, file_digest, project_content
 
 PROJECT = "rules:\n  - {id: p, on: turn_start, do: [{notify: x}]}\n"
 
@@ -123,7 +123,7 @@ def test_project_data_files_are_pinned_with_the_project_policy(tmp_path: Path) -
 
 
 def test_project_data_must_stay_inside_the_project() -> None:
-    from router.model import Policy
+    from router.load.model import Policy
 
     for name in ("/etc/passwd", "../x.json", "~/x.json", ""):
         with pytest.raises(ValueError, match="not a path inside the project"):
@@ -210,7 +210,7 @@ def test_summary_shows_overrides_and_escapes_control_characters(tmp_path: Path) 
 def test_review_digest_and_summary_come_from_one_read(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The file swapped between two reads would make the summary describe other bytes."""
-    import router.source as source
+    import router.load.source as source
 
     root = project(tmp_path)
     reads: list[Path] = []
@@ -221,7 +221,7 @@ def test_review_digest_and_summary_come_from_one_read(tmp_path: Path,
         return original(path, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(source, "read_source", counting)
-    import router.loader as loader
+    import router.load.loader as loader
 
     monkeypatch.setattr(loader, "read_source", counting)
     item = command.review(root, tmp_path / "agent")

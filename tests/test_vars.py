@@ -1,4 +1,4 @@
-"""router.vars: environment-bound variables parsed the way the seeds parse them."""
+"""router.compile.vars: environment-bound variables parsed the way the seeds parse them."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from router.model import EnvVar
-from router.vars import parse_env_value, resolve_vars
+from router.compile.vars import parse_env_value, resolve_vars
+from router.load.model import EnvVar
 from tests.helpers import compile_ok, decide, texts
 
 

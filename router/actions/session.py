@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from router.actions import action
 from router.actions._base import Params, show
-from router.decision import ROUTER_LOG
+from router.trust.capabilities import ROUTER_LOG
 
 
 class CompactParams(Params):

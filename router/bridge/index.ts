@@ -20,11 +20,11 @@ const EVENT_TIMEOUT_MS = Number(process.env.ROUTER_BRIDGE_TIMEOUT_MS) || 1500;
 const HELLO_TIMEOUT_MS = Number(process.env.ROUTER_BRIDGE_HELLO_TIMEOUT_MS) || 2000;
 const PRELOAD_LOAD_MS = 5000; // loading at startup delays Pi's start: at most this long
 const MAX_BUDGET_MS = 600000; // no progress note extends a wait beyond this
-const MAX_LINE_CHARS = 64 * 1024 * 1024; // as the sidecar's own limit (router/protocol.py)
+const MAX_LINE_CHARS = 64 * 1024 * 1024; // as the sidecar's own limit (router/runtime/protocol.py)
 const MAX_BACKOFF_MS = 30000;
 const STATE_ENTRY = "pi-policy-router.state";
 const STATUS_KEY = "pi-policy-router";
-const EXCERPT_ENTRIES = 12; // only bounds the payload: router/questions.py decides what the excerpt holds
+const EXCERPT_ENTRIES = 12; // only bounds the payload: router/events/questions.py decides what the excerpt holds
 const RPIV_PROMPT = "rpiv:ask-user:prompt";
 const RPIV_BLOCKED = "rpiv:ask-user:blocked";
 
@@ -569,7 +569,7 @@ export default async function (pi: any) {
 	}
 
 	/**
-	 * What Pi says about trust, for the engine to decide on (router/trust.py): `--approve` or
+	 * What Pi says about trust, for the engine to decide on (router/trust/store.py): `--approve` or
 	 * `--no-approve` on Pi's command line, and `defaultProjectTrust` from the user's own
 	 * `<agent dir>/settings.json` (never the merged settings: a project's `.pi/settings.json` must
 	 * not vouch for itself). `approvedDigest` is the content the engine approved for this run at

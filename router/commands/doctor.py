@@ -14,10 +14,10 @@ from typing import Any
 
 from router.commands import policy_note
 from router.commands.install import CONFIG_NAME, configured_command, installed_state, serve_command
-from router.compile import LoadedPolicy, load_layered
-from router.diagnostics import has_errors
+from router.compile.compiler import LoadedPolicy, load_layered
+from router.diagnostics.diagnostic import has_errors
 from router.lint import run_checks
-from router.loader import describe_files
+from router.load.loader import describe_files
 
 PI_VERSION = "1.6.0"
 MIN_NODE = (22, 19)
@@ -172,8 +172,8 @@ def check_policy(loaded: LoadedPolicy) -> list[Check]:
 
 def check_trust(cwd: Path, agent: Path) -> list[Check]:
     """Whether Pi would apply the project policy here, and the exact way to trust it."""
-    from router.session_policy import read_project_content
-    from router.trust import TrustStore, TrustStoreError, decide
+    from router.runtime.session_policy import read_project_content
+    from router.trust.store import TrustStore, TrustStoreError, decide
 
     content, _ = read_project_content(cwd, agent)
     if content is None:

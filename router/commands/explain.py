@@ -9,17 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from router.commands import policy_note
-from router.compile import LoadedPolicy, compile_layers, load_layered
-from router.compiled import CompiledPolicy
-from router.decision import Decision, SignalOutcome
-from router.diagnostics import Diagnostic, Span
-from router.errors import EventError, SourceError
-from router.event_docs import complete_event
-from router.interpreter import evaluate
-from router.loader import PolicyFile
-from router.scope import show_value
-from router.source import SourceDoc, parse_source, read_source
-from router.trace import BufferTracer, TraceEvent, filter_events, render_trace
+from router.compile.compiled import CompiledPolicy
+from router.compile.compiler import LoadedPolicy, compile_layers, load_layered
+from router.diagnostics.diagnostic import Diagnostic, Span
+from router.diagnostics.errors import EventError, SourceError
+from router.engine.decision import Decision, SignalOutcome
+from router.engine.interpreter import evaluate
+from router.engine.scope import show_value
+from router.engine.trace import BufferTracer, TraceEvent, filter_events, render_trace
+from router.load.event_documents import complete_event
+from router.load.loader import PolicyFile
+from router.load.source import SourceDoc, parse_source, read_source
 
 DRY_RUN = "not computed in a dry run (give --signal {name}=VALUE to supply one)"
 MAX_PENDING = 16

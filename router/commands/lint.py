@@ -7,15 +7,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from router import __version__
-from router.codes import CODES
 from router.commands import policy_note
-from router.compile import compile_layers, load_layered
-from router.diagnostics import Diagnostic, has_errors, render_json, render_sarif, render_text
-from router.errors import SourceError
+from router.compile.compiler import compile_layers, load_layered
+from router.diagnostics.codes import CODES
+from router.diagnostics.diagnostic import Diagnostic, has_errors, render_json, render_sarif, render_text
+from router.diagnostics.errors import SourceError
 from router.lint import run_checks
-from router.loader import PolicyFile
-from router.source import read_text
-from router.testing import default_test_files, is_test_file, lint_test_file
+from router.load.loader import PolicyFile
+from router.load.source import read_text
+from router.testing.runner import default_test_files, is_test_file, lint_test_file
 
 
 def policy_files(paths: list[Path]) -> list[Path]:

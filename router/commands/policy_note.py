@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from router.loader import PolicyFile, describe_files
-from router.paths import display_path, project_policy_above
+from router.load.loader import PolicyFile, describe_files
+from router.load.paths import display_path, project_policy_above
 
 
 def policy_line(files: Iterable[PolicyFile], *, named: Path | None = None) -> str:

@@ -9,8 +9,8 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from router.actions import ACTIONS
-from router.events import EVENT_MODELS
-from router.model import Policy
+from router.events.catalog import EVENT_MODELS
+from router.load.model import Policy
 
 SCHEMA_FILES = {"policy": "policy.schema.json", "event": "event.schema.json"}
 

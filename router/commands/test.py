@@ -12,13 +12,13 @@ import json
 from pathlib import Path
 
 from router.commands import policy_note
-from router.compile import LoadedPolicy, compile_layers, load_layered
-from router.compiled import CompiledPolicy
-from router.diagnostics import Diagnostic, Span, has_errors, render_text, sort_diagnostics
-from router.errors import SourceError
-from router.loader import PolicyFile, describe_files
-from router.paths import display_path, packs_dir
-from router.testing import (
+from router.compile.compiled import CompiledPolicy
+from router.compile.compiler import LoadedPolicy, compile_layers, load_layered
+from router.diagnostics.diagnostic import Diagnostic, Span, has_errors, render_text, sort_diagnostics
+from router.diagnostics.errors import SourceError
+from router.load.loader import PolicyFile, describe_files
+from router.load.paths import display_path, packs_dir
+from router.testing.runner import (
     CaseResult,
     TestReport,
     default_test_files,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from router.compiled import CompiledPolicy
-from router.diagnostics import Diagnostic
+from router.compile.compiled import CompiledPolicy
+from router.diagnostics.diagnostic import Diagnostic
 
 Check = Callable[[CompiledPolicy], Iterator[Diagnostic]]
 

@@ -7,12 +7,12 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from router.compiled import CompiledPolicy, CompiledRule
-from router.diagnostics import Diagnostic, Severity, Span
-from router.expr import Expression, Template
+from router.compile.compiled import CompiledPolicy, CompiledRule
+from router.diagnostics.diagnostic import Diagnostic, Severity, Span
+from router.lang.expr.expression import Expression, Template
+from router.lang.query.query import Query
 from router.lint import check
-from router.query import Query
-from router.testing import run_examples
+from router.testing.runner import run_examples
 
 try:  # the regex parser is private; the check is skipped where it is missing
     from re import _parser as sre_parse  # type: ignore[attr-defined]

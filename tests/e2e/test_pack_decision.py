@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from router.paths import packs_dir
+from router.load.paths import packs_dir
 from tests.e2e import helpers_router
 from tests.e2e.fake_provider import Reply
 from tests.e2e.helpers_decision import (

@@ -27,18 +27,18 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from router import protocol
-from router.compile import compile_files
-from router.compiled import CompiledPolicy
-from router.decision import SignalOutcome
-from router.diagnostics import Diagnostic
-from router.errors import SourceError
-from router.interpreter import evaluate
-from router.loader import load_layers
-from router.normalize import model_catalog, normalize
-from router.paths import packs_dir
-from router.server import MAX_SIGNALS
-from router.source import SourceDoc, parse_source
+from router.compile.compiled import CompiledPolicy
+from router.compile.compiler import compile_files
+from router.diagnostics.diagnostic import Diagnostic
+from router.diagnostics.errors import SourceError
+from router.engine.decision import SignalOutcome
+from router.engine.interpreter import evaluate
+from router.events.normalize import model_catalog, normalize
+from router.load.loader import load_layers
+from router.load.paths import packs_dir
+from router.load.source import SourceDoc, parse_source
+from router.runtime import protocol
+from router.runtime.server import MAX_SIGNALS
 from tests.reliability.faults import ROBUSTNESS, Case
 from tests.test_normalize import CONTEXT, JSONISH, MODEL, PAYLOADS
 

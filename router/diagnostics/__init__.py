@@ -1,0 +1,1 @@
+"""diagnostics: see docs/architecture.md."""

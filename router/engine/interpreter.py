@@ -1,0 +1,375 @@
+"""The interpreter: pure evaluation of ordered rules against one normalized event.
+
+(policy, event, state, signal outcomes) -> Decision (+ trace). Rules are taken in order from the
+event-type index. Within a group the first rule that matches decides, unless it says
+`continue: true`; groups are independent. A `shadow` rule is evaluated and recorded but never
+applied and never stops its group. State writes (`set`/`unset`) are visible to later rules of the
+same event. When a rule needs an external signal that has no outcome yet, the decision comes back
+`pending` with the request to compute; evaluating again with the outcome finishes it.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from jmespath.exceptions import JMESPathError
+
+from router.compile.compiled import CompiledAction, CompiledPolicy, CompiledRule, CompiledSignal
+from router.diagnostics.diagnostic import Diagnostic, Span
+from router.diagnostics.errors import ExpressionError
+from router.engine.decision import Decision, Effect, SignalOutcome, SignalRequest
+from router.engine.scope import SignalErrors, SignalNeeded, Signals, lookup, show_value
+from router.engine.trace import TraceEvent, Tracer
+from router.lang.budget import Budget, BudgetExceeded
+from router.lang.expr.expression import Evaluator, Expression, Template, python_error
+from router.lang.query.query import Query
+from router.trust.capabilities import Confinement, Refused, check_rendered
+
+
+def evaluate(
+    policy: CompiledPolicy,
+    event: Mapping[str, Any],
+    *,
+    state: Mapping[str, Any] | None = None,
+    outcomes: Mapping[str, SignalOutcome] | None = None,
+    signal_values: Mapping[str, Any] | None = None,
+    tracer: Tracer | None = None,
+    budget: Budget | None = None,
+) -> Decision:
+    """Evaluate `event` against the policy's rules for its type.
+
+    `budget` bounds the time and size of the evaluation (a new one when not given; the server
+    passes one budget to every evaluation of the same event). When it runs out, the rules that
+    fired keep their effects, the rest are skipped and the decision carries an RT404 error.
+    """
+    run = _Run(policy, event, state or {}, outcomes or {}, signal_values or {}, tracer)
+    with (budget or Budget()).running() as active:
+        return run.decide(active)
+
+
+class _Run:
+    """The working data of one evaluation (never shared between evaluations)."""
+
+    def __init__(self, policy: CompiledPolicy, event: Mapping[str, Any], state: Mapping[str, Any],
+                 outcomes: Mapping[str, SignalOutcome], values: Mapping[str, Any],
+                 tracer: Tracer | None) -> None:
+        self.policy = policy
+        self.event, self.values = event, values
+        self.event_type = str(event.get("type", ""))
+        self.initial_state = state
+        self.state: dict[str, Any] = dict(state)
+        self.signals = Signals(policy, outcomes, values)
+        self.scope: dict[str, Any] = dict(event)
+        self.scope["vars"] = policy.vars_for(event.get("env") or {})
+        self.scope["state"] = self.state
+        self.scope["signals"] = self.signals
+        self.scope["signal_errors"] = SignalErrors(self.signals)
+        self.signals.evaluator_of = lambda: self.evaluator
+        self.signals.scope = self.scope
+        self.signals.sandbox_of = lambda: (self.sandbox, self.sandbox_evaluator)
+        self.tracer = tracer
+        self.effects: list[Effect] = []
+        self.shadowed: list[Effect] = []
+        self.fired: list[str] = []
+        self.errors: list[Diagnostic] = []
+
+    @functools.cached_property
+    def evaluator(self) -> Evaluator:
+        """The simpleeval-based evaluator, made only when templates or fallbacks need it."""
+        return Evaluator(self.scope)
+
+    @functools.cached_property
+    def sandbox(self) -> dict[str, Any]:
+        """The scope of a project layer's rules and signals: only the environment variables the
+        user grants (`project_env`), and vars resolved from those alone."""
+        confinement = self.policy.confinement
+        granted = confinement.env if confinement is not None else frozenset()
+        env = self.event.get("env") or {}
+        allowed = {k: v for k, v in env.items() if k in granted} if isinstance(env, Mapping) else {}
+        scope = dict(self.scope)  # state and signals are shared
+        scope["env"] = allowed
+        scope["vars"] = self.policy.vars_for(allowed)
+        return scope
+
+    @functools.cached_property
+    def sandbox_evaluator(self) -> Evaluator:
+        return Evaluator(self.sandbox)
+
+    def _scope(self, rule: CompiledRule) -> dict[str, Any]:
+        return self.sandbox if rule.sandboxed else self.scope
+
+    def _evaluator(self, rule: CompiledRule) -> Evaluator:
+        return self.sandbox_evaluator if rule.sandboxed else self.evaluator
+
+    def decide(self, budget: Budget) -> Decision:
+        self.budget = budget
+        decided: dict[str, str] = {}
+        tracer, clock, deadline = self.tracer, time.perf_counter, budget.deadline
+        for rule in self.policy.by_event.get(self.event_type, ()):
+            if rule.group in decided:
+                if tracer:
+                    self._trace("skip", rule, f"rule {rule.id}: skipped, group '{rule.group}' "
+                                f"decided by rule {decided[rule.group]}")
+                continue
+            run: Any = None
+            try:
+                if clock() > deadline:
+                    budget.check()
+                if tracer is None:  # the hot path: no tracing, conditions inline
+                    matched = True
+                    scope = self.sandbox if rule.sandboxed else self.scope
+                    try:
+                        for run, python_truth in rule.runs:
+                            value = run(scope)
+                            if value is True:
+                                continue
+                            if value is None or value is False or (not value if python_truth else (
+                                    value == "" or value == [] or value == {})):
+                                matched = False
+                                break
+                    except _EVAL_ERRORS:  # evaluate again, slowly, to record the error
+                        matched = self._matches(rule)
+                else:
+                    matched = self._matches(rule)
+                if matched:
+                    matched = self._fire(rule)
+            except SignalNeeded as need:
+                try:
+                    return self._pending(need.name, rule)
+                except BudgetExceeded as exc:  # rendering the signal's request ran out
+                    self._exhausted(rule, exc, None)
+                    break
+            except BudgetExceeded as exc:
+                self._exhausted(rule, exc, run)
+                break
+            if matched and not rule.shadow and not rule.continue_:
+                decided[rule.group] = rule.id
+        return self._decision()
+
+    def _decision(self) -> Decision:
+        return Decision(
+            event_type=self.event_type, effects=tuple(self.effects), shadowed=tuple(self.shadowed),
+            fired=tuple(self.fired), state=self.state, state_changed=self.state != self.initial_state,
+            errors=tuple(self.errors), signals=dict(self.signals.values),
+            signal_errors=dict(self.signals.errors),
+        )
+
+    # --- conditions ---------------------------------------------------------------------------
+
+    def _matches(self, rule: CompiledRule) -> bool:
+        if self.tracer:
+            self._trace("rule", rule, f"rule {rule.id}: enter" + (" (shadow)" if rule.shadow else ""))
+        scope = self._scope(rule)
+        for kind, cond, run in rule.conditions:
+            try:
+                value = run(scope)
+            except BudgetExceeded as exc:
+                exc.source = exc.source or cond.source
+                raise
+            except _EVAL_ERRORS as exc:
+                message = exc.message if isinstance(exc, ExpressionError) else python_error(exc)
+                self._error(rule, f"{kind} failed: {message}",
+                            rule.match_span if kind == "match" else rule.when_span)
+                return False
+            if value is None or value is False or value == "" or value == [] or value == {}:
+                if self.tracer:
+                    self._trace_condition(rule, kind, cond, value, False)
+                return False
+            if self.tracer:
+                self._trace_condition(rule, kind, cond, value, True)
+        return True
+
+    def _trace_condition(self, rule: CompiledRule, kind: str, cond: Query | Expression,
+                         value: Any, ok: bool) -> None:
+        span = rule.match_span if kind == "match" else rule.when_span
+        self._trace("cond", rule, f"{kind} {cond.source}: {'true' if ok else 'false'}"
+                    + ("" if isinstance(value, bool) else f" ({show_value(value)})")
+                    + self._bindings(rule, cond), depth=1, span=span)
+        if ok:
+            return
+        parts = cond.conjuncts()
+        for part in parts if len(parts) > 1 else ():
+            try:
+                part_value = part.search(self._scope(rule)) if isinstance(part, Query) \
+                    else self._evaluator(rule).value(part)
+            except (ExpressionError, SignalNeeded):
+                continue
+            if not _truthy(part_value):
+                self._trace("miss", rule, f"first miss: {part.source}{self._bindings(rule, part)}",
+                            depth=1, span=span)
+                return
+
+    def _bindings(self, rule: CompiledRule, cond: Query | Expression) -> str:
+        shown = []
+        for path in dict.fromkeys(cond.paths):
+            try:
+                shown.append(f"{'.'.join(path)}={show_value(lookup(self._scope(rule), path), 40)}")
+            except SignalNeeded:
+                shown.append(f"{'.'.join(path)}=<pending>")
+        return f"  [{', '.join(shown)}]" if shown else ""
+
+    # --- actions ------------------------------------------------------------------------------
+
+    def _fire(self, rule: CompiledRule) -> bool:
+        """Render and collect the rule's actions; False when the rule is refused (as if it had
+        not matched: none of its effects, and later rules of its group still run)."""
+        self.fired.append(rule.id)
+        if self.tracer:
+            verdict = "fired (shadow: recorded, not applied)" if rule.shadow else "fired"
+            self._trace("shadow" if rule.shadow else "fire", rule, f"rule {rule.id}: {verdict}", depth=1)
+        evaluator, confinement = self._evaluator(rule), self.policy.confinement
+        saved = (len(self.effects), len(self.shadowed), dict(self.state))
+        for action in rule.actions:
+            try:
+                params = _render(evaluator, action.params)
+            except ExpressionError as exc:
+                self._error(rule, f"action '{action.name}' skipped: {exc.message}", action.span)
+                continue
+            if action.confined and confinement is not None:
+                try:
+                    check_rendered(action.name, params, action.confined, confinement, resolve=False)
+                except Refused as refused:
+                    self._refuse(rule, refused, action.span, saved)
+                    return False
+            effect = Effect(action.name, params, rule.id, rule.shadow, action.confined,
+                            confinement if action.confined else None)
+            (self.shadowed if rule.shadow else self.effects).append(effect)
+            if not rule.shadow:
+                self._apply_state(action, params)
+            if self.tracer:
+                self._trace("action", rule, f"then {action.name}: {action.describe(params)}",
+                            depth=2, span=action.span)
+        return True
+
+    def _apply_state(self, action: CompiledAction, params: Any) -> None:
+        if action.name == "set":
+            for key, value in params.items():
+                _write(self.state, key.split("."), copy.deepcopy(value))
+            self.signals.state_changed()
+        elif action.name == "unset":
+            for key in [params] if isinstance(params, str) else params:
+                _remove(self.state, key.split("."))
+            self.signals.state_changed()
+
+    def _refuse(self, rule: CompiledRule, refused: Refused, span: Span,
+                saved: tuple[int, int, dict[str, Any]]) -> None:
+        """Undo what the rule did in this evaluation: none of its effects, none of its state writes."""
+        del self.effects[saved[0]:]
+        del self.shadowed[saved[1]:]
+        self.fired.remove(rule.id)
+        if self.state != saved[2]:
+            self.state.clear()
+            self.state.update(saved[2])
+            self.signals.state_changed()
+        self.errors.append(Diagnostic(refused.code, f"rule '{rule.id}' refused: {refused.message}", span,
+                                      rule_id=rule.id))
+        if self.tracer:
+            self._trace("error", rule, f"refused [{refused.code}]: {refused.message}", depth=1, span=span)
+
+    # --- pending signals and errors -----------------------------------------------------------
+
+    def _pending(self, name: str, rule: CompiledRule) -> Decision:
+        spec = self.policy.signals[name]
+        try:
+            request = _signal_request(spec, self.sandbox_evaluator if spec.sandboxed else self.evaluator,
+                                      rule.id, self.policy.confinement)
+        except SignalNeeded as need:
+            return self._pending(need.name, rule)
+        except ExpressionError as exc:
+            outcomes = {**self.signals.outcomes, name: SignalOutcome(error=f"request failed: {exc.message}")}
+            return _Run(self.policy, self.event, self.initial_state, outcomes, self.values,
+                        self.tracer).decide(self.budget)
+        if self.tracer:
+            self._trace("pending", rule, f"signal {name}: waiting for the executor ({spec.kind})", depth=1)
+        return Decision(event_type=self.event_type, state=dict(self.initial_state), pending=request,
+                        signals=dict(self.signals.values), signal_errors=dict(self.signals.errors))
+
+    def _exhausted(self, rule: CompiledRule, exc: BudgetExceeded, run: Any) -> None:
+        """Record RT404 for the rule that was running (`run`: the condition's closure, if known)."""
+        runs = [r for r, _ in rule.runs]
+        if not exc.source and run in runs:
+            exc.source = _source(rule, rule.conditions[runs.index(run)][0])
+        where = f" (in `{_short(exc.source)}`)" if exc.source else ""
+        message = f"{exc.message}{where}; the remaining rules were skipped for this event"
+        self.errors.append(Diagnostic("RT404", f"rule '{rule.id}': {message}", rule.span, rule_id=rule.id))
+        if self.tracer:
+            self._trace("error", rule, f"error: {message}", depth=1)
+
+    def _error(self, rule: CompiledRule, message: str, span: Span | None) -> None:
+        self.errors.append(Diagnostic("RT401", f"rule '{rule.id}': {message}", span or rule.span,
+                                      rule_id=rule.id))
+        if self.tracer:
+            self._trace("error", rule, f"error: {message}", depth=1, span=span)
+
+    def _trace(self, kind: str, rule: CompiledRule, message: str, *, depth: int = 0,
+               span: Span | None = None) -> None:
+        assert self.tracer is not None
+        self.tracer.emit(TraceEvent(kind, rule.id, span or rule.span, message, depth=depth))
+
+
+_EVAL_ERRORS = (ExpressionError, JMESPathError, TypeError, ValueError, ZeroDivisionError,
+                OverflowError, KeyError, IndexError, RecursionError, AttributeError)
+
+
+def _source(rule: CompiledRule, kind: str) -> str:
+    cond = rule.match if kind == "match" else rule.when
+    return cond.source if cond is not None else ""
+
+
+def _short(source: str, limit: int = 200) -> str:
+    text = " ".join(source.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _truthy(value: Any) -> bool:
+    """JMESPath truthiness: false, null, '', [] and {} are false; 0 is true."""
+    if value is None or value is False:
+        return False
+    return not (isinstance(value, (str, list, dict, tuple)) and not value)
+
+
+def _render(evaluator: Evaluator, tree: Any) -> Any:
+    if isinstance(tree, Template):
+        return evaluator.render(tree)
+    if isinstance(tree, dict):
+        return {k: _render(evaluator, v) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [_render(evaluator, v) for v in tree]
+    return tree
+
+
+def _signal_request(spec: CompiledSignal, evaluator: Evaluator, rule_id: str,
+                    confinement: Confinement | None) -> SignalRequest:
+    params = _render(evaluator, spec.request) or {}
+    questions = {}
+    for q in spec.questions:
+        if q.when is not None and not _truthy(evaluator.value(q.when)):
+            continue
+        questions[q.name] = {"type": q.type, "instructions": q.instructions, "criteria": q.criteria}
+    confined = spec.confined if confinement is not None else frozenset()
+    return SignalRequest(spec.name, spec.kind, params, questions, rule_id, confined,
+                         confinement if confined else None)
+
+
+def _write(target: dict[str, Any], parts: list[str], value: Any) -> None:
+    for part in parts[:-1]:
+        child = target.get(part)
+        child = dict(child) if isinstance(child, dict) else {}
+        target[part] = child
+        target = child
+    target[parts[-1]] = value
+
+
+def _remove(target: dict[str, Any], parts: list[str]) -> None:
+    for part in parts[:-1]:
+        child = target.get(part)
+        if not isinstance(child, dict):
+            return
+        child = dict(child)
+        target[part] = child
+        target = child
+    target.pop(parts[-1], None)

@@ -1,0 +1,170 @@
+"""The evaluation scope: event fields plus vars, state and lazily computed signals."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from router.compile.compiled import CompiledPolicy, CompiledSignal
+from router.diagnostics.errors import ExpressionError
+from router.engine.decision import SignalOutcome
+from router.lang.expr.expression import Evaluator, run_expression
+
+
+class SignalNeeded(Exception):
+    """Raised inside evaluation when an external signal has no value yet."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(name)
+
+
+class Signals(Mapping[str, Any]):
+    """`signals.<name>`: computed on first read, then cached.
+
+    Expression signals are computed here; external ones come from `outcomes` (what the executor
+    produced) and raise SignalNeeded when missing. A failure uses the signal's `fallback` and
+    records the reason in `errors` (`signal_errors.<name>` in expressions). External signals are
+    computed at most once per event; expression signals are computed again after a rule writes
+    state, so they always reflect the state they read.
+    """
+
+    def __init__(self, policy: CompiledPolicy, outcomes: Mapping[str, SignalOutcome],
+                 values: Mapping[str, Any]) -> None:
+        self.policy = policy
+        self.outcomes = outcomes
+        self.provided = dict(values)
+        self.values: dict[str, Any] = dict(values)  # type: ignore[assignment]
+        self.errors: dict[str, str] = {}
+        self.evaluator_of: Callable[[], Evaluator] | None = None
+        self.sandbox_of: Callable[[], tuple[Mapping[str, Any], Evaluator]] | None = None
+        self.scope: Mapping[str, Any] = {}
+        self._busy: set[str] = set()
+
+    @property
+    def evaluator(self) -> Evaluator:
+        assert self.evaluator_of is not None
+        return self.evaluator_of()
+
+    def _context(self, spec: CompiledSignal) -> tuple[Mapping[str, Any], Evaluator]:
+        """The scope and evaluator of a signal: a project layer's signals see the granted env only."""
+        if spec.sandboxed and self.sandbox_of is not None:
+            return self.sandbox_of()
+        return self.scope, self.evaluator
+
+    def state_changed(self) -> None:
+        """Forget expression signals (they may read state); keep external and provided values."""
+        for name in [n for n in self.values if n not in self.provided]:
+            spec = self.policy.signals.get(name)
+            if spec is not None and not spec.external:
+                del self.values[name]
+                self.errors.pop(name, None)
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.policy.signals and name not in self.values:
+            raise KeyError(name)
+        return self.get(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.policy.signals)
+
+    def __len__(self) -> int:
+        return len(self.policy.signals)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        if name in self.values:
+            return self.values[name]
+        spec = self.policy.signals.get(name)
+        if spec is None or name in self._busy:
+            return default
+        self._busy.add(name)
+        try:
+            value = self._compute(spec)
+        finally:
+            self._busy.discard(name)
+        self.values[name] = value
+        return value
+
+    def _compute(self, spec: CompiledSignal) -> Any:
+        if spec.kind == "expr":
+            assert spec.expr is not None
+            scope = self._context(spec)[0] if spec.sandboxed else self.scope
+            try:
+                return self._transformed(spec, run_expression(spec.expr, scope))
+            except ExpressionError as exc:
+                return self._fail(spec, exc.message)
+        outcome = self.outcomes.get(spec.name)
+        if outcome is None:
+            raise SignalNeeded(spec.name)
+        if outcome.error is not None:
+            return self._fail(spec, outcome.error)
+        try:
+            return self._transformed(spec, outcome.result)
+        except ExpressionError as exc:
+            return self._fail(spec, f"invalid result: {exc.message}")
+
+    def _transformed(self, spec: CompiledSignal, result: Any) -> Any:
+        if spec.transform is None:
+            return result
+        evaluator = self._context(spec)[1]
+        scope = evaluator.scope
+        saved = scope.get("result")
+        assert isinstance(scope, dict)
+        scope["result"] = result
+        try:
+            return evaluator.value(spec.transform)
+        finally:
+            scope["result"] = saved
+
+    def _fail(self, spec: CompiledSignal, reason: str) -> Any:
+        self.errors[spec.name] = reason
+        if spec.fallback is None:
+            return None
+        try:
+            return self._context(spec)[1].value(spec.fallback)
+        except ExpressionError as exc:
+            self.errors[spec.name] = f"{reason}; fallback failed: {exc.message}"
+            return None
+
+
+class SignalErrors(Mapping[str, Any]):
+    """`signal_errors.<name>`: the failure text of a signal (computing the signal first), or null."""
+
+    def __init__(self, signals: Signals) -> None:
+        self.signals = signals
+
+    def get(self, name: str, default: Any = None) -> Any:
+        if name in self.signals.policy.signals:
+            self.signals.get(name)
+        return self.signals.errors.get(name, default)
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.signals.policy.signals:
+            raise KeyError(name)
+        return self.get(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.signals.errors)
+
+    def __len__(self) -> int:
+        return len(self.signals.errors)
+
+
+def lookup(scope: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    """Read a dotted path from the scope (for trace bindings)."""
+    value: Any = scope
+    for part in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
+def show_value(value: Any, limit: int = 80) -> str:
+    """A short JSON-ish rendering of a value for traces."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,1 @@
+"""events: see docs/architecture.md."""

@@ -1,0 +1,1 @@
+"""lang: see docs/architecture.md."""

@@ -1,0 +1,1 @@
+"""expr: see docs/architecture.md."""

@@ -1,0 +1,1 @@
+"""functions: see docs/architecture.md."""

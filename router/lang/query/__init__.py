@@ -1,0 +1,1 @@
+"""query: see docs/architecture.md."""

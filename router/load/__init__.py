@@ -1,0 +1,1 @@
+"""load: see docs/architecture.md."""

@@ -1,0 +1,76 @@
+"""Where things live: the agent dir, the built-in packs, the policy layers (no heavy imports)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PACKS_DIR = Path(__file__).resolve().parents[2] / "rules"
+
+
+def display_path(path: Path) -> str:
+    """A path as people want to read it: relative to the working directory, or with ~."""
+    absolute = Path(os.path.normpath(path.absolute()))
+    try:
+        return str(absolute.relative_to(Path.cwd()))
+    except ValueError:
+        pass
+    try:
+        inside = absolute.relative_to(Path.home())
+    except ValueError:
+        return str(absolute)
+    return "~" if str(inside) == "." else f"~/{inside}"
+
+
+def packs_dir() -> Path:
+    """Where the built-in packs live (the installed `router.packs`, else the checkout's rules/)."""
+    try:
+        import router.packs as packs  # type: ignore[import-not-found,unused-ignore]
+
+        return Path(next(iter(packs.__path__)))
+    except (ImportError, StopIteration):
+        return PACKS_DIR
+
+
+def pack_names() -> list[str]:
+    return sorted(p.stem for p in packs_dir().glob("*.yaml") if not p.stem.endswith(".test"))
+
+
+def agent_dir(environ: dict[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    configured = env.get("PI_CODING_AGENT_DIR")
+    return Path(configured).expanduser() if configured else Path.home() / ".pi" / "agent"
+
+
+def layer_paths(cwd: Path, *, agent: Path, include_project: bool = True) -> list[tuple[str, Path]]:
+    """The policy layer files in force for a Pi started in `cwd`: (layer name, path).
+
+    The one place that decides which layers load: the sidecar (`router serve`) and every command
+    (`lint`, `test`, `explain`, `doctor`) take their layers from here. A FIFO or device in a layer's
+    place is kept, so loading it reports the problem instead of silently dropping the layer; a
+    directory is not a layer.
+    """
+    layers = [("pack", packs_dir() / "default.yaml")]
+    user = agent / "router.yaml"
+    if user.exists() and not user.is_dir():
+        layers.append(("user", user))
+    project = project_policy(cwd)
+    if include_project and project.exists() and not project.is_dir():
+        layers.append(("project", project))
+    return layers
+
+
+def project_policy(cwd: Path) -> Path:
+    """The project layer of a Pi started in `cwd`: `.pi/router.yaml` there, never a parent's."""
+    return cwd / ".pi" / "router.yaml"
+
+
+def project_policy_above(cwd: Path) -> Path | None:
+    """The nearest parent directory's `.pi/router.yaml` when `cwd` has none (Pi would not load it)."""
+    if project_policy(cwd).is_file():
+        return None
+    for parent in Path(os.path.normpath(cwd.absolute())).parents:
+        candidate = project_policy(parent)
+        if candidate.is_file():
+            return candidate
+    return None

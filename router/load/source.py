@@ -1,0 +1,343 @@
+"""Load YAML with the position of every node: the data plus a side table keyed by key path."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, ScalarEvent
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from ruamel.yaml.reader import ReaderError
+
+from router.diagnostics.diagnostic import Diagnostic, Span
+from router.diagnostics.errors import SourceError
+
+KeyPath = tuple[str | int, ...]
+MAX_FILE_BYTES = 4 * 1024 * 1024  # a 5,000-rule policy is about 1 MiB
+MAX_DEPTH = 64
+MAX_NODES = 1_000_000
+MAX_ALIAS_NODES = 10_000
+
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_INT_TAG = "tag:yaml.org,2002:int"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+_NULL_TAG = "tag:yaml.org,2002:null"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+@dataclass(frozen=True)
+class SourceDoc:
+    """A parsed YAML document: plain data, positions of values and keys, and the text."""
+
+    path: str
+    data: Any
+    value_pos: dict[KeyPath, tuple[int, int]] = field(repr=False)
+    key_pos: dict[KeyPath, tuple[int, int]] = field(repr=False)
+    lines: list[str] = field(repr=False)
+    styles: dict[KeyPath, str] = field(repr=False, default_factory=dict)
+    sha256: str = ""
+    """SHA-256 of the bytes that were parsed (read_source), for trust by content."""
+
+    def span_in(self, key_path: KeyPath, offset: int) -> Span:
+        """The span of character `offset` inside the scalar at `key_path` (single-line scalars)."""
+        base = self.span(key_path)
+        style = self.styles.get(tuple(key_path))
+        if style in ("|", ">"):
+            return Span(base.path, base.line + 1, base.col)
+        return Span(base.path, base.line, base.col + offset + (1 if style in ("'", '"') else 0))
+
+    def span(self, key_path: KeyPath, *, key: bool = False) -> Span:
+        """The span of the value at `key_path` (or of its key), else of the closest parent."""
+        table = self.key_pos if key else self.value_pos
+        probe = tuple(key_path)
+        while probe:
+            if probe in table:
+                line, col = table[probe]
+                return Span(self.path, line, col)
+            if key and probe in self.value_pos:
+                line, col = self.value_pos[probe]
+                return Span(self.path, line, col)
+            probe = probe[:-1]
+        line, col = self.value_pos.get((), (1, 1))
+        return Span(self.path, line, col)
+
+
+def format_key_path(key_path: Iterable[str | int]) -> str:
+    """Render ('rules', 3, 'when') as `rules[3].when`."""
+    out = ""
+    for part in key_path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def read_source(path: Path, *, display: str | None = None) -> SourceDoc:
+    """Read and parse a YAML file; raise SourceError with a located diagnostic. The document keeps
+    the SHA-256 of the bytes it was parsed from (valid UTF-8 encodes back to the same bytes)."""
+    text = read_text(path, display=display)
+    doc = parse_source(text, display or str(path))
+    return replace(doc, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def read_text(path: Path, *, display: str | None = None, limit: int = MAX_FILE_BYTES) -> str:
+    """The UTF-8 text of a regular file of at most `limit` bytes; SourceError otherwise.
+
+    FIFOs, devices and directories are refused without reading (opening does not block), so
+    `/dev/zero` or a pipe nobody writes to cannot hang or exhaust the router.
+    """
+    where = Span(display or str(path))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise SourceError([Diagnostic("RT100", f"file not found: {path}", where)]) from None
+    except OSError as exc:
+        raise SourceError([_unreadable(path, exc, where)]) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise SourceError([Diagnostic("RT100", f"cannot read {path}: {_file_kind(info.st_mode)}, "
+                                          "not a regular file", where,
+                                          help="policy, test and event files must be regular files")])
+        if info.st_size > limit:
+            raise SourceError([_too_large(path, info.st_size, limit, where)])
+        data = _read_at_most(fd, limit + 1)
+    except OSError as exc:
+        raise SourceError([_unreadable(path, exc, where)]) from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:  # the file grew while it was read
+        raise SourceError([_too_large(path, len(data), limit, where)])
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError([Diagnostic("RT100", f"cannot read {path}: {exc}", where)]) from None
+
+
+def _unreadable(path: Path, exc: OSError, where: Span) -> Diagnostic:
+    return Diagnostic("RT100", f"cannot read {path}: {exc.strerror or exc}", where)
+
+
+def _read_at_most(fd: int, size: int) -> bytes:
+    chunks: list[bytes] = []
+    left = size
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(path: Path, size: int, limit: int, where: Span) -> Diagnostic:
+    return Diagnostic("RT103", f"{path} is {_mib(size)}; files of at most {_mib(limit)} are read",
+                      where, help="split the policy into files that `use:` each other, or generate "
+                      "fewer rules")
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f} MiB" if size >= 1024 * 1024 else f"{size} bytes"
+
+
+def _file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
+             (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "a special file")
+
+
+def parse_source(text: str, path: str) -> SourceDoc:
+    """Parse YAML text into a SourceDoc (C parser when available).
+
+    The text is first checked by the event parser (a state machine: deep nesting cannot overflow
+    its stack), which stops at the first node nested deeper than MAX_DEPTH or past MAX_NODES;
+    only then does the composer, which recurses once per level, build the node graph.
+    """
+    yaml = YAML(typ="safe")
+    try:
+        _check_shape(yaml, text, path)
+        node = yaml.compose(text)
+    except MarkedYAMLError as exc:
+        raise SourceError([_yaml_diagnostic(exc, path)]) from None
+    except ReaderError as exc:
+        before = text[: max(0, exc.position)]
+        line, col = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
+        raise SourceError([Diagnostic(
+            "RT101", f"invalid YAML: character {exc.character!r} is not allowed", Span(path, line, col),
+            help="remove control characters; YAML files are printable UTF-8 text")]) from None
+    except YAMLError as exc:
+        raise SourceError([Diagnostic("RT101", f"invalid YAML: {exc}", Span(path))]) from None
+    except RecursionError:  # not expected after the shape check; never a traceback
+        raise SourceError([Diagnostic("RT101", f"YAML nesting is deeper than {MAX_DEPTH} levels",
+                                      Span(path))]) from None
+    builder = _Builder(path, yaml)
+    data = builder.build(node, ()) if node is not None else None
+    if builder.errors:
+        raise SourceError(builder.errors)
+    return SourceDoc(path, data, builder.value_pos, builder.key_pos, text.splitlines(), builder.styles)
+
+
+def _check_shape(yaml: YAML, text: str, path: str) -> None:
+    """SourceError at the first node nested deeper than MAX_DEPTH or past MAX_NODES nodes."""
+    depth = nodes = 0
+    for event in yaml.parse(text):
+        if isinstance(event, CollectionStartEvent):
+            depth += 1
+            nodes += 1
+            if depth > MAX_DEPTH:
+                raise SourceError([_event_error("RT101", f"YAML nesting is deeper than {MAX_DEPTH} "
+                                                "levels", event, path)])
+        elif isinstance(event, CollectionEndEvent):
+            depth -= 1
+        elif isinstance(event, (ScalarEvent, AliasEvent)):
+            nodes += 1
+        if nodes > MAX_NODES:
+            raise SourceError([_event_error("RT103", f"the document has more than {MAX_NODES} values",
+                                            event, path)])
+
+
+def _event_error(code: str, message: str, event: Any, path: str) -> Diagnostic:
+    mark = event.start_mark
+    span = Span(path, mark.line + 1, mark.column + 1) if mark is not None else Span(path)
+    return Diagnostic(code, message, span, help="generate a flatter or smaller document")
+
+
+def _yaml_diagnostic(exc: MarkedYAMLError, path: str) -> Diagnostic:
+    mark = exc.problem_mark or exc.context_mark
+    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    problem = exc.problem or "invalid YAML"
+    context = f" ({exc.context})" if exc.context else ""
+    return Diagnostic("RT101", f"invalid YAML: {problem}{context}", Span(path, line, col),
+                      help="check indentation, quoting and brackets near this place")
+
+
+class _Builder:
+    """Turn a composed node graph into plain data, recording positions."""
+
+    def __init__(self, path: str, yaml: YAML) -> None:
+        self.path = path
+        self.constructor = yaml.constructor
+        self.value_pos: dict[KeyPath, tuple[int, int]] = {}
+        self.key_pos: dict[KeyPath, tuple[int, int]] = {}
+        self.styles: dict[KeyPath, str] = {}
+        self.errors: list[Diagnostic] = []
+        self._depth = 0
+        self._nodes = 0
+        self._alias_nodes = 0
+        self._in_alias = 0
+        self._too_big = False
+        self._built: set[int] = set()
+        self._active: set[int] = set()  # nodes being built: an alias to one of them is recursive
+
+    def build(self, node: Node, key_path: KeyPath) -> Any:
+        if id(node) in self._active:
+            self._error("RT101", "an alias refers to a node that contains it (a recursive alias)", node,
+                        help="an anchor's node cannot include its own alias")
+            return None
+        repeated = id(node) in self._built  # an alias: the node is expanded once more
+        self._built.add(id(node))
+        self._nodes += 1
+        self._alias_nodes += repeated or self._in_alias > 0
+        if self._nodes > MAX_NODES or self._alias_nodes > MAX_ALIAS_NODES:
+            if not self._too_big:
+                self._too_big = True
+                self._error("RT101", "the document expands to too many values (aliases repeated too "
+                            f"often; at most {MAX_ALIAS_NODES} values may come from aliases)", node)
+            return None
+        self._active.add(id(node))
+        self._in_alias += repeated and not isinstance(node, ScalarNode)
+        try:
+            return self._build(node, key_path)
+        finally:
+            self._in_alias -= repeated and not isinstance(node, ScalarNode)
+            self._active.discard(id(node))
+
+    def _build(self, node: Node, key_path: KeyPath) -> Any:
+        self.value_pos[key_path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        if isinstance(node, ScalarNode):
+            if node.style:
+                self.styles[key_path] = node.style
+            return self._scalar(node)
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                self._error("RT101", f"YAML nesting is deeper than {MAX_DEPTH} levels", node)
+                return None
+            if isinstance(node, SequenceNode):
+                return [self.build(item, (*key_path, i)) for i, item in enumerate(node.value)]
+            if isinstance(node, MappingNode):
+                return self._mapping(node, key_path)
+        finally:
+            self._depth -= 1
+        self._error("RT101", f"unsupported YAML node {node.tag}", node)
+        return None
+
+    def _mapping(self, node: MappingNode, key_path: KeyPath) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        merges: list[MappingNode] = []
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
+                for source in sources:
+                    if id(source) in self._active or source is node:
+                        self._error("RT101", "a merge key (<<) refers to the mapping that contains it",
+                                    key_node, help="merge another anchored mapping, not the one being "
+                                    "defined")
+                    elif isinstance(source, MappingNode):
+                        merges.append(source)
+                    else:
+                        self._error("RT101", "a merge key (<<) needs a mapping or a list of mappings", source)
+                continue
+            if not isinstance(key_node, ScalarNode):
+                self._error("RT101", "mapping keys must be plain scalars", key_node)
+                continue
+            key = str(self._scalar(key_node))
+            if key in result:
+                self._error("RT102", f"duplicate key '{key}'", key_node,
+                            help="each key may appear once in a mapping; remove or rename one")
+                continue
+            child = (*key_path, key)
+            self.key_pos[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            result[key] = self.build(value_node, child)
+        if merges:  # explicit keys win, then earlier merged mappings; explicit positions are kept
+            explicit = {k: v for k, v in self.value_pos.items() if k[: len(key_path)] == key_path}
+            explicit_keys = {k: v for k, v in self.key_pos.items() if k[: len(key_path)] == key_path}
+            merged: dict[str, Any] = {}
+            for source in reversed(merges):  # the earliest mapping is built last and wins
+                self._active.add(id(source))
+                try:
+                    merged.update(self._mapping(source, key_path))
+                finally:
+                    self._active.discard(id(source))
+            for merged_key, merged_value in merged.items():
+                result.setdefault(merged_key, merged_value)
+            self.value_pos.update(explicit)
+            self.key_pos.update(explicit_keys)
+        return result
+
+    def _scalar(self, node: ScalarNode) -> Any:
+        tag = node.tag
+        if tag in (_BOOL_TAG, _INT_TAG, _FLOAT_TAG, _NULL_TAG):
+            try:
+                return self.constructor.construct_object(node)
+            except (ValueError, IndexError, KeyError):
+                # ruamel resolves a few odd plain scalars ("._") as numbers it cannot read, and
+                # fails on an explicit tag without a value (`a: !!int `)
+                if node.value == "" and str(tag).startswith("tag:yaml.org"):
+                    self._error("RT111", f"`!!{tag.rsplit(':', 1)[-1]}` without a value", node,
+                                help="give the value after the tag, or remove the tag")
+                    return None
+                return str(node.value)
+        return str(node.value)
+
+    def _error(self, code: str, message: str, node: Node, *, help: str | None = None) -> None:
+        span = Span(self.path, node.start_mark.line + 1, node.start_mark.column + 1)
+        self.errors.append(Diagnostic(code, message, span, help=help))

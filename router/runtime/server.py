@@ -1,0 +1,585 @@
+"""`router serve`: the sidecar. JSON lines over stdio with requests both ways (docs/protocol.md).
+
+The bridge spawns it in `session_start`, sends `hello` (which loads the layered policy), then
+`event` requests; the sidecar may ask the bridge for classifier or completion calls while it
+decides. Policy files are checked on every event and reloaded when they change; a broken edit
+keeps the last good policy and says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import itertools
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from router.compile.capability_analysis import refusal_warnings
+from router.compile.compiled import CompiledPolicy
+from router.diagnostics.diagnostic import Diagnostic, has_errors
+from router.engine.decision import Decision, SignalOutcome
+from router.engine.interpreter import evaluate
+from router.events.normalize import model_catalog, normalize, registry_facts
+from router.lang.budget import Budget
+from router.lang.jsonout import dumps
+from router.load.paths import agent_dir as default_agent_dir
+from router.runtime import policy_command, protocol
+from router.runtime.executor import Executor, budget_ms
+from router.runtime.session_policy import load_session_policy, read_project_content
+from router.trust.store import TrustDecision, TrustStore, TrustStoreError, decide
+
+MAX_SIGNALS = 16
+RELOAD_BUDGET_MS = 10000  # the bridge's wait for an event whose policy is being reloaded
+
+
+class Engine:
+    """One session's policy, state and executor."""
+
+    def __init__(self, connection: Connection, *, cwd: Path, agent: Path, extra: list[Path]) -> None:
+        self.connection = connection
+        self.cwd, self.agent, self.extra = cwd, agent, extra
+        self.trust: TrustDecision = decide(None, cwd, {})
+        self.approved: str | None = None
+        self.has_ui = False
+        self.told_trust: set[tuple[str, str | None]] = set()
+        self.policy: CompiledPolicy | None = None
+        self.fingerprint: tuple[Any, ...] = ()
+        self.watched: list[str] = []
+        self.state: dict[str, Any] = {}
+        self.stored = _canonical({})  # the state last stored in the session (transient keys left out)
+        self.models: dict[str, Any] = {}
+        self.registry: dict[str, Any] = registry_facts(None)
+        self.env: dict[str, str] = {}
+        self.log_file = agent / "router" / "router.log"
+        self.executor = Executor(connection.request, cwd=str(cwd), log_file=self.log_file)
+
+    # --- policy -------------------------------------------------------------------------------
+
+    def load(self, *, keep_trusted: bool = True) -> list[Diagnostic]:
+        """Load the layered policy (project layer only when its content is trusted).
+
+        With `keep_trusted`, a trusted project policy in force stays when its files change to
+        content nobody trusted (a reload never swaps in untrusted rules, nor drops trusted ones).
+        Whatever goes wrong (errors in the files, a limit, a bug), the policy in force stays; a
+        sidecar that starts with broken files of its own layers takes the last policy that compiled
+        for them from the cache and says so.
+        """
+        try:
+            loaded = load_session_policy(self.cwd, self.agent, extra=self.extra,
+                                         records=TrustStore(self.agent).records(), approved=self.approved)
+        except Exception as exc:  # a bug must not take the policy in force with it
+            self.executor.log(f"internal error while loading the policy: {type(exc).__name__}: {exc}")
+            return [Diagnostic("RT503", f"the policy could not be loaded (internal error "
+                               f"{type(exc).__name__}: {exc})")]
+        keep = keep_trusted and self._keeps_trusted_project(loaded.trust)
+        self.trust = loaded.trust
+        usable = loaded.policy is not None and (not has_errors(loaded.diagnostics)
+                                                or (loaded.last_good and self.policy is None))
+        if usable and not keep and loaded.policy is not None:
+            self.policy = loaded.policy
+            self.env = {n: os.environ[n] for n in loaded.policy.env_names if n in os.environ}
+            self.executor.secrets = dict(self.env)
+            for text in refusal_warnings(loaded.policy, limit=len(loaded.policy.refused)):
+                self.executor.log(text)
+        self.watched = [str(p) for p in loaded.watched]
+        self.fingerprint = tuple(_stat(p) for p in self.watched)
+        return loaded.diagnostics
+
+    def _keeps_trusted_project(self, trust: TrustDecision) -> bool:
+        """A project policy in force stays when its files change to content nobody trusted."""
+        return self.policy is not None and self.policy_has_project and not trust.applies and \
+            trust.state in ("untrusted", "changed")
+
+    @property
+    def policy_has_project(self) -> bool:
+        return self.policy is not None and any(
+            Path(source).absolute() == (self.cwd / ".pi" / "router.yaml").absolute()
+            for _, source in self.policy.file_refs)
+
+    def trust_warnings(self) -> list[str]:
+        """The trust message, once per session and content."""
+        text = self.trust.message()
+        if text is None or (self.trust.state, self.trust.digest) in self.told_trust:
+            return []
+        self.told_trust.add((self.trust.state, self.trust.digest))
+        if self.policy_has_project and not self.trust.applies:
+            text += "; the project policy you trusted earlier stays in force"
+        self.executor.log(text)
+        return [text]
+
+    def changed(self) -> bool:
+        """Whether a watched policy file changed since the last load."""
+        return tuple(_stat(p) for p in self.watched) != self.fingerprint
+
+    def reload_if_changed(self) -> list[str]:
+        """Reload when a policy file changed; return warnings for the user (once per change)."""
+        if not self.changed():
+            return []
+        previous = self.policy
+        diagnostics = self.load()
+        if has_errors(diagnostics) or (self.policy is previous and self.trust.applies):
+            first = next((d for d in diagnostics if d.severity == "error" and d.code != "RT503"),
+                         next((d for d in diagnostics if d.severity == "error"), None))
+            reason = _render(first) if first else "unknown error [RT503]"
+            text = f"policy reload failed: {reason}; keeping the last good policy"
+            self.executor.log(text)
+            return [text]
+        self.executor.log("policy reloaded")
+        return self.trust_warnings()
+
+    def declarations(self) -> dict[str, Any]:
+        policy = self.policy
+        engine_commands = [policy_command.DECLARATION]
+        if policy is None:
+            return {"events": ["command"], "commands": engine_commands, "tools": [], "virtual_models": [],
+                    "skills": []}
+        return {
+            "events": sorted({*policy.event_types, "command"}),
+            "commands": [*policy.commands, *engine_commands],
+            "tools": list(policy.tools),
+            "virtual_models": list(policy.virtual_models),
+            "skills": list(policy.skills),
+        }
+
+    # --- requests -----------------------------------------------------------------------------
+
+    async def hello(self, params: dict[str, Any], request_id: Any = None) -> dict[str, Any]:
+        if request_id is not None:  # alive: the bridge waits for loading (it waits ~2 s for this)
+            self.connection.notify(protocol.PROGRESS, {"id": request_id, "budget_ms": RELOAD_BUDGET_MS})
+        if params.get("cwd"):
+            self.cwd = Path(str(params["cwd"]))
+            self.executor.cwd = str(self.cwd)
+        self.approved = self._approved_digest(params)
+        self.has_ui = params.get("hasUI") is True
+        self.models = model_catalog(params.get("models"))
+        self.registry = registry_facts(params.get("registry"))
+        restored = params.get("state")
+        diagnostics = self.load()
+        self.restore(restored if isinstance(restored, dict) else {})
+        warnings = [_render(d) for d in diagnostics if d.severity == "error"][:5] + self.notices()
+        if self.policy is None:
+            warnings.insert(0, "the router policy has errors; Pi runs without it (run `router lint`)")
+        if params.get("preload") is not True:  # the factory's hello shows nothing: tell at session_start
+            warnings += self.trust_warnings()
+            warnings += refusal_warnings(self.policy)
+        return {"protocol": protocol.PROTOCOL_VERSION, "engine": _version(), **self.declarations(),
+                "warnings": warnings, "trust": self.trust_report(),
+                "files": [path for path, _ in self.policy.file_refs] if self.policy else []}
+
+    def keep_trust_after_own_writes(self, decision: Decision) -> None:
+        """A command the user typed saved into a project data file of a trusted project (say,
+        `/cuttle config set` into .pi/pi-cuttle.json): the new content is the user's own change,
+        so the trust record follows it instead of the project turning untrusted."""
+        policy = self.policy
+        if policy is None or not policy.project_data:
+            return
+        data = {(self.cwd / name).resolve() for name in policy.project_data}
+        written = [e for e in decision.effects if e.action == "save" and isinstance(e.params, dict)
+                   and _resolved(e.params.get("file")) in data]
+        if not written:
+            return
+        content, _ = read_project_content(self.cwd, self.agent)
+        if content is None:
+            return
+        try:
+            TrustStore(self.agent).trust(content)
+        except (OSError, TrustStoreError) as exc:
+            self.executor.log(f"trust not updated after a write to the project's data: {exc}")
+            return
+        self.executor.log(f"trust kept for {self.cwd}: the project's data changed by your command")
+        self.load()
+
+    def restore(self, restored: dict[str, Any]) -> None:
+        """The session's state from its last stored entry; transient keys (which describe a process
+        that is gone) are dropped."""
+        self.state = without_keys(restored, self.transient)
+        self.stored = _canonical(self.state)
+
+    def store(self, state: dict[str, Any]) -> dict[str, Any] | None:
+        """Keep `state`; return what the session must store, None when that did not change.
+
+        Only a change of the stored part counts (transient keys left out), compared as JSON: the
+        bridge appends one entry per change, never one for a state that is the same again."""
+        self.state = state
+        stored = without_keys(state, self.transient)
+        text = _canonical(stored)
+        if text == self.stored:
+            return None
+        self.stored = text
+        return stored
+
+    @property
+    def transient(self) -> frozenset[str]:
+        return self.policy.transient_state if self.policy else frozenset()
+
+    def _approved_digest(self, params: dict[str, Any]) -> str | None:
+        """The project content Pi says to apply for this run unrecorded (`--approve`, or the user's
+        `defaultProjectTrust: always`): the content of the run's first hello, never newer bytes."""
+        if params.get("noApprove") is True:
+            return None
+        settings = params.get("settings")
+        always = isinstance(settings, dict) and settings.get("defaultProjectTrust") == "always"
+        if not (params.get("approve") is True or always):
+            return None
+        if params.get("firstHello") is False:  # a new session or sidecar: only what was approved
+            earlier = params.get("approvedDigest")
+            return earlier if isinstance(earlier, str) and earlier else None
+        content, _ = read_project_content(self.cwd, self.agent)
+        return content.digest if content is not None else None
+
+    def trust_report(self) -> dict[str, Any]:
+        """What the bridge shows: the state, the one-line message and a status-line text."""
+        status = {"untrusted": "router: project policy not trusted",
+                  "changed": "router: project policy changed (not trusted)"}.get(self.trust.state)
+        return {"state": self.trust.state, "message": self.trust.message(), "status": status,
+                "digest": self.trust.digest}
+
+    def notices(self) -> list[str]:
+        """Warnings the executor collected outside a decision (once each), taken once."""
+        taken, self.executor.notices[:] = list(self.executor.notices), []
+        return taken
+
+    async def event(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
+        before = self.policy.event_types if self.policy else ()
+        if self.changed():  # a reload may compile for seconds: the bridge waits that long
+            self.connection.notify(protocol.PROGRESS, {"id": request_id, "budget_ms": RELOAD_BUDGET_MS})
+        warnings = self.reload_if_changed()
+        policy = self.policy
+        event_type = str(params.get("type"))
+        payload = params.get("payload")
+        if event_type == "command" and isinstance(payload, dict) and \
+                payload.get("name") == policy_command.NAME:
+            return await self.policy_command(request_id, str(payload.get("args") or ""), warnings)
+        if policy is None or event_type not in policy.by_event:
+            unchanged = (policy.event_types if policy else ()) == before
+            return {"actions": [], "warnings": warnings + self.notices(),
+                    **({} if unchanged else {"declarations": self.declarations()})}
+        if isinstance(params.get("models"), list):
+            self.models = model_catalog(params["models"])
+        ctx = {**(params.get("ctx") or {}), "projectTrusted": self.trust.applies}  # the engine's decision
+        event = normalize(event_type, params.get("payload") or {}, ctx,
+                          env=self.env, models=self.models, registry=self.registry)
+        decision = await self._decide(request_id, policy, event)
+        trusted = self.trust.state == "trusted"
+        applied = self.executor.apply(decision)
+        if trusted and event_type == "command":
+            self.keep_trust_after_own_writes(decision)
+        result: dict[str, Any] = {"actions": applied.actions, "fired": list(decision.fired),
+                                  "warnings": [self.executor.redact(w) for w in warnings + applied.warnings]}
+        stored = self.store(decision.state)
+        if stored is not None:
+            result["state"] = stored
+        for error in decision.errors:
+            self.executor.log(f"{error.code} {error.message}")
+        for name, text in decision.signal_errors.items():
+            self.executor.log(f"RT502 signal {name} failed: {text}")
+        result["warnings"] += self.notices()
+        if (self.policy.event_types if self.policy else ()) != before:
+            result["declarations"] = self.declarations()
+        return result
+
+    async def policy_command(self, request_id: Any, args: str, warnings: list[str]) -> dict[str, Any]:
+        """`/policy [status|trust|untrust]`: the engine's own command."""
+        word = (args.split() or ["status"])[0]
+        if word == "trust":
+            self.connection.notify(protocol.PROGRESS, {
+                "id": request_id, "budget_ms": policy_command.CONFIRM_BUDGET_MS, "signal": "policy"})
+            text = await policy_command.trust_project(
+                self.cwd, self.agent, has_ui=self.has_ui,
+                ask=lambda params, timeout: self.connection.request(protocol.ASK, params, timeout))
+            self.load()
+        elif word == "untrust":
+            text = policy_command.untrust_project(self.cwd, self.agent)
+            self.load(keep_trusted=False)
+        elif word == "status":
+            files = [path for path, _ in self.policy.file_refs] if self.policy else []
+            text = policy_command.status_text(self.cwd, self.trust, files)
+        else:
+            text = policy_command.usage()
+        notify = {"action": "notify", "params": {"text": text, "level": "info"}, "rule": "policy"}
+        return {"actions": [notify], "fired": [], "warnings": warnings, "declarations": self.declarations(),
+                "trust": self.trust_report()}
+
+    async def _decide(self, request_id: Any, policy: CompiledPolicy, event: dict[str, Any]) -> Decision:
+        outcomes: dict[str, SignalOutcome] = {}
+        budget = Budget()  # one for the event: every evaluation while its signals are computed
+        for _ in range(MAX_SIGNALS):
+            decision = evaluate(policy, event, state=self.state, outcomes=outcomes, budget=budget)
+            if decision.pending is None:
+                return decision
+            pending = decision.pending
+            self.connection.notify(protocol.PROGRESS, {
+                "id": request_id, "budget_ms": budget_ms(pending) + 1000, "signal": pending.name})
+            outcomes[pending.name] = await self.executor.compute(pending)
+        return evaluate(policy, event, state=self.state, budget=budget, outcomes={
+            **outcomes, **{n: SignalOutcome(error="too many signals") for n in policy.signals}})
+
+
+class Connection:
+    """The stdio JSON-lines connection: dispatches bridge requests, awaits engine requests.
+
+    Requests in flight are keyed by their id's JSON text, so any JSON value can be an id (it is
+    echoed back as it came). Nothing a line holds stops the loop: a line that is not a message
+    gets an error answer with id null and a line in the router log.
+    """
+
+    def __init__(self, writer: Any) -> None:
+        self.writer = writer
+        self.engine: Engine | None = None
+        self.pending: dict[str, asyncio.Future[Any]] = {}
+        self.ids = itertools.count(1)
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.running: dict[str, asyncio.Task[None]] = {}
+        self.closing = asyncio.Event()
+
+    def send(self, message: dict[str, Any]) -> None:
+        if self.closing.is_set() and "id" not in message:
+            return
+        try:
+            line = protocol.encode(message)
+        except Exception as exc:  # not expected (encode cleans every value); never a dead sidecar
+            self.log(f"cannot encode a message: {type(exc).__name__}: {exc}")
+            if "id" not in message:
+                return
+            line = protocol.encode(protocol.error(message["id"], "internal", "the answer could not be "
+                                                  f"encoded: {type(exc).__name__}"))
+        try:
+            self.writer.write(line)
+            self.writer.flush()
+        except (BrokenPipeError, ValueError, OSError):  # the bridge is gone: stop quietly
+            self.closing.set()
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        self.send({"method": method, "params": params})
+
+    def log(self, text: str) -> None:
+        if self.engine is not None:
+            self.engine.executor.log(text)
+
+    def refuse(self, reason: str, line: bytes) -> None:
+        """Answer a line that is no message: an error with id null, and a line in the log."""
+        self.log(f"protocol error: {reason}: {line[:200]!r}")
+        self.send(protocol.error(None, "protocol", reason))
+
+    async def request(self, method: str, params: dict[str, Any], timeout: float) -> Any:
+        request_id = f"s{next(self.ids)}"
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.pending[request_id] = future
+        self.send({"id": request_id, "method": method, "params": params})
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            return {"error": f"no answer from Pi within {timeout:.1f}s"}
+        finally:
+            self.pending.pop(request_id, None)
+
+    def dispatch(self, message: dict[str, Any]) -> None:
+        method = message.get("method")
+        if method == protocol.CANCEL:  # an aborted run: stop its request's work
+            params = message.get("params")
+            task = self.running.get(id_key(params.get("id"))) if isinstance(params, dict) else None
+            if task is not None:
+                task.cancel()
+            return
+        if method is None:
+            self._answered(message)
+            return
+        request_id = message.get("id")
+        key = id_key(request_id) if "id" in message else None
+        if key is not None and key in self.running:
+            self.send(protocol.error(request_id, "protocol", "a request with this id is still running"))
+            return
+        task = asyncio.get_running_loop().create_task(self._answer(message))
+        self.tasks.add(task)
+        if key is not None:
+            self.running[key] = task
+
+        def finished(done: asyncio.Task[None]) -> None:
+            self.tasks.discard(done)
+            if key is not None and self.running.get(key) is done:
+                del self.running[key]
+
+        task.add_done_callback(finished)
+
+    def _answered(self, message: dict[str, Any]) -> None:
+        """An answer to one of the engine's requests (ids it made are strings)."""
+        request_id = message.get("id")
+        future = self.pending.get(request_id) if isinstance(request_id, str) else None
+        if future is None or future.done():
+            return
+        error = message.get("error")
+        future.set_result({"error": error.get("message") if isinstance(error, dict) else error}
+                          if error else message.get("result"))
+
+    async def _answer(self, message: dict[str, Any]) -> None:
+        has_id, request_id, method = "id" in message, message.get("id"), message.get("method")
+        raw = message.get("params")
+        params: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        assert self.engine is not None
+        try:
+            if method == protocol.HELLO:
+                value: Any = await self.engine.hello(params, request_id)
+            elif method == protocol.EVENT:
+                value = await self.engine.event(request_id, params)
+            elif method == protocol.SHUTDOWN:
+                value = {}
+                self.closing.set()
+            else:
+                raise ValueError(f"unknown method {str(method)[:100]!r}")
+        except Exception as exc:
+            self.log(f"internal error on {str(method)[:100]}: {type(exc).__name__}: {exc}")
+            if has_id:
+                self.send(protocol.error(request_id, "internal", f"{type(exc).__name__}: {exc}"))
+            return
+        if has_id:
+            self.send(protocol.result(request_id, value))
+
+
+def id_key(request_id: Any) -> str:
+    """A hashable key for any JSON value used as a request id."""
+    return dumps(request_id, compact=True)
+
+
+class Lines:
+    """Lines of at most `limit` bytes from a stream; a longer line is skipped up to its newline."""
+
+    def __init__(self, reader: asyncio.StreamReader, limit: int) -> None:
+        self.reader, self.limit = reader, limit
+        self.buffer = bytearray()
+        self.scanned = 0  # bytes of the buffer known to hold no newline
+        self.skipping = 0  # bytes of an over-long line dropped so far
+
+    async def next(self) -> bytes | int | None:
+        """The next line; the length of an over-long one (dropped); None at the end of input."""
+        while True:
+            newline = self.buffer.find(b"\n", self.scanned)
+            if newline >= 0:
+                line = bytes(self.buffer[:newline])
+                del self.buffer[: newline + 1]
+                self.scanned = 0
+                return self._checked(line)
+            self.scanned = len(self.buffer)
+            if len(self.buffer) > self.limit:  # keep no more than the limit in memory
+                self.skipping += len(self.buffer)
+                self.buffer.clear()
+                self.scanned = 0
+            chunk = await self.reader.read(1 << 16)
+            if not chunk:
+                rest, self.buffer, self.scanned = bytes(self.buffer), bytearray(), 0
+                return self._checked(rest) if rest or self.skipping else None
+            self.buffer += chunk
+
+    def _checked(self, line: bytes) -> bytes | int:
+        if self.skipping or len(line) > self.limit:
+            dropped, self.skipping = self.skipping + len(line), 0
+            return dropped
+        return line
+
+
+async def _run(args: argparse.Namespace) -> int:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=protocol.MAX_LINE_BYTES)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    connection = Connection(sys.stdout.buffer)
+    connection.engine = Engine(connection, cwd=Path(args.cwd), agent=Path(args.agent_dir),
+                               extra=[Path(p) for p in args.policy])
+    lines = Lines(reader, protocol.MAX_LINE_BYTES)
+    closing = asyncio.ensure_future(connection.closing.wait())
+    while not connection.closing.is_set():
+        reading = asyncio.ensure_future(lines.next())
+        await asyncio.wait({reading, closing}, return_when=asyncio.FIRST_COMPLETED)
+        if not reading.done():  # `shutdown` answered: stop without waiting for stdin to close
+            reading.cancel()
+            break
+        line = reading.result()
+        if line is None:
+            break
+        handle_line(connection, line)
+    if connection.tasks:
+        await asyncio.wait(connection.tasks, timeout=2)
+    return 0
+
+
+def handle_line(connection: Connection, line: bytes | int) -> None:
+    """Decode one input line and dispatch it; anything else is refused with an error answer."""
+    if isinstance(line, int):
+        connection.refuse(f"line of {line} bytes is longer than the limit of {protocol.MAX_LINE_BYTES}",
+                          b"")
+        return
+    if not line.strip():
+        return
+    try:
+        message = protocol.decode(line)
+    except ValueError as exc:
+        connection.refuse(str(exc), line)
+        return
+    try:
+        connection.dispatch(message)
+    except Exception as exc:  # not expected: a message that breaks dispatch is refused, not fatal
+        connection.refuse(f"{type(exc).__name__}: {exc}", line)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="router serve", description="the router sidecar (stdio)")
+    parser.add_argument("--cwd", default=os.getcwd())
+    parser.add_argument("--agent-dir", default=str(default_agent_dir()))
+    parser.add_argument("--policy", action="append", default=[], help="an extra policy file, last")
+    args = parser.parse_args(argv)
+    try:
+        return asyncio.run(_run(args))
+    except KeyboardInterrupt:
+        return 130
+
+
+def _resolved(value: Any) -> Path | None:
+    if not isinstance(value, str) or not value:
+        return None
+    return Path(value).expanduser().resolve()
+
+
+def without_keys(state: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
+    """A copy of `state` without the dotted `keys`; a parent they leave empty goes too."""
+    result = copy.deepcopy(state)
+    for key in keys:
+        _drop(result, key.split("."))
+    return result
+
+
+def _drop(target: dict[str, Any], parts: list[str]) -> None:
+    head, rest = parts[0], parts[1:]
+    if not rest:
+        target.pop(head, None)
+        return
+    child = target.get(head)
+    if isinstance(child, dict) and child:
+        _drop(child, rest)
+        if not child:
+            del target[head]
+
+
+def _canonical(value: Any) -> str:
+    """One text per JSON value (key order and tuples vs lists do not matter)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _stat(path: str) -> tuple[int, int]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (info.st_mtime_ns, info.st_size)
+
+
+def _render(diagnostic: Diagnostic) -> str:
+    where = f"{diagnostic.span}: " if diagnostic.span else ""
+    return f"{where}{diagnostic.message} [{diagnostic.code}]"
+
+
+def _version() -> str:
+    from router import __version__
+    return __version__
+

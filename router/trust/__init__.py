@@ -1,0 +1,1 @@
+"""trust: see docs/architecture.md."""

@@ -1,0 +1,301 @@
+"""Capabilities by layer: what a policy may touch outside the conversation, and who may do it.
+
+Every action parameter and signal field that reaches files, the environment or processes declares
+its capability here (`ACTION_PARAMS`, `SIGNAL_PARAMS`, `POLICY_KEYS`). Built-in packs, the user's
+file (and what it `use:`s) and `--policy` files keep every capability. A project's
+`.pi/router.yaml` (and the project files it `use:`s) is *confined* (docs/language.md,
+"Capabilities"):
+
+- `fs.write`, `fs.read`: only inside the project directory (never under a `.git` directory) and
+  `<agent dir>/router/data/`;
+- `env.read`: only the variables the user grants with `project_env:` in their own file;
+- `process.spawn`: a `child` signal runs the user's `pi`; a project may not choose the binary;
+- `policy.use`: only files inside the project, and the built-in packs by name.
+
+A violation found when compiling (a literal path, an `env.NAME` read, a `pi_bin`) refuses the
+whole rule, signal or var (and whatever reads a refused signal or var); the rest of the policy
+works. Templated paths are checked when rendered: lexically by the interpreter (the rule is
+refused before any of its effects), then resolved (symlinks, `..`) by the executor before any I/O.
+Values a project file defines taint the pack and user parameters they flow into: those parameters
+are checked as the project's own.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from router.diagnostics.diagnostic import Diagnostic, Span
+
+ROUTER_LOG = "@router"  # the `log` action's default file: the router's own log
+
+FS_WRITE = "fs.write"
+FS_READ = "fs.read"
+ENV_READ = "env.read"
+PROCESS_SPAWN = "process.spawn"
+POLICY_USE = "policy.use"
+PI_TRUST = "pi.trust"
+CAPABILITIES = (FS_WRITE, FS_READ, ENV_READ, PROCESS_SPAWN, POLICY_USE, PI_TRUST)
+
+ACTION_PARAMS: Mapping[str, Mapping[str, str]] = {
+    "log": {"file": FS_WRITE},  # the router's own log (`@router`) is open to every layer
+    "audit": {"file": FS_WRITE},
+    "save": {"file": FS_WRITE},
+    "trust": {"trusted": PI_TRUST},  # Pi then runs the folder's .pi/extensions
+}
+SIGNAL_PARAMS: Mapping[str, Mapping[str, str]] = {
+    "load": {"file": FS_READ},
+    "read": {"file": FS_READ},
+    "records": {"file": FS_READ},
+    "slot": {"dir": FS_WRITE},
+    "child": {"pi_bin": PROCESS_SPAWN, "system_prompt": FS_READ},  # Pi reads a prompt that names a file
+    "which": {"name": PROCESS_SPAWN},  # where a program is on your PATH: not a project policy's business
+}
+POLICY_KEYS: Mapping[str, str] = {
+    "use": POLICY_USE, "skills": FS_READ, "env": ENV_READ,
+    "vars": ENV_READ,  # `{env: NAME}` bindings; `env.NAME` in expressions is env.read too
+}
+CODES: Mapping[str, str] = {FS_WRITE: "RT601", FS_READ: "RT602", ENV_READ: "RT603",
+                            PROCESS_SPAWN: "RT604", POLICY_USE: "RT605", PI_TRUST: "RT608"}
+PI_CONFIG = frozenset({"settings.json", "mcp.json", "extensions", "skills", "prompts", "themes", "SYSTEM.md",
+                       "APPEND_SYSTEM.md", "router.yaml", "router.lock", "router.schema.json",
+                       "trust.json", "AGENTS.md"})
+"""What Pi and the router read from a project's `.pi/` as configuration or code: closed to writes
+of a project policy (writing `.pi/extensions/x.ts` would make Pi run it)."""
+GRANT_CODE = "RT606"  # `project_env` outside the user's own file
+SYMLINK_CODE = "RT607"  # a file the router writes is a symbolic link
+CAPABILITY_CODES = frozenset({*CODES.values(), GRANT_CODE, SYMLINK_CODE})
+
+CONFINED_LAYERS = frozenset({"project"})
+GRANT_LAYERS = frozenset({"user", "file"})  # the files that may say `project_env:`
+_ENV_IN_PATH = re.compile(r"\$(\w|\{)")
+
+
+def show_path(path: Path) -> str:
+    """An absolute path as people read it: with ~ for the home directory (never relative)."""
+    try:
+        inside = path.relative_to(Path.home())
+    except ValueError:
+        return str(path)
+    return "~" if str(inside) == "." else f"~/{inside}"
+
+
+def is_confined(layer: str) -> bool:
+    return layer in CONFINED_LAYERS
+
+
+def project_root(policy_file: Path) -> Path:
+    """The project a project policy belongs to: the directory holding its `.pi/`."""
+    parent = policy_file.absolute().parent
+    return parent.parent if parent.name == ".pi" else parent
+
+
+def project_area(root: Path, home: Path) -> Path:
+    """Where a project policy may read and write in its project: the project directory, or only
+    its `.pi/` when the project directory is the home directory or one of its parents."""
+    return root / ".pi" if home.is_relative_to(root) else root
+
+
+def project_data_dir(agent: Path) -> Path:
+    """`<agent dir>/router/data/`: the one place outside the project open to project policies."""
+    return agent / "router" / "data"
+
+
+# --- confinement: where a confined owner may read and write -----------------------------------
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """The bounds of the project layer: its directory, the data dir and the granted variables."""
+
+    project: str
+    agent: str
+    home: str
+    env: frozenset[str] = frozenset()
+
+    @property
+    def area(self) -> Path:
+        """The project directory; only its `.pi/` when the project contains the home directory."""
+        return project_area(Path(self.project), Path(self.home))
+
+    @property
+    def data(self) -> Path:
+        return project_data_dir(Path(self.agent))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"project": self.project, "agent": self.agent, "home": self.home, "env": sorted(self.env)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Confinement:
+        return cls(str(data["project"]), str(data["agent"]), str(data["home"]), frozenset(data["env"]))
+
+    def bounds(self) -> str:
+        return f"{show_path(self.area)} and {show_path(self.data)}"
+
+
+class Refused(Exception):
+    """A capability a confined owner does not have; `code` is its RT6xx code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def confined_path(value: str, conf: Confinement, capability: str, *, label: str,
+                  resolve: bool = True) -> Path:
+    """The absolute path `value` names for a confined owner, or Refused when it is out of bounds.
+
+    `~` is the user's home; relative paths are relative to the project. `..` is removed, and with
+    `resolve` symbolic links are followed (a link inside the project that leads out is refused).
+    """
+    code = CODES[capability]
+    if _ENV_IN_PATH.search(value):
+        raise Refused("RT603", f"{label} {value!r} names an environment variable; a project policy's "
+                      "paths do not expand $NAME (use {env.NAME} with a name granted in project_env)")
+    if value.startswith("~"):
+        user, _, rest = value[1:].partition("/")
+        if user:
+            raise Refused(code, f"{label} {value!r}: only ~ (your home) is expanded in a project policy")
+        path = Path(conf.home) / rest
+    else:
+        path = Path(value)
+    path = Path(os.path.normpath(Path(conf.project) / path))
+    verb = "writes" if capability == FS_WRITE else "reads"
+    writing = capability == FS_WRITE
+    problem = _out_of_bounds(path, conf.area, Path(conf.agent), conf.data, writing=writing)
+    if problem is None and resolve:
+        real = Path(os.path.realpath(path))
+        problem = _out_of_bounds(real, *(Path(os.path.realpath(p)) for p in
+                                         (conf.area, Path(conf.agent), conf.data)), writing=writing)
+        if problem is not None and real != path:
+            problem = f"resolves to {show_path(real)}, which {problem}"
+        path = real
+    if problem is not None:
+        raise Refused(code, f"{label} {verb} {value}, which {problem}")
+    return path
+
+
+def _out_of_bounds(path: Path, area: Path, agent: Path, data: Path, *, writing: bool = False) -> str | None:
+    if path.is_relative_to(data):
+        return None
+    if path.is_relative_to(agent):
+        return f"is inside Pi's agent directory (only {show_path(data)} is open to a project policy)"
+    if path.is_relative_to(area):
+        parts = path.relative_to(area).parts
+        if ".git" in parts:
+            return "is inside a .git directory"
+        if writing and _is_pi_config(parts if area.name != ".pi" else (".pi", *parts)):
+            return "is configuration or code Pi or the router reads from the project's .pi/"
+        return None
+    return f"is outside the project {show_path(area)}"
+
+
+def _is_pi_config(parts: tuple[str, ...]) -> bool:
+    """`.pi/<name>` that Pi or the router reads as configuration or code, or a policy test file."""
+    if len(parts) < 2 or parts[0] != ".pi":
+        return False
+    return parts[1] in PI_CONFIG or parts[1].endswith((".test.yaml", ".ts", ".js"))
+
+
+def check_rendered(action: str, params: Any, confined: Iterable[str], conf: Confinement, *,
+                   resolve: bool) -> dict[str, Path]:
+    """Check an action's confined parameters; the paths they name. Refused when one is out of bounds."""
+    found: dict[str, Path] = {}
+    if not isinstance(params, Mapping):
+        return found
+    for name in confined:
+        value = params.get(name)
+        capability = ACTION_PARAMS.get(action, {}).get(name)
+        if capability is None or not value or not isinstance(value, str) or value == ROUTER_LOG:
+            continue
+        found[name] = confined_path(value, conf, capability, label=f"{action}.{name}", resolve=resolve)
+    return found
+
+
+# --- records: what a policy uses and what is refused -------------------------------------------
+
+
+@dataclass(frozen=True)
+class CapabilityUse:
+    """One place where a policy uses a capability (for the trust summary)."""
+
+    layer: str
+    capability: str
+    owner: str  # "rule r", "signal s", "var v", "use", "env", "skills"
+    field: str  # e.g. "log.file", "read.file", "env.MY_FLAG"
+    value: str  # the literal, the template source, or the variable name
+    where: str  # file:line:col
+
+    def to_dict(self) -> dict[str, str]:
+        return {"layer": self.layer, "capability": self.capability, "owner": self.owner,
+                "field": self.field, "value": self.value, "where": self.where}
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Something a policy file may not do: the rule, signal, var or entry is left out."""
+
+    kind: str  # rule, signal, var, env, use, skill, project_env
+    name: str
+    layer: str
+    code: str
+    reason: str
+    span: Span | None = None
+    help: str | None = None
+
+    @property
+    def where(self) -> str:
+        return str(self.span) if self.span else ""
+
+    def diagnostic(self) -> Diagnostic:
+        rule_id = self.name if self.kind == "rule" else None
+        return Diagnostic(self.code, f"{self.kind} '{self.name}' refused: {self.reason}", self.span,
+                          help=self.help, rule_id=rule_id, extra={"refusal": self})
+
+    def warning(self) -> str:
+        where = f"{self.where}: " if self.span else ""
+        return (f"{where}{self.kind} '{self.name}' of the {self.layer} policy refused: {self.reason} "
+                f"[{self.code}]")
+
+    def to_dict(self) -> dict[str, Any]:
+        span = [self.span.path, self.span.line, self.span.col] if self.span else None
+        return {"kind": self.kind, "name": self.name, "layer": self.layer, "code": self.code,
+                "reason": self.reason, "span": span, "help": self.help}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Refusal:
+        span = data.get("span")
+        return cls(data["kind"], data["name"], data["layer"], data["code"], data["reason"],
+                   Span(span[0], span[1], span[2]) if span else None, data.get("help"))
+
+
+def refusal_of(diagnostic: Diagnostic) -> Refusal | None:
+    """The refusal a diagnostic reports (refusals never stop a policy from loading)."""
+    found = diagnostic.extra.get("refusal")
+    return found if isinstance(found, Refusal) else None
+
+
+def spawn_refusal(label: str, value: Any) -> str:
+    """Why a project layer may not set `label` (a program to run, or to look up on PATH)."""
+    shown = f" {value!r}" if value is not None else ""
+    if label.startswith("which."):
+        return f"{label}{shown} looks a program up on your PATH"
+    return f"{label}{shown} chooses the program the child runs"
+
+
+def help_for(capability: str, conf: Confinement | None) -> str:
+    bounds = conf.bounds() if conf else "the project and <agent dir>/router/data"
+    return {
+        FS_WRITE: f"a project policy writes only inside {bounds}; move the file there, or put the "
+                  "rule in your own router.yaml",
+        FS_READ: f"a project policy reads only inside {bounds}",
+        ENV_READ: "grant the variable in your own router.yaml: `project_env: [NAME]`",
+        PROCESS_SPAWN: "remove pi_bin: a project policy's child signals run your `pi`",
+        PI_TRUST: "answer Pi's project-trust prompt from your own router.yaml, if at all",
+        POLICY_USE: "a project policy uses built-in packs by name and files inside the project",
+    }[capability]

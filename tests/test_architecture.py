@@ -1,0 +1,105 @@
+"""The stage packages import only in the allowed directions (docs/architecture.md), and the
+sidecar's start path stays free of the heavy libraries."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROUTER = Path(__file__).resolve().parent.parent / "router"
+
+# Each stage package and the stages it may import (the root package `router` and `router.packs`,
+# which hold only the version and data, may be imported by any stage).
+ALLOWED: dict[str, set[str]] = {
+    "diagnostics": set(),
+    "lang": {"diagnostics"},
+    "events": {"diagnostics", "lang"},
+    "trust": {"diagnostics", "lang"},
+    "actions": {"diagnostics", "lang", "trust"},
+    "load": {"diagnostics", "lang", "events", "trust", "actions"},
+    "compile": {"diagnostics", "lang", "events", "trust", "actions", "load"},
+    "engine": {"diagnostics", "lang", "events", "trust", "actions", "compile"},
+    "testing": {"diagnostics", "lang", "events", "trust", "actions", "load", "compile", "engine"},
+    "lint": {"diagnostics", "lang", "events", "trust", "actions", "load", "compile", "engine", "testing"},
+    "runtime": {"diagnostics", "lang", "events", "trust", "actions", "load", "compile", "engine"},
+    "commands": {"diagnostics", "lang", "events", "trust", "actions", "load", "compile", "engine",
+                 "testing", "lint", "runtime"},
+}
+FREE = {"router", "packs"}
+
+
+def _stage(path: Path) -> str | None:
+    parts = path.relative_to(ROUTER).parts
+    return parts[0] if len(parts) > 1 else None
+
+
+def _imports(path: Path) -> list[tuple[str, int]]:
+    """Every `router.…` module the file imports, at any depth (functions, TYPE_CHECKING too)."""
+    found: list[tuple[str, int]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "router":
+                found += [(f"router.{alias.name}", node.lineno) for alias in node.names]
+            elif node.module.startswith("router."):
+                found.append((node.module, node.lineno))
+        elif isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names if alias.name.startswith("router.")]
+    return found
+
+
+def _violations() -> list[str]:
+    problems = []
+    for path in sorted(ROUTER.rglob("*.py")):
+        stage = _stage(path)
+        for module, line in _imports(path):
+            target = module.split(".")[1]
+            if stage is None or target == stage or target in FREE or not (ROUTER / target).is_dir():
+                continue
+            if target not in ALLOWED.get(stage, set()):
+                problems.append(f"{path.relative_to(ROUTER.parent)}:{line}: {stage} imports {module}")
+    return problems
+
+
+def test_every_stage_package_has_a_rule() -> None:
+    stages = {p.name for p in ROUTER.iterdir() if (p / "__init__.py").exists()}
+    assert stages - {"bridge"} == set(ALLOWED)
+
+
+def test_imports_follow_the_allowed_directions() -> None:
+    assert _violations() == []
+
+
+def test_the_allowed_directions_have_no_cycle() -> None:
+    done: set[str] = set()
+
+    def visit(stage: str, path: tuple[str, ...]) -> None:
+        assert stage not in path, " -> ".join((*path, stage))
+        for lower in ALLOWED[stage] - done:
+            visit(lower, (*path, stage))
+        done.add(stage)
+
+    for stage in ALLOWED:
+        visit(stage, ())
+
+
+def test_the_checker_sees_a_wrong_direction(tmp_path: Path) -> None:
+    bad = tmp_path / "probe.py"
+    bad.write_text("def f():\n    from router.runtime.server import main\n")
+    assert _imports(bad) == [("router.runtime.server", 2)]
+
+
+SERVE_PATH = [
+    "router.commands.entry", "router.runtime.server", "router.engine.interpreter", "router.compile.cache",
+]
+
+
+@pytest.mark.parametrize("module", SERVE_PATH)
+def test_the_serve_path_imports_no_heavy_library(module: str) -> None:
+    code = (f"import sys, {module}\n"
+            "print(sorted(m for m in ('pydantic', 'ruamel', 'typer', 'click') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
