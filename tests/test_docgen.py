@@ -11,7 +11,7 @@ from router.actions import ACTIONS
 from router.commands import docgen
 from router.diagnostics.codes import CODES
 from router.events.catalog import EVENT_MODELS, EVENT_TYPES, EXAMPLES
-from router.lang.functions.library import FUNCTIONS
+from router.lang.functions import FUNCTIONS
 from tests.helpers import compile_ok, decide
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"

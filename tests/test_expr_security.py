@@ -22,7 +22,7 @@ from router.engine.decision import Decision
 from router.engine.interpreter import evaluate
 from router.lang.budget import DEFAULT_BUDGET, Budget, BudgetExceeded, BudgetLimits
 from router.lang.expr.expression import Evaluator, ExpressionSyntaxError, compile_template
-from router.lang.functions.library import MAX_TEXT
+from router.lang.functions import MAX_TEXT
 from tests.helpers import compile_ok, event, fails, refused, run
 
 ROOT = Path(__file__).resolve().parent.parent

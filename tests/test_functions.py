@@ -1,4 +1,4 @@
-"""router.lang.functions.library: every helper, through both languages, with its edge cases."""
+"""router.lang.functions: every helper, through both languages, with its edge cases."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import jmespath
 import pytest
 
-from router.lang.functions.library import FUNCTIONS
+from router.lang.functions import FUNCTIONS
 from router.lang.query.query import _OPTIONS, compile_query
 from tests.helpers import fails, run
 

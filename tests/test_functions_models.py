@@ -1,4 +1,4 @@
-"""router.lang.functions.library: the number, score, thinking-level and model-catalog helpers."""
+"""lang.functions: the number, score, thinking-level and model-catalog helpers."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from router.engine.decision import SignalOutcome
-from router.lang.functions.library import FUNCTIONS, Function
+from router.lang.functions import FUNCTIONS, Function
 from tests.helpers import compile_ok, decide, texts
 
 

@@ -36,7 +36,7 @@ from router.lang.expr.expression import (
     compile_expression,
     compile_template,
 )
-from router.lang.functions.library import FUNCTIONS
+from router.lang.functions import FUNCTIONS
 from router.lang.query.query import JMESPATH_ARITY, JMESPATH_BUILTINS, Query, compile_query
 from router.load.loader import MAX_RULES, PolicyFile, load_layers, too_many_rules
 from router.load.model import SIGNAL_KINDS, EnvVar, Rule, Signal

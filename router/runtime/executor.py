@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from router.engine.decision import Decision, Effect, SignalOutcome, SignalRequest
-from router.lang.functions.library import cap_level
+from router.lang.functions import cap_level
 from router.lang.jsonout import dumps
 from router.runtime.filelock import (
     JsonFileError,

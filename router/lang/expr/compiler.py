@@ -16,7 +16,7 @@ from typing import Any
 
 from router.diagnostics.errors import ExpressionError
 from router.lang.budget import spend
-from router.lang.functions.library import FUNCTIONS, type_name
+from router.lang.functions import FUNCTIONS, type_name
 
 Run = Callable[[Mapping[str, Any]], Any]
 _RAW_ORDERING: dict[type[ast.AST], Callable[[Any, Any], Any]] = {

@@ -2,7 +2,7 @@
 
 An expression is Python-like (`signals.p >= vars.threshold and not state.done`). Names are the
 top-level fields of the evaluation scope, `a.b` reads a field of an object (null when missing),
-calls reach only the helper functions of `router.lang.functions.library`. Templates are strings with `{expr}`
+calls reach only the helper functions of `router.lang.functions`. Templates are strings with `{expr}`
 placeholders (f-string rules, `{x:.2f}` formats); a template that is exactly one placeholder
 yields the value itself, not its text.
 """
@@ -23,7 +23,7 @@ from simpleeval import EvalWithCompoundTypes, InvalidExpression
 from router.diagnostics.errors import ExpressionError
 from router.lang.budget import Budget, BudgetExceeded, active, size_of, spend
 from router.lang.expr.compiler import Run, as_text, compile_tree
-from router.lang.functions.library import FUNCTIONS, NOT_LITERAL, type_name
+from router.lang.functions import FUNCTIONS, NOT_LITERAL, type_name
 from router.lang.scanning import top_level
 
 CONSTANTS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}

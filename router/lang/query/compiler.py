@@ -15,7 +15,7 @@ from typing import Any
 from jmespath import functions as jfunctions
 from jmespath import visitor
 
-from router.lang.functions.library import FUNCTIONS, NOT_LITERAL
+from router.lang.functions import FUNCTIONS, NOT_LITERAL
 
 Compiled = Callable[[Any], Any]
 
