@@ -30,7 +30,8 @@ from router.engine.interpreter import evaluate
 from router.lint import run_checks
 from router.load.model import SIGNAL_KINDS, Signal
 from router.runtime.executor import Executor
-from router.trust.capabilities import ACTION_PARAMS, SIGNAL_PARAMS, Confinement, Refused, confined_path
+from router.actions.signal_kinds import SIGNAL_KINDS as SIGNAL_REGISTRY
+from router.trust.capabilities import Confinement, Refused, confined_path
 
 
 @dataclass
@@ -93,14 +94,14 @@ INPUT = {"type": "input", "text": "hi"}
 def test_every_file_dir_or_binary_parameter_declares_a_capability() -> None:
     """A new action or signal field that names a file, directory or program must be declared."""
     suspicious = {"file", "dir", "pi_bin", "path_file"}
-    assert SIGNAL_PARAMS["which"] == {"name": "process.spawn"}  # a program's name
+    assert SIGNAL_REGISTRY["which"].capabilities == {"name": "process.spawn"}  # a program's name
     for name, spec in ACTIONS.items():
         fields = set(getattr(spec.params, "model_fields", {}))
-        assert fields & suspicious <= set(ACTION_PARAMS.get(name, {})), name
+        assert fields & suspicious <= set(spec.capabilities), name
     for kind in SIGNAL_KINDS[1:]:
         model = Signal.model_fields[kind].annotation
         fields = set(next(a for a in model.__args__ if hasattr(a, "model_fields")).model_fields)  # type: ignore[union-attr]
-        assert fields & suspicious <= set(SIGNAL_PARAMS.get(kind, {})), kind
+        assert fields & suspicious <= set(SIGNAL_REGISTRY[kind].capabilities), kind
 
 
 # --- path checks --------------------------------------------------------------------------------
@@ -417,11 +418,11 @@ def test_project_var_in_a_user_rules_path_is_checked_as_the_projects(world: Worl
             on: input
             do: [{log: {file: "{vars.log_file}", text: hi}}, {notify: logged}]
     """)
-    assert world.compile().rules[-1].actions[0].confined == frozenset()
+    assert world.compile().rules[-1].actions[0].confined == {}
     world.project_policy("vars: {log_file: ~/.bashrc}\n")
     policy = world.compile()
     rule = policy.rules[-1]
-    assert (rule.layer, rule.sandboxed, rule.actions[0].confined) == ("user", False, frozenset({"file"}))
+    assert (rule.layer, rule.sandboxed, rule.actions[0].confined) == ("user", False, {"file": "fs.write"})
     decision = evaluate(policy, INPUT)
     assert decision.effects == () and decision.errors[0].code == "RT601"
     assert "rule 'user-log' refused" in decision.errors[0].message
@@ -474,7 +475,7 @@ def test_a_rule_refused_at_run_time_does_not_decide_its_group(world: World) -> N
 
 
 def confined_effect(world: World, action: str, params: dict[str, Any], rule: str) -> Effect:
-    return Effect(action, params, rule, confined=frozenset({"file"}), confinement=world.confinement)
+    return Effect(action, params, rule, confined={"file": "fs.write"}, confinement=world.confinement)
 
 
 def test_executor_refuses_a_rule_whose_path_leads_out_through_a_link(world: World) -> None:
@@ -500,7 +501,7 @@ def test_executor_confined_signal_read_outside_is_refused_and_told(world: World)
     executor = Executor(None, cwd=str(world.project))
 
     def read(file: str) -> SignalOutcome:
-        request = SignalRequest("s", "read", {"file": file}, rule_id="r", confined=frozenset({"file"}),
+        request = SignalRequest("s", "read", {"file": file}, rule_id="r", confined={"file": "fs.read"},
                                 confinement=world.confinement)
         return asyncio.run(executor.compute(request))
 
@@ -518,7 +519,7 @@ def test_executor_confined_child_pi_bin_and_prompt_file_are_refused(world: World
 
     def child(params: dict[str, Any]) -> SignalOutcome:
         request = SignalRequest("c", "child", {"prompt": "hi", **params}, rule_id="r",
-                                confined=frozenset(params), confinement=world.confinement)
+                                confined=SIGNAL_REGISTRY["child"].capabilities, confinement=world.confinement)
         return asyncio.run(executor.compute(request))
 
     assert "RT604" in str(child({"pi_bin": "./pi"}).error)
@@ -620,8 +621,8 @@ def test_capability_report_lists_uses_and_refusals_per_layer_and_survives_the_ca
     cached = from_ir(to_ir(policy))
     rule = cached.by_event["input"][-1]
     assert (rule.id, rule.layer, rule.sandboxed, rule.actions[0].confined) == (
-        "good", "project", True, frozenset({"file"}))
-    assert cached.signals["notes"].confined == frozenset({"file"})
+        "good", "project", True, {"file": "fs.write"})
+    assert cached.signals["notes"].confined == {"file": "fs.read"}
     assert refusal_warnings(policy) == [f".pi/router.yaml:9:44: rule 'bad' of the project policy refused: "
                                         f"log.file writes ~/.bashrc, which is outside the project "
                                         f"{world.project} [RT601]"]
@@ -642,7 +643,7 @@ def test_confined_child_runs_pi_from_path_with_values_not_flags(world: World,
           - {id: r, on: input, when: "signals.ask != null", do: [{notify: x}]}
     """)
     policy = world.compile()
-    assert policy.refused == () and policy.signals["ask"].confined == frozenset({"system_prompt"})
+    assert policy.refused == () and policy.signals["ask"].confined == {"system_prompt": "fs.read"}
     request = evaluate(policy, INPUT).pending
     assert request is not None and request.confinement == policy.confinement
     outcome = asyncio.run(Executor(None, cwd=str(world.project)).compute(request))

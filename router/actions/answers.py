@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from router.actions import action
 from router.actions._base import Params, show
+from router.trust.capabilities import PI_TRUST
 
 
 class AnswerParams(Params):
@@ -62,7 +63,8 @@ class TrustParams(Params):
     remember: bool = False
 
 
-@action("trust", events={"project_trust"}, shorthand="trusted",
+@action("trust", capabilities={"trusted": PI_TRUST},  # Pi then runs the folder's .pi/extensions
+        events={"project_trust"}, shorthand="trusted",
         example="- trust: {trusted: 'yes', remember: true}")
 def describe_trust(params: dict[str, Any]) -> str:
     return f"project trust: {params.get('trusted')}" + (" (remembered)" if params.get("remember") else "")

@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from router.actions import action
 from router.actions._base import Params, show
-from router.trust.capabilities import ROUTER_LOG
+from router.trust.capabilities import FS_WRITE, ROUTER_LOG
 
 
 class CompactParams(Params):
@@ -85,7 +85,8 @@ class LogParams(Params):
     file: str | None = ROUTER_LOG
 
 
-@action("log", shorthand="text", example="- log: {text: 'route tier={state.tier}', file: '{env.MY_DEBUG}'}")
+@action("log", runs="executor", capabilities={"file": FS_WRITE}, shorthand="text",
+        example="- log: {text: 'route tier={state.tier}', file: '{env.MY_DEBUG}'}")
 def describe_log(params: dict[str, Any]) -> str:
     target = params.get("file")
     if not target:
@@ -116,7 +117,8 @@ def describe_entry(params: dict[str, Any]) -> str:
     return f"append a session entry of type {params.get('type')}"
 
 
-@action("audit", example="- audit: {file: '{vars.audit_log}', record: {tool: '{tool_name}'}}")
+@action("audit", runs="executor", capabilities={"file": FS_WRITE},
+        example="- audit: {file: '{vars.audit_log}', record: {tool: '{tool_name}'}}")
 def describe_audit(params: dict[str, Any]) -> str:
     return f"append an audit record to {params.get('file')}"
 
@@ -156,12 +158,13 @@ class ReleaseParams(Params):
     name: str = "turn"
 
 
-@action("release", shorthand="name", example="- release: turn")
+@action("release", runs="executor", shorthand="name", example="- release: turn")
 def describe_release(params: dict[str, Any]) -> str:
     return f"release slot {params.get('name')}"
 
 
-@action("save", example="- save: {file: '{vars.state_file}', key: '{session.cwd}', value: {enabled: false}}")
+@action("save", runs="executor", capabilities={"file": FS_WRITE},
+        example="- save: {file: '{vars.state_file}', key: '{session.cwd}', value: {enabled: false}}")
 def describe_save(params: dict[str, Any]) -> str:
     what = params.get("key") or params.get("path") or ", ".join(params.get("values") or {})
     return f"save {show(what)} in {params.get('file')}"

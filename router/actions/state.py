@@ -18,7 +18,7 @@ class SetParams(RootModel[dict[str, Any]]):
     """
 
 
-@action("set", example="- set: {band: react, turns: '{state.turns + 1}'}")
+@action("set", runs="interpreter", example="- set: {band: react, turns: '{state.turns + 1}'}")
 def describe_set(params: dict[str, Any]) -> str:
     return "set state " + ", ".join(f"{k}={show(v)}" for k, v in params.items())
 
@@ -27,7 +27,7 @@ class UnsetParams(RootModel[list[str] | str]):
     """Remove session state keys (dotted keys remove nested ones); one key or a list."""
 
 
-@action("unset", example="- unset: [band, snapshot]")
+@action("unset", runs="interpreter", example="- unset: [band, snapshot]")
 def describe_unset(params: Any) -> str:
     keys = [params] if isinstance(params, str) else params
     return "unset state " + ", ".join(str(k) for k in keys)

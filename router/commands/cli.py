@@ -414,7 +414,7 @@ def docs(
 ) -> None:
     """Generate the reference pages from the code.
 
-    Writes the events, actions, functions and codes pages.
+    Writes the events, actions, signals, functions and codes pages.
     """
     from router.commands import docgen
     if check:

@@ -108,7 +108,7 @@ class Verdict:
 
     refusal: Refusal | None = None
     sandboxed: bool = False  # evaluated with the granted environment only
-    confined: dict[int | None, frozenset[str]] = field(default_factory=dict)  # checked parameters
+    confined: dict[int | None, dict[str, str]] = field(default_factory=dict)  # checked: capability
 
 
 @dataclass
@@ -131,13 +131,13 @@ def analyze(owners: list[Owner], conf: Confinement | None) -> Analysis:
     tainted = _tainted(owners)
     for owner in owners:
         verdict = verdicts[owner.key]
-        confined: dict[int | None, set[str]] = {}
+        confined: dict[int | None, dict[str, str]] = {}
         for param in owner.params:
             if param.value is None:
                 continue
             if is_confined(owner.layer) or _deps(_paths(param.value)) & tainted:
-                confined.setdefault(param.action, set()).add(param.label.split(".", 1)[1])
-        verdict.confined = {k: frozenset(v) for k, v in confined.items()}
+                confined.setdefault(param.action, {})[param.label.split(".", 1)[1]] = param.capability
+        verdict.confined = confined
     refusals = [v.refusal for o in owners if (v := verdicts[o.key]).refusal is not None]
     return Analysis(verdicts, refusals, [u for o in owners for u in _uses(o)])
 

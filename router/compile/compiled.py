@@ -24,7 +24,7 @@ class CompiledAction:
     name: str
     params: ParamTree
     span: Span
-    confined: frozenset[str] = frozenset()  # parameters checked against the project's bounds
+    confined: Mapping[str, str] = field(default_factory=dict)  # checked parameter -> capability
 
     def describe(self, params: Any) -> str:
         """What the executor would do with these (rendered) parameters."""
@@ -93,7 +93,7 @@ class CompiledSignal:
     fallback: Expression | None = None
     layer: str = "user"
     sandboxed: bool = False
-    confined: frozenset[str] = frozenset()  # request fields checked against the project's bounds
+    confined: Mapping[str, str] = field(default_factory=dict)  # checked request field -> capability
 
     @property
     def external(self) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from router.actions import ACTIONS
+from router.actions import ACTIONS, signal_kinds
 from router.compile.capability_analysis import Owner, Param, Verdict, analyze
 from router.compile.compiled import (
     ClassifyQuestionSpec,
@@ -44,14 +44,12 @@ from router.load.paths import agent_dir, display_path, layer_paths
 from router.load.source import KeyPath, SourceDoc, format_key_path
 from router.load.validation import validation_diagnostics
 from router.trust.capabilities import (
-    ACTION_PARAMS,
     CODES,
     ENV_READ,
     FS_READ,
     GRANT_CODE,
     GRANT_LAYERS,
     POLICY_KEYS,
-    SIGNAL_PARAMS,
     CapabilityUse,
     Confinement,
     Refusal,
@@ -311,7 +309,7 @@ def _owners(compiled_rules: list[tuple[_Entry, CompiledRule]],
         params = [Param(capability, i, f"{action.name}.{name}", _param(action.params, name),
                         entry.file.doc.span((*base, i, action.name, name)))
                   for i, action in enumerate(rule.actions)
-                  for name, capability in ACTION_PARAMS.get(action.name, {}).items()]
+                  for name, capability in ACTIONS[action.name].capabilities.items()]
         owners.append(Owner("rule", rule.id, entry.file.layer, rule.span,
                             ctx.reads.get(("rule", rule.id), []), params))
     for name, sig in signals.items():
@@ -320,7 +318,7 @@ def _owners(compiled_rules: list[tuple[_Entry, CompiledRule]],
         f = signals_raw[name][1]
         params = [Param(capability, None, f"{sig.kind}.{key}", _param(sig.request, key),
                         f.doc.span(("signals", name, sig.kind, key)))
-                  for key, capability in SIGNAL_PARAMS.get(sig.kind, {}).items()]
+                  for key, capability in signal_kinds.SIGNAL_KINDS[sig.kind].capabilities.items()]
         owners.append(Owner("signal", name, f.layer, sig.span, ctx.reads.get(("signal", name), []), params))
     var_files = {name: f for f in files for name in f.policy.vars}
     for name, f in var_files.items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,7 @@ class Effect:
     params: Any
     rule_id: str
     shadow: bool = False
-    confined: frozenset[str] = field(default=frozenset(), compare=False)  # checked parameters
+    confined: Mapping[str, str] = field(default_factory=dict, compare=False)  # checked: capability
     confinement: Confinement | None = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -36,7 +37,7 @@ class SignalRequest:
     params: dict[str, Any]
     questions: dict[str, Any] = field(default_factory=dict)
     rule_id: str | None = None  # the rule whose evaluation first needed the signal
-    confined: frozenset[str] = field(default=frozenset(), compare=False)  # checked parameters
+    confined: Mapping[str, str] = field(default_factory=dict, compare=False)  # checked: capability
     confinement: Confinement | None = field(default=None, compare=False, repr=False)
 
 

@@ -350,7 +350,7 @@ def _signal_request(spec: CompiledSignal, evaluator: Evaluator, rule_id: str,
         if q.when is not None and not _truthy(evaluator.value(q.when)):
             continue
         questions[q.name] = {"type": q.type, "instructions": q.instructions, "criteria": q.criteria}
-    confined = spec.confined if confinement is not None else frozenset()
+    confined = spec.confined if confinement is not None else {}
     return SignalRequest(spec.name, spec.kind, params, questions, rule_id, confined,
                          confinement if confined else None)
 

@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from router.actions.signal_kinds import kind_names
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
@@ -124,8 +126,7 @@ class WhichSignal(_Model):
     name: str = Field(description="template: a program name (e.g. pi) or a path")
 
 
-SIGNAL_KINDS = ("expr", "classify", "child", "complete", "load", "read", "records", "slot", "probe",
-                "ask", "which")
+SIGNAL_KINDS = kind_names()  # the registry: router/actions/signal_kinds.py
 
 
 class Signal(_Model):

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from router.actions.signal_kinds import LOCAL_BUDGET_MS, SIGNAL_KINDS
 from router.engine.decision import Decision, Effect, SignalOutcome, SignalRequest
 from router.lang.functions import cap_level
 from router.lang.jsonout import dumps
@@ -41,7 +42,6 @@ from router.trust.capabilities import (
     FS_WRITE,
     PROCESS_SPAWN,
     ROUTER_LOG,
-    SIGNAL_PARAMS,
     SYMLINK_CODE,
     Refused,
     check_rendered,
@@ -52,20 +52,13 @@ from router.trust.capabilities import (
 BridgeCall = Callable[[str, dict[str, Any], float], Awaitable[Any]]
 CHILD_FLAGS = ("--print", "--no-session", "--no-tools", "--no-extensions", "--no-skills",
                "--no-prompt-templates", "--no-themes", "--no-context-files", "--thinking", "off")
-LOCAL_ACTIONS = frozenset({"log", "audit", "save", "set", "unset", "release"})
 ORDER = {"model": 0, "thinking": 1}
-TIMEOUT_MS = {"classify": 4000, "complete": 45000, "child": 45000, "probe": 10000, "ask": 300000}
-SLOT_WAIT_MS = 30000
-LOCAL_BUDGET_MS = 5000  # load, read, records: local files
+INTERPRETER_ACTIONS = frozenset({"set", "unset"})  # state changes, already applied by the interpreter
 
 
 def budget_ms(request: SignalRequest) -> int:
     """The longest computing `request` may take (the bridge extends the event's deadline by it)."""
     params = request.params
-    if request.kind == "slot":
-        return _int(params.get("wait_ms"), SLOT_WAIT_MS, allow_zero=True)
-    if request.kind not in TIMEOUT_MS:
-        return LOCAL_BUDGET_MS
     timeout = _timeout(request)
     if request.kind == "probe":
         models = params.get("models") or []
@@ -107,34 +100,26 @@ class Executor:
                          f"[{refused.code}]")
             return SignalOutcome(error=f"refused: {refused.message} [{refused.code}]")
         try:
-            if request.kind == "classify":
-                outcome = await self._classify(request)
-            elif request.kind == "complete":
-                outcome = await self._complete(request)
-            elif request.kind == "child":
-                outcome = await self._child(request)
-            elif request.kind == "load":
-                outcome = self._load(request)
-            elif request.kind == "read":
-                outcome = self._read(request)
-            elif request.kind == "records":
-                outcome = self._records(request)
-            elif request.kind == "slot":
-                outcome = await self._slot(request)
-            elif request.kind == "probe":
-                outcome = await self._probe(request)
-            elif request.kind == "ask":
-                outcome = await self._ask(request)
-            elif request.kind == "which":
-                outcome = self._which(request)
-            else:
-                outcome = SignalOutcome(error=f"unknown signal kind {request.kind!r}")
+            outcome = await self._compute(request)
         except OSError as exc:
             outcome = SignalOutcome(error=_os_problem(exc))
         except Exception as exc:
             outcome = SignalOutcome(error=f"{type(exc).__name__}: {exc}")
         elapsed = (time.perf_counter() - started) * 1000
         return SignalOutcome(outcome.result, outcome.error, round(elapsed, 1))
+
+    def signal_handlers(self) -> dict[str, Callable[[SignalRequest], Any]]:
+        """The computation of each signal kind the executor runs or asks the bridge for."""
+        return {"classify": self._classify, "complete": self._complete, "child": self._child,
+                "load": self._load, "read": self._read, "records": self._records, "slot": self._slot,
+                "probe": self._probe, "ask": self._ask, "which": self._which}
+
+    async def _compute(self, request: SignalRequest) -> SignalOutcome:
+        handler = self.signal_handlers().get(request.kind)
+        if handler is None:
+            return SignalOutcome(error=f"unknown signal kind {request.kind!r}")
+        outcome = handler(request)
+        return await outcome if asyncio.iscoroutine(outcome) else outcome  # type: ignore[no-any-return]
 
     def _confine(self, request: SignalRequest) -> SignalRequest:
         """Check a confined request's fields (paths resolved, links followed) before any I/O; the
@@ -143,11 +128,10 @@ class Executor:
         if conf is None or not request.confined:
             return request
         params = dict(request.params)
-        for name in sorted(request.confined):
+        for name, capability in sorted(request.confined.items()):
             value = params.get(name)
-            capability = SIGNAL_PARAMS.get(request.kind, {}).get(name)
             label = f"{request.kind}.{name}"
-            if capability is None or value in (None, ""):
+            if value in (None, ""):
                 continue
             if capability == PROCESS_SPAWN:
                 raise Refused(CODES[PROCESS_SPAWN], spawn_refusal(label, value))
@@ -292,7 +276,7 @@ class Executor:
         if directory is None:
             return SignalOutcome(error="slot: no directory")
         directory.mkdir(parents=True, exist_ok=True)
-        deadline = time.monotonic() + _int(params.get("wait_ms"), SLOT_WAIT_MS, allow_zero=True) / 1000
+        deadline = time.monotonic() + _timeout(request) / 1000
         while True:
             taken = _try_slots(directory, count)
             if taken is not None:
@@ -365,7 +349,9 @@ class Executor:
         for effect in decision.effects:
             if effect.rule_id in refused:
                 continue
-            if effect.action in LOCAL_ACTIONS:
+            if effect.action in INTERPRETER_ACTIONS:
+                continue
+            if effect.action in self.effect_handlers():
                 problem = self._local(effect, targets.get(id(effect), {}))
                 if problem:
                     applied.warnings.append(f"rule {effect.rule_id}: {effect.action} failed: {problem}")
@@ -391,38 +377,51 @@ class Executor:
                 refused[effect.rule_id] = Refused(CODES[FS_WRITE], f"{effect.action}: {exc}")
         return targets, refused
 
+    def effect_handlers(self) -> dict[str, Callable[[Effect, dict[str, Path]], str | None]]:
+        """The local effect of each action the executor carries out itself (a problem, or None)."""
+        return {"log": self._log_effect, "audit": self._audit, "save": self._save, "release": self._release}
+
     def _local(self, effect: Effect, checked: dict[str, Path] | None = None) -> str | None:
         params = effect.params
-        checked = checked or {}
         try:
-            if effect.action == "log":
-                target = params.get("file")
-                if target == ROUTER_LOG:
-                    self.log(f"rule {effect.rule_id}: {params.get('text', '')}")
-                elif (path := checked.get("file") or _path(target)) is not None:
-                    return self.append(path, str(params.get("text", "")), named=str(target))
-            elif effect.action == "audit":
-                target = checked.get("file") or _path(params.get("file"))
-                if target is None:
-                    return "no audit file"
-                record = params.get("record")
-                if params.get("stamp", True) and isinstance(record, dict) and "timestamp" not in record:
-                    record = {"timestamp": _now_iso(), **record}
-                return self.append(target, dumps(record), named=str(params.get("file") or ""))
-            elif effect.action == "save":
-                target = checked.get("file") or _path(params.get("file"))
-                if target is None:
-                    return "no file"
-                updates = _save_updates(params)
-                if isinstance(updates, str):
-                    return updates
-                update_json_values(target, updates, backup=params.get("backup") is True)
-            elif effect.action == "release":
-                self.release(str(params.get("name") or "turn"))
+            return self.effect_handlers()[effect.action](effect, checked or {})
         except OSError as exc:  # the file as the rule names it: `$VAR` expanded is an environment value
             return _os_problem(exc, str(params.get('file') or ''))
         except (TypeError, ValueError) as exc:
             return str(exc)
+
+    def _log_effect(self, effect: Effect, checked: dict[str, Path]) -> str | None:
+        params = effect.params
+        target = params.get("file")
+        if target == ROUTER_LOG:
+            self.log(f"rule {effect.rule_id}: {params.get('text', '')}")
+        elif (path := checked.get("file") or _path(target)) is not None:
+            return self.append(path, str(params.get("text", "")), named=str(target))
+        return None
+
+    def _audit(self, effect: Effect, checked: dict[str, Path]) -> str | None:
+        params = effect.params
+        target = checked.get("file") or _path(params.get("file"))
+        if target is None:
+            return "no audit file"
+        record = params.get("record")
+        if params.get("stamp", True) and isinstance(record, dict) and "timestamp" not in record:
+            record = {"timestamp": _now_iso(), **record}
+        return self.append(target, dumps(record), named=str(params.get("file") or ""))
+
+    def _save(self, effect: Effect, checked: dict[str, Path]) -> str | None:
+        params = effect.params
+        target = checked.get("file") or _path(params.get("file"))
+        if target is None:
+            return "no file"
+        updates = _save_updates(params)
+        if isinstance(updates, str):
+            return updates
+        update_json_values(target, updates, backup=params.get("backup") is True)
+        return None
+
+    def _release(self, effect: Effect, checked: dict[str, Path]) -> str | None:
+        self.release(str(effect.params.get("name") or "turn"))
         return None
 
     def log(self, text: str) -> None:
@@ -530,7 +529,12 @@ def _path(value: Any) -> Path | None:
 
 
 def _timeout(request: SignalRequest) -> int:
-    return _int(request.params.get("timeout_ms"), TIMEOUT_MS[request.kind])
+    """The request's time budget: its kind's timeout field when valid, else the kind's default."""
+    kind = SIGNAL_KINDS.get(request.kind)
+    if kind is None:
+        return LOCAL_BUDGET_MS
+    given = request.params.get(kind.timeout_field) if kind.timeout_field else None
+    return _int(given, kind.timeout_ms, allow_zero=kind.zero_timeout)
 
 
 def _int(value: Any, default: int, *, allow_zero: bool = False) -> int:

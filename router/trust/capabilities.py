@@ -1,7 +1,8 @@
 """Capabilities by layer: what a policy may touch outside the conversation, and who may do it.
 
 Every action parameter and signal field that reaches files, the environment or processes declares
-its capability here (`ACTION_PARAMS`, `SIGNAL_PARAMS`, `POLICY_KEYS`). Built-in packs, the user's
+its capability in its registry entry (router/actions/, router/actions/signal_kinds.py); the policy
+keys' capabilities are `POLICY_KEYS` here. Built-in packs, the user's
 file (and what it `use:`s) and `--policy` files keep every capability. A project's
 `.pi/router.yaml` (and the project files it `use:`s) is *confined* (docs/language.md,
 "Capabilities"):
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,20 +42,6 @@ POLICY_USE = "policy.use"
 PI_TRUST = "pi.trust"
 CAPABILITIES = (FS_WRITE, FS_READ, ENV_READ, PROCESS_SPAWN, POLICY_USE, PI_TRUST)
 
-ACTION_PARAMS: Mapping[str, Mapping[str, str]] = {
-    "log": {"file": FS_WRITE},  # the router's own log (`@router`) is open to every layer
-    "audit": {"file": FS_WRITE},
-    "save": {"file": FS_WRITE},
-    "trust": {"trusted": PI_TRUST},  # Pi then runs the folder's .pi/extensions
-}
-SIGNAL_PARAMS: Mapping[str, Mapping[str, str]] = {
-    "load": {"file": FS_READ},
-    "read": {"file": FS_READ},
-    "records": {"file": FS_READ},
-    "slot": {"dir": FS_WRITE},
-    "child": {"pi_bin": PROCESS_SPAWN, "system_prompt": FS_READ},  # Pi reads a prompt that names a file
-    "which": {"name": PROCESS_SPAWN},  # where a program is on your PATH: not a project policy's business
-}
 POLICY_KEYS: Mapping[str, str] = {
     "use": POLICY_USE, "skills": FS_READ, "env": ENV_READ,
     "vars": ENV_READ,  # `{env: NAME}` bindings; `env.NAME` in expressions is env.read too
@@ -202,16 +189,16 @@ def _is_pi_config(parts: tuple[str, ...]) -> bool:
     return parts[1] in PI_CONFIG or parts[1].endswith((".test.yaml", ".ts", ".js"))
 
 
-def check_rendered(action: str, params: Any, confined: Iterable[str], conf: Confinement, *,
+def check_rendered(action: str, params: Any, confined: Mapping[str, str], conf: Confinement, *,
                    resolve: bool) -> dict[str, Path]:
-    """Check an action's confined parameters; the paths they name. Refused when one is out of bounds."""
+    """Check an action's confined parameters (name -> capability); the paths they name. Refused
+    when one is out of bounds."""
     found: dict[str, Path] = {}
     if not isinstance(params, Mapping):
         return found
-    for name in confined:
+    for name, capability in confined.items():
         value = params.get(name)
-        capability = ACTION_PARAMS.get(action, {}).get(name)
-        if capability is None or not value or not isinstance(value, str) or value == ROUTER_LOG:
+        if not value or not isinstance(value, str) or value == ROUTER_LOG:
             continue
         found[name] = confined_path(value, conf, capability, label=f"{action}.{name}", resolve=resolve)
     return found
