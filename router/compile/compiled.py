@@ -120,21 +120,12 @@ class CompiledPolicy:
     confinement: Confinement | None = None  # the project layer's bounds (None: no project layer)
     refused: tuple[Refusal, ...] = ()  # what the layers may not do, left out of the policy
     capabilities: tuple[CapabilityUse, ...] = ()  # every use of a capability, per layer
-    _vars_cache: dict[tuple[tuple[str, str], ...], dict[str, Any]] = field(default_factory=dict,
-                                                                          repr=False)
 
     def vars_for(self, env: Mapping[str, str]) -> dict[str, Any]:
-        """The vars with environment-bound ones resolved from `env` (memoized per env)."""
+        """The vars with environment-bound ones resolved from `env`."""
         if not self.env_vars:
             return dict(self.vars)
-        key = tuple(sorted((name, env[name]) for name in self.env_names if name in env))
-        cached = self._vars_cache.get(key)
-        if cached is None:
-            if len(self._vars_cache) > 64:
-                self._vars_cache.clear()
-            cached = resolve_vars(self.vars, self.env_vars, env)
-            self._vars_cache[key] = cached
-        return cached
+        return resolve_vars(self.vars, self.env_vars, env)
 
     @property
     def event_types(self) -> tuple[str, ...]:

@@ -24,6 +24,7 @@ from router.diagnostics.errors import ExpressionError
 from router.engine.decision import Decision, Effect, SignalOutcome, SignalRequest
 from router.engine.scope import SignalErrors, SignalNeeded, Signals, lookup, show_value
 from router.engine.trace import TraceEvent, Tracer
+from router.engine.vars_memo import VarsMemo
 from router.lang.budget import Budget, BudgetExceeded
 from router.lang.expr.expression import Evaluator, Expression, Template, python_error
 from router.lang.query.query import Query
@@ -39,14 +40,17 @@ def evaluate(
     signal_values: Mapping[str, Any] | None = None,
     tracer: Tracer | None = None,
     budget: Budget | None = None,
+    vars_memo: VarsMemo | None = None,
 ) -> Decision:
     """Evaluate `event` against the policy's rules for its type.
 
     `budget` bounds the time and size of the evaluation (a new one when not given; the server
     passes one budget to every evaluation of the same event). When it runs out, the rules that
     fired keep their effects, the rest are skipped and the decision carries an RT404 error.
+    `vars_memo` remembers resolved vars across evaluations (the sidecar keeps one per policy).
     """
-    run = _Run(policy, event, state or {}, outcomes or {}, signal_values or {}, tracer)
+    run = _Run(policy, event, state or {}, outcomes or {}, signal_values or {}, tracer,
+               vars_memo or policy)
     with (budget or Budget()).running() as active:
         return run.decide(active)
 
@@ -56,21 +60,19 @@ class _Run:
 
     def __init__(self, policy: CompiledPolicy, event: Mapping[str, Any], state: Mapping[str, Any],
                  outcomes: Mapping[str, SignalOutcome], values: Mapping[str, Any],
-                 tracer: Tracer | None) -> None:
+                 tracer: Tracer | None, resolver: VarsMemo | CompiledPolicy) -> None:
         self.policy = policy
+        self.resolver = resolver
         self.event, self.values = event, values
         self.event_type = str(event.get("type", ""))
         self.initial_state = state
         self.state: dict[str, Any] = dict(state)
-        self.signals = Signals(policy, outcomes, values)
+        self.signals = Signals(policy, outcomes, values, self)
         self.scope: dict[str, Any] = dict(event)
-        self.scope["vars"] = policy.vars_for(event.get("env") or {})
+        self.scope["vars"] = resolver.vars_for(event.get("env") or {})
         self.scope["state"] = self.state
         self.scope["signals"] = self.signals
         self.scope["signal_errors"] = SignalErrors(self.signals)
-        self.signals.evaluator_of = lambda: self.evaluator
-        self.signals.scope = self.scope
-        self.signals.sandbox_of = lambda: (self.sandbox, self.sandbox_evaluator)
         self.tracer = tracer
         self.effects: list[Effect] = []
         self.shadowed: list[Effect] = []
@@ -92,7 +94,7 @@ class _Run:
         allowed = {k: v for k, v in env.items() if k in granted} if isinstance(env, Mapping) else {}
         scope = dict(self.scope)  # state and signals are shared
         scope["env"] = allowed
-        scope["vars"] = self.policy.vars_for(allowed)
+        scope["vars"] = self.resolver.vars_for(allowed)
         return scope
 
     @functools.cached_property
@@ -282,7 +284,7 @@ class _Run:
         except ExpressionError as exc:
             outcomes = {**self.signals.outcomes, name: SignalOutcome(error=f"request failed: {exc.message}")}
             return _Run(self.policy, self.event, self.initial_state, outcomes, self.values,
-                        self.tracer).decide(self.budget)
+                        self.tracer, self.resolver).decide(self.budget)
         if self.tracer:
             self._trace("pending", rule, f"signal {name}: waiting for the executor ({spec.kind})", depth=1)
         return Decision(event_type=self.event_type, state=dict(self.initial_state), pending=request,

@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol
 
 from router.compile.compiled import CompiledPolicy, CompiledSignal
 from router.diagnostics.errors import ExpressionError
 from router.engine.decision import SignalOutcome
 from router.lang.expr.expression import Evaluator, run_expression
+
+
+class EvaluationContext(Protocol):
+    """What signals read from the evaluation they belong to (the interpreter's run)."""
+
+    @property
+    def scope(self) -> Mapping[str, Any]: ...
+    @property
+    def evaluator(self) -> Evaluator: ...
+    @property
+    def sandbox(self) -> Mapping[str, Any]: ...
+    @property
+    def sandbox_evaluator(self) -> Evaluator: ...
 
 
 class SignalNeeded(Exception):
@@ -31,26 +44,28 @@ class Signals(Mapping[str, Any]):
     """
 
     def __init__(self, policy: CompiledPolicy, outcomes: Mapping[str, SignalOutcome],
-                 values: Mapping[str, Any]) -> None:
+                 values: Mapping[str, Any], run: EvaluationContext | None = None) -> None:
         self.policy = policy
         self.outcomes = outcomes
         self.provided = dict(values)
         self.values: dict[str, Any] = dict(values)  # type: ignore[assignment]
         self.errors: dict[str, str] = {}
-        self.evaluator_of: Callable[[], Evaluator] | None = None
-        self.sandbox_of: Callable[[], tuple[Mapping[str, Any], Evaluator]] | None = None
-        self.scope: Mapping[str, Any] = {}
+        self.run = run
         self._busy: set[str] = set()
 
     @property
+    def scope(self) -> Mapping[str, Any]:
+        return self.run.scope if self.run is not None else {}
+
+    @property
     def evaluator(self) -> Evaluator:
-        assert self.evaluator_of is not None
-        return self.evaluator_of()
+        assert self.run is not None, "expression signals need the evaluation they belong to"
+        return self.run.evaluator
 
     def _context(self, spec: CompiledSignal) -> tuple[Mapping[str, Any], Evaluator]:
         """The scope and evaluator of a signal: a project layer's signals see the granted env only."""
-        if spec.sandboxed and self.sandbox_of is not None:
-            return self.sandbox_of()
+        if spec.sandboxed and self.run is not None:
+            return self.run.sandbox, self.run.sandbox_evaluator
         return self.scope, self.evaluator
 
     def state_changed(self) -> None:
@@ -107,15 +122,8 @@ class Signals(Mapping[str, Any]):
     def _transformed(self, spec: CompiledSignal, result: Any) -> Any:
         if spec.transform is None:
             return result
-        evaluator = self._context(spec)[1]
-        scope = evaluator.scope
-        saved = scope.get("result")
-        assert isinstance(scope, dict)
-        scope["result"] = result
-        try:
-            return evaluator.value(spec.transform)
-        finally:
-            scope["result"] = saved
+        scope = self._context(spec)[0]  # `result` is seen by the transform only: a scope of its own
+        return Evaluator({**scope, "result": result}).value(spec.transform)
 
     def _fail(self, spec: CompiledSignal, reason: str) -> Any:
         self.errors[spec.name] = reason

@@ -23,6 +23,7 @@ from router.compile.compiled import CompiledPolicy
 from router.diagnostics.diagnostic import Diagnostic, has_errors
 from router.engine.decision import Decision, SignalOutcome
 from router.engine.interpreter import evaluate
+from router.engine.vars_memo import VarsMemo
 from router.events.normalize import model_catalog, normalize, registry_facts
 from router.lang.budget import Budget
 from router.lang.jsonout import dumps
@@ -47,6 +48,7 @@ class Engine:
         self.has_ui = False
         self.told_trust: set[tuple[str, str | None]] = set()
         self.policy: CompiledPolicy | None = None
+        self.memo: VarsMemo | None = None
         self.fingerprint: tuple[Any, ...] = ()
         self.watched: list[str] = []
         self.state: dict[str, Any] = {}
@@ -307,16 +309,24 @@ class Engine:
     async def _decide(self, request_id: Any, policy: CompiledPolicy, event: dict[str, Any]) -> Decision:
         outcomes: dict[str, SignalOutcome] = {}
         budget = Budget()  # one for the event: every evaluation while its signals are computed
+        memo = self._vars_memo(policy)
         for _ in range(MAX_SIGNALS):
-            decision = evaluate(policy, event, state=self.state, outcomes=outcomes, budget=budget)
+            decision = evaluate(policy, event, state=self.state, outcomes=outcomes, budget=budget,
+                                vars_memo=memo)
             if decision.pending is None:
                 return decision
             pending = decision.pending
             self.connection.notify(protocol.PROGRESS, {
                 "id": request_id, "budget_ms": budget_ms(pending) + 1000, "signal": pending.name})
             outcomes[pending.name] = await self.executor.compute(pending)
-        return evaluate(policy, event, state=self.state, budget=budget, outcomes={
+        return evaluate(policy, event, state=self.state, budget=budget, vars_memo=memo, outcomes={
             **outcomes, **{n: SignalOutcome(error="too many signals") for n in policy.signals}})
+
+    def _vars_memo(self, policy: CompiledPolicy) -> VarsMemo:
+        """The resolved-vars memo of `policy` (a new one when the policy changed)."""
+        if self.memo is None or self.memo.policy is not policy:
+            self.memo = VarsMemo(policy)
+        return self.memo
 
 
 class Connection:
