@@ -82,3 +82,15 @@ def test_from_ir_rule_on_two_events_is_compiled_once(tmp_path: Path, monkeypatch
     cached = from_ir(to_ir(policy))
     [start], [end] = cached.by_event["turn_start"], cached.by_event["turn_end"]
     assert start is end and start.id == "both" and built == ["both"]
+
+
+def test_the_cache_is_a_serializer_of_the_one_compiled_policy(tmp_path: Path) -> None:
+    policy, _ = _packs(tmp_path)
+    cached = from_ir(to_ir(policy))
+    assert [r.id for r in cached.rules] == [r.id for r in policy.rules] and len(cached.rules) > 50
+    assert to_ir(cached) == to_ir(policy)  # nothing is lost or added on the way through the cache
+    last = policy.rules[-1]
+    found = cached.rule(last.id)
+    assert found is not None and found.index == last.index
+    assert cached.rules[len(policy.rules) - 1] is cached.by_event[last.on[0]][-1]  # compiled once
+    assert [r.id for r in cached.rules[:2]] == [r.id for r in policy.rules[:2]]

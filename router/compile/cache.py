@@ -13,9 +13,9 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from router.compile.compiled import (
     ClassifyQuestionSpec,
@@ -227,8 +227,29 @@ class _Lazy(Mapping[str, Any]):
         return len(self._raw)
 
 
+class _LazyRules(Sequence[CompiledRule]):
+    """Every rule in policy order, compiled on first access (lint, explain, `rule(id)`)."""
+
+    def __init__(self, raw: list[dict[str, Any]], build: Callable[[dict[str, Any]], CompiledRule]) -> None:
+        self._raw, self._build = raw, build
+
+    @overload
+    def __getitem__(self, index: int) -> CompiledRule: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[CompiledRule]: ...
+
+    def __getitem__(self, index: int | slice) -> CompiledRule | Sequence[CompiledRule]:
+        if isinstance(index, slice):
+            return tuple(self._build(r) for r in self._raw[index])
+        return self._build(self._raw[index])
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+
 def from_ir(data: dict[str, Any]) -> CompiledPolicy:
-    """A policy whose rules and signals compile lazily, per event type and per signal."""
+    """The policy `to_ir` saved, the same as the compiler built it (without the source files):
+    rules and signals compile lazily, per event type and per signal."""
     rules_by_event: dict[str, list[dict[str, Any]]] = {}
     for raw in data["rules"]:
         for event_type in raw["on"]:
@@ -245,8 +266,8 @@ def from_ir(data: dict[str, Any]) -> CompiledPolicy:
         return tuple(build(r) for r in raws)
 
     return CompiledPolicy(
-        rules=(), by_event=_Lazy(rules_by_event, build_rules), vars=data["vars"],
-        env_vars=data["env_vars"], signals=_Lazy({s["name"]: s for s in data["signals"]}, _signal),
+        rules=_LazyRules(data["rules"], build), by_event=_Lazy(rules_by_event, build_rules),
+        vars=data["vars"], env_vars=data["env_vars"], signals=_Lazy({s["name"]: s for s in data["signals"]}, _signal),
         commands=tuple(data["commands"]), virtual_models=tuple(data["virtual_models"]),
         tools=tuple(data["tools"]), skills=tuple(data["skills"]), env_names=frozenset(data["env_names"]),
         transient_state=frozenset(data["transient_state"]), project_data=tuple(data["project_data"]),

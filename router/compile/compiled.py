@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -102,7 +102,7 @@ class CompiledSignal:
 
 @dataclass(frozen=True, eq=False)
 class CompiledPolicy:
-    rules: tuple[CompiledRule, ...]
+    rules: Sequence[CompiledRule]
     by_event: Mapping[str, tuple[CompiledRule, ...]]
     vars: Mapping[str, Any]
     env_vars: Mapping[str, Mapping[str, Any]]
