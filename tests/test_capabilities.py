@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from router.actions import ACTIONS
+from router.actions.signal_kinds import SIGNAL_KINDS as SIGNAL_REGISTRY
 from router.commands.lint import run as lint
 from router.compile.cache import from_ir, to_ir
 from router.compile.capability_analysis import capability_report, refusal_warnings, refused_rules
@@ -30,7 +31,6 @@ from router.engine.interpreter import evaluate
 from router.lint import run_checks
 from router.load.model import SIGNAL_KINDS, Signal
 from router.runtime.executor import Executor
-from router.actions.signal_kinds import SIGNAL_KINDS as SIGNAL_REGISTRY
 from router.trust.capabilities import Confinement, Refused, confined_path
 
 
