@@ -267,7 +267,8 @@ def from_ir(data: dict[str, Any]) -> CompiledPolicy:
 
     return CompiledPolicy(
         rules=_LazyRules(data["rules"], build), by_event=_Lazy(rules_by_event, build_rules),
-        vars=data["vars"], env_vars=data["env_vars"], signals=_Lazy({s["name"]: s for s in data["signals"]}, _signal),
+        vars=data["vars"], env_vars=data["env_vars"],
+        signals=_Lazy({s["name"]: s for s in data["signals"]}, _signal),
         commands=tuple(data["commands"]), virtual_models=tuple(data["virtual_models"]),
         tools=tuple(data["tools"]), skills=tuple(data["skills"]), env_names=frozenset(data["env_names"]),
         transient_state=frozenset(data["transient_state"]), project_data=tuple(data["project_data"]),
