@@ -74,7 +74,7 @@ SYMLINK_CODE = "RT607"  # a file the router writes is a symbolic link
 CAPABILITY_CODES = frozenset({*CODES.values(), GRANT_CODE, SYMLINK_CODE})
 
 CONFINED_LAYERS = frozenset({"project"})
-GRANT_LAYERS = frozenset({"user", "file"})  # the files that may say `project_env:`
+GRANT_LAYERS = frozenset({"managed", "user", "file"})  # the files that may say `project_env:`
 _ENV_IN_PATH = re.compile(r"\$(\w|\{)")
 
 
@@ -315,7 +315,7 @@ class LayerReport:
 
 def capability_report(policy: CompiledPolicy) -> list[LayerReport]:
     """Per layer (pack, user, file, project, in that order): capabilities used and refusals."""
-    layers = [*dict.fromkeys(["pack", "user", "file", "project",
+    layers = [*dict.fromkeys(["pack", "managed", "user", "file", "project",
                               *(u.layer for u in policy.capabilities), *(r.layer for r in policy.refused)])]
     reports = []
     for layer in layers:

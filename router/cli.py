@@ -230,9 +230,13 @@ def _root(
     version: Annotated[bool, typer.Option("--version", "-V", is_eager=True, callback=_print_version,
                                           help="Print the version and exit.")] = False,
 ) -> None:
-    """Bare `router` prints the help (exit 0)."""
+    """Bare `router` prints the help (exit 0). Every command but the sidecar may fetch git sources."""
     if ctx.invoked_subcommand is None:
         _finish(0, ctx.get_help())
+    if ctx.invoked_subcommand != "serve":
+        from router.gitsrc import allow_fetching
+
+        allow_fetching()
 
 
 @_command("router lint .pi/router.yaml")
