@@ -390,7 +390,8 @@ def _merge_rules(files: list[PolicyFile], diagnostics: list[Diagnostic],
             seen_here.add(rule.id)
             entry = _Entry(rule, f, index, rule.group or f.group)
             if rule.locked and f.layer != MANAGED:
-                diagnostics.append(locked_elsewhere(rule.id, f.doc.span(("rules", index, "locked"), key=True)))
+                where = f.doc.span(("rules", index, "locked"), key=True)
+                diagnostics.append(locked_elsewhere(rule.id, where))
             guard = guard_rule(entry, ordered, by_id)
             if guard is not None:
                 refused.append(guard)

@@ -90,14 +90,16 @@ def parse(entry: str) -> GitSpec:
         raise GitSourceError(UNAVAILABLE, f"git source {redact_text(entry)} names no file", expected)
     parts = urlsplit(body)
     if parts.scheme not in SCHEMES:
-        raise GitSourceError(UNAVAILABLE, f"git source {redact_text(entry)}: scheme {parts.scheme or 'none'!r} "
-                             f"is not one of {', '.join(SCHEMES)}", expected)
+        scheme = parts.scheme or "none"
+        raise GitSourceError(UNAVAILABLE, f"git source {redact_text(entry)}: scheme {scheme!r} is not one of "
+                             f"{', '.join(SCHEMES)}", expected)
     url, ref = body, None
     head, at, tail = parts.path.rpartition("@")
     if at:
         url, ref = body[: len(body) - len(parts.path) + len(head)], tail
         if parts.query or parts.fragment:
-            raise GitSourceError(UNAVAILABLE, f"git source {redact_text(entry)}: a URL with a query", expected)
+            raise GitSourceError(UNAVAILABLE, f"git source {redact_text(entry)}: a URL with a query",
+                                 expected)
     _check_url(url, entry, expected)
     if ref is not None and (not _REF.fullmatch(ref) or ".." in ref or ref.endswith((".lock", "/"))):
         raise GitSourceError(UNAVAILABLE, f"git source {redact_text(entry)}: {ref!r} is not a tag, branch "
@@ -198,7 +200,8 @@ class Git:
                                  "check the network and the URL, then run the command again") from None
         if done.returncode != 0:
             problem = done.stderr.decode("utf-8", "replace").strip().splitlines()
-            reason = redact_text("; ".join(line.strip() for line in problem[-3:])) or f"exit {done.returncode}"
+            reason = redact_text("; ".join(line.strip() for line in problem[-3:]))
+            reason = reason or f"exit {done.returncode}"
             raise GitSourceError(UNAVAILABLE, f"{what}: {reason}")
         return done.stdout if binary else done.stdout.decode("utf-8", "replace")
 
@@ -228,8 +231,9 @@ class Cache:
     def resolve(self, spec: GitSpec) -> str:
         """The commit the (fetched) ref names; GitSourceError when the repository has no such ref."""
         mirror = repo_dir(spec, self.root) / "repo.git"
-        candidates = ["refs/router/HEAD"] if spec.ref is None else \
-            [f"refs/tags/{spec.ref}", f"refs/heads/{spec.ref}", *([spec.ref] if _COMMIT.fullmatch(spec.ref) else [])]
+        ref = spec.ref
+        candidates = ["refs/router/HEAD"] if ref is None else \
+            [f"refs/tags/{ref}", f"refs/heads/{ref}", *([ref] if _COMMIT.fullmatch(ref) else [])]
         for candidate in candidates:
             found = self._commit(mirror, candidate)
             if found is not None:
@@ -293,12 +297,12 @@ class Lock:
         except FileNotFoundError:
             return cls(path)
         except (OSError, ValueError) as exc:
-            raise GitSourceError(UNAVAILABLE, f"{path}: not a readable lock file ({exc})",
-                                 "restore it from version control, or delete it and run `router lint`") from None
+            message = f"{path}: not a readable lock file ({exc})"
+            raise GitSourceError(UNAVAILABLE, message, _LOCK_HELP) from None
         sources = data.get("sources") if isinstance(data, dict) else None
         if not isinstance(sources, dict) or not all(_entry_ok(v) for v in sources.values()):
             raise GitSourceError(UNAVAILABLE, f"{path}: not a lock file of this router (no valid `sources`)",
-                                 "restore it from version control, or delete it and run `router lint`")
+                                 _LOCK_HELP)
         return cls(path, dict(sources))
 
     def entry(self, key: str) -> dict[str, Any] | None:
@@ -333,9 +337,14 @@ class Lock:
         self.changed = False
 
 
+_LOCK_HELP = "restore it from version control, or delete it and run `router lint`"
+
+
 def _entry_ok(entry: Any) -> bool:
-    return isinstance(entry, dict) and isinstance(entry.get("commit"), str) and \
-        re.fullmatch(r"[0-9a-f]{40}", entry["commit"]) is not None and isinstance(entry.get("files", {}), dict)
+    if not isinstance(entry, dict) or not isinstance(entry.get("commit"), str):
+        return False
+    full = re.fullmatch(r"[0-9a-f]{40}", entry["commit"]) is not None
+    return full and isinstance(entry.get("files", {}), dict)
 
 
 def lock_path(policy_file: Path) -> Path:
@@ -462,13 +471,13 @@ class GitSources:
     def _export(self, spec: GitSpec, commit: str, lock_file: Path) -> Path:
         """The locked commit's tree, fetched when allowed (the cache was cleared, a new machine)."""
         if not self.fetch:
-            raise GitSourceError(UNAVAILABLE, f"{spec.key} (commit {commit[:7]}, locked in {_show(lock_file)}) "
-                                 "is not in the cache; the sidecar never fetches",
+            raise GitSourceError(UNAVAILABLE, f"{spec.key} (commit {commit[:7]}, locked in "
+                                 f"{_show(lock_file)}) is not in the cache; the sidecar never fetches",
                                  "run `router lint` (or `router update`) to fetch it")
         self._fetch(spec, commit)
         if self.cache._commit(repo_dir(spec, self.cache.root) / "repo.git", commit) is None:
             raise GitSourceError(UNAVAILABLE, f"{spec.key}: the repository no longer has the locked commit "
-                                 f"{commit[:7]}", f"run `router update {spec.key}` to lock what the ref names now")
+                                 f"{commit[:7]}", f"`router update {spec.key}` locks what the ref names now")
         return self.cache.export(spec, commit)
 
     def _fetch(self, spec: GitSpec, commit: str | None = None) -> None:

@@ -17,7 +17,16 @@ from pydantic import ValidationError
 from router.capabilities import CODES, POLICY_USE, Refusal, is_confined, project_area, project_root, show_path
 from router.diagnostics import Diagnostic, Span
 from router.errors import SourceError
-from router.gitsrc import GitOrigin, GitSourceError, GitSources, emit_notes, is_git, lock_path, parse, redact_text
+from router.gitsrc import (
+    GitOrigin,
+    GitSourceError,
+    GitSources,
+    emit_notes,
+    is_git,
+    lock_path,
+    parse,
+    redact_text,
+)
 from router.model import Policy
 from router.packs_registry import installed_pack
 from router.paths import agent_dir, display_path, layer_paths, pack_names, packs_dir
@@ -27,6 +36,7 @@ from router.validation import validation_diagnostics
 __all__ = ["MAX_RULES", "PolicyFile", "agent_dir", "describe_files", "layer_paths", "load_layers",
            "pack_names", "packs_dir"]
 
+USE_HELP = "a project policy uses built-in packs by name and files inside its project"
 MAX_RULES = 5_000  # compiled in 1.3 s here (3.5 s on a busy machine); more rules fail fast instead
 
 
@@ -125,8 +135,7 @@ class _Loader:
         self._active: list[Path] = []
 
     def refuse(self, name: str, layer: str, reason: str, span: Span | None, kind: str = "use", *,
-               code: str = CODES[POLICY_USE],
-               help: str = "a project policy uses built-in packs by name and files inside its project") -> None:
+               code: str = CODES[POLICY_USE], help: str = USE_HELP) -> None:
         refusal = Refusal(kind, name, layer, code, reason, span, help)
         self.diagnostics.append(refusal.diagnostic())
 
@@ -244,9 +253,8 @@ class _Loader:
         installed = installed_pack(entry)
         if installed is not None:
             return installed
-        from router.suggest import did_you_mean
-
         from router.packs_registry import installed_packs
+        from router.suggest import did_you_mean
 
         names = sorted({*pack_names(), *(p.name for p in installed_packs() if p.path is not None)})
         self.diagnostics.append(Diagnostic(

@@ -46,10 +46,10 @@ def layer_paths(cwd: Path, *, agent: Path, include_project: bool = True) -> list
     """The policy layer files in force for a Pi started in `cwd`: (layer name, path).
 
     The layers: the built-in default pack, the managed policy (router/managed.py), the user's
-    file, the project's. The one place that decides which layers load: the sidecar (`router serve`) and every command
-    (`lint`, `test`, `explain`, `doctor`) take their layers from here. A FIFO or device in a layer's
-    place is kept, so loading it reports the problem instead of silently dropping the layer; a
-    directory is not a layer.
+    file, the project's. The one place that decides which layers load: the sidecar (`router serve`)
+    and every command (`lint`, `test`, `explain`, `doctor`) take their layers from here. A FIFO or
+    device in a layer's place is kept, so loading it reports the problem instead of silently
+    dropping the layer; a directory is not a layer.
     """
     from router.managed import MANAGED, managed_policy
 
