@@ -42,7 +42,8 @@ def explain(project: Project, event: str = REVIEW) -> str:
     return done.stdout
 
 
-def test_the_first_lint_fetches_and_pins_the_tag_with_each_file_digest(repo: TeamRepo, project: Project) -> None:
+def test_the_first_lint_fetches_and_pins_the_tag_with_each_file_digest(
+        repo: TeamRepo, project: Project) -> None:
     done = project.router("lint")
 
     assert done.returncode == 0, done.stdout + done.stderr
@@ -54,7 +55,8 @@ def test_the_first_lint_fetches_and_pins_the_tag_with_each_file_digest(repo: Tea
     assert f"locked git+{repo.url}@v1 at {commit[:7]} in .pi/router.lock" in done.stderr
 
 
-def test_lint_test_and_explain_work_offline_after_the_origin_is_deleted(repo: TeamRepo, project: Project) -> None:
+def test_lint_test_and_explain_work_offline_after_the_origin_is_deleted(
+        repo: TeamRepo, project: Project) -> None:
     assert project.router("lint").returncode == 0
     short = repo.git("rev-parse", "--short=7", "v1")
     shutil.rmtree(repo.path)

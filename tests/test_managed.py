@@ -27,7 +27,8 @@ rules:
     do: [{notify: managed}]
 """
 
-FORCE_PUSH = json.dumps({"type": "tool_call", "tool": {"name": "bash", "input": {"command": "git push --force"}}})
+FORCE_PUSH = json.dumps({"type": "tool_call",
+                         "tool": {"name": "bash", "input": {"command": "git push --force"}}})
 
 
 @pytest.fixture
@@ -50,7 +51,8 @@ def test_the_managed_layer_loads_after_the_default_pack_before_the_user(
     monkeypatch.setenv("ROUTER_MANAGED_DIR", project.env["ROUTER_MANAGED_DIR"])
     (project.agent).mkdir(parents=True)
     (project.agent / "router.yaml").write_text("version: 1\n")
-    assert [layer for layer, _ in layer_paths(project.root, agent=project.agent)] == ["pack", "managed", "user"]
+    layers = [layer for layer, _ in layer_paths(project.root, agent=project.agent)]
+    assert layers == ["pack", "managed", "user"]
 
 
 def test_a_project_cannot_disable_override_or_jump_ahead_of_a_locked_rule(project: Project) -> None:
@@ -100,8 +102,8 @@ def test_at_run_time_the_lower_rule_is_dropped_and_the_user_told(
 
 def test_lint_lists_every_rule_with_its_layer(project: Project) -> None:
     project.agent.mkdir(parents=True)
-    (project.agent / "router.yaml").write_text("version: 1\nrules:\n  - {id: mine, on: input, when: \"text == 'x'\", "
-                                               "do: [{notify: x}]}\n")
+    (project.agent / "router.yaml").write_text(
+        "version: 1\nrules:\n  - {id: mine, on: input, when: \"text == 'x'\", do: [{notify: x}]}\n")
     done = project.router("lint", "--rules")
 
     assert done.returncode == 0, done.stdout

@@ -23,21 +23,20 @@ rules:
     do: [{notify: "acme: deploys go through the release checklist"}]
 """
 
+INFO = "acme_router_policies-0.1.dist-info"
+
 
 def build_wheel(directory: Path) -> Path:
     """acme_router_policies 0.1: a package holding acme.yaml, declared in the packs entry point group."""
     files = {
         "acme_router_policies/__init__.py": "",
         "acme_router_policies/acme.yaml": dedent(PACK),
-        "acme_router_policies-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: acme-router-policies\n"
-                                                       "Version: 0.1\n",
-        "acme_router_policies-0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
-                                                    "Tag: py3-none-any\n",
-        "acme_router_policies-0.1.dist-info/entry_points.txt": "[pi_policy_router.packs]\nacme = acme_router_policies\n",
+        f"{INFO}/METADATA": "Metadata-Version: 2.1\nName: acme-router-policies\nVersion: 0.1\n",
+        f"{INFO}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{INFO}/entry_points.txt": "[pi_policy_router.packs]\nacme = acme_router_policies\n",
     }
     record = [f"{name},sha256={_digest(text)},{len(text.encode())}" for name, text in files.items()]
-    files["acme_router_policies-0.1.dist-info/RECORD"] = "\n".join(
-        [*record, "acme_router_policies-0.1.dist-info/RECORD,,"]) + "\n"
+    files[f"{INFO}/RECORD"] = "\n".join([*record, f"{INFO}/RECORD,,"]) + "\n"
     wheel = directory / "acme_router_policies-0.1-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as archive:
         for name, text in files.items():

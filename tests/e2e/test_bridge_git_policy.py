@@ -18,7 +18,8 @@ pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
 
 
-def test_a_trusted_project_runs_the_pinned_team_rule_until_an_update_needs_trust_again(rig: RouterRig) -> None:
+def test_a_trusted_project_runs_the_pinned_team_rule_until_an_update_needs_trust_again(
+        rig: RouterRig) -> None:
     repo = make_repo(rig.tmp / "repos")
     write_policy(rig.work / ".pi" / "router.yaml", f'use: ["{repo.source()}"]\n')
     locked = rig.router("lint")
