@@ -51,7 +51,7 @@ def isolated_agent_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         (["explain", "--no-color=yes"], "error: option '--no-color' does not take a value",
          "help: write it as 'router explain --no-color'"),
         (["lint", "--format", "xml"], "error: unknown format 'xml'", "help: expected text, json or sarif"),
-        (["test", "-f", "sarif"], "error: unknown format 'sarif'", "help: expected text or json"),
+        (["test", "-f", "sarif"], "error: unknown format 'sarif'", "help: expected text, json or junit"),
         (["explain", "--mode", "all", "--event", "x.json"], "error: unknown mode 'all'",
          "help: expected full, fails or matched"),
         (["schema", "nope"], "error: unknown schema 'nope'", "help: expected policy or event"),

@@ -229,20 +229,26 @@ def _root(
     version: Annotated[bool, typer.Option("--version", "-V", is_eager=True, callback=_print_version,
                                           help="Print the version and exit.")] = False,
 ) -> None:
-    """Bare `router` prints the help (exit 0)."""
+    """Bare `router` prints the help (exit 0). Every command but the sidecar may fetch git sources."""
     if ctx.invoked_subcommand is None:
         _finish(0, ctx.get_help())
+    if ctx.invoked_subcommand != "serve":
+        from router.load.git_source import fetching
+
+        ctx.with_resource(fetching())  # for this command only (tests run many in one process)
 
 
 @_command("router lint .pi/router.yaml")
-def lint(paths: Paths = None, fmt: Annotated[str, _format_option("text", "json", "sarif")] = "text") -> None:
+def lint(paths: Paths = None, fmt: Annotated[str, _format_option("text", "json", "sarif")] = "text",
+         rules: Annotated[bool, typer.Option(
+             "--rules", help="also list the rules in force with their layers and origins")] = False) -> None:
     """Check policy files for mistakes.
 
     Checks YAML, keys, expressions, names, fields, unreachable rules and inline examples.
     """
     from router.commands import lint as command
 
-    _finish(*command.run(paths or [], fmt=fmt))
+    _finish(*command.run(paths or [], fmt=fmt, rules=rules))
 
 
 @_command("router explain --event event.json --mode matched")
@@ -295,7 +301,7 @@ def explain(
 
 
 @_command("router test --packs", name="test")
-def test_(paths: Paths = None, fmt: Annotated[str, _format_option("text", "json")] = "text",
+def test_(paths: Paths = None, fmt: Annotated[str, _format_option("text", "json", "junit")] = "text",
           packs: Annotated[bool, typer.Option(
               "--packs", help="also run the built-in packs' own tests")] = False) -> None:
     """Run the project's tests and its rules' inline examples.
@@ -466,6 +472,31 @@ def _confirm_trust(yes: bool) -> Callable[[str], bool]:
         return typer.confirm("Trust this content?", default=False)
 
     return confirm
+
+
+@_command("router update git+https://github.com/acme/policies.git")
+def update(source: Annotated[str | None, typer.Argument(
+        metavar="SOURCE", help="a git source (its URL or lock key; default: all of them)")] = None) -> None:
+    """Move git sources to what their refs name now.
+
+    Fetches again, rewrites router.lock and lists the rules added, removed and changed.
+    """
+    from router.commands import update as command
+    from router.load.paths import agent_dir
+
+    _finish(*command.run(source, cwd=Path.cwd(), agent=agent_dir()))
+
+
+@_command("router packs")
+def packs(fmt: Annotated[str, _format_option("text", "json")] = "text") -> None:
+    """List the packs `use:` can name, and where each comes from.
+
+    Built-in packs, then those of installed Python distributions (entry point group
+    pi_policy_router.packs).
+    """
+    from router.commands import packs as command
+
+    _finish(*command.run(fmt=fmt))
 
 
 @_command("router version")

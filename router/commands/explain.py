@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from router.commands import policy_note
-from router.compile.compiled import CompiledPolicy
+from router.compile.compiled import CompiledPolicy, CompiledRule
 from router.compile.compiler import LoadedPolicy, compile_layers, load_layered
 from router.diagnostics.diagnostic import Diagnostic, Span
 from router.diagnostics.errors import EventError, SourceError
@@ -32,6 +32,7 @@ class Explanation:
     trace: list[TraceEvent]
     dry_signals: list[str]
     files: tuple[PolicyFile, ...] = ()
+    policy: CompiledPolicy | None = None
 
 
 def load(paths: list[Path], *, cwd: Path) -> LoadedPolicy:
@@ -63,7 +64,7 @@ def explain_event(policy: CompiledPolicy, event: dict[str, Any], *, state: dict[
             break
         dry.append(decision.pending.name)
         outcomes[decision.pending.name] = SignalOutcome(error=DRY_RUN.format(name=decision.pending.name))
-    return Explanation(event, decision, tracer.events, dry, policy.files)
+    return Explanation(event, decision, tracer.events, dry, policy.files, policy)
 
 
 def load_event(source: str) -> dict[str, Any]:
@@ -98,7 +99,7 @@ def render_text(explanation: Explanation, policy: CompiledPolicy, *, mode: str, 
     event, decision = explanation.event, explanation.decision
     lines = [f"event: {event['type']}{_event_summary(event)}",
              policy_note.policy_line(policy.files), ""]
-    events = filter_events(explanation.trace, mode)
+    events = [with_layer(e, policy) for e in filter_events(explanation.trace, mode)]
     lines += render_trace(events, color=color) or ["(no rule listens to this event type)"]
     lines.append("")
     for name, value in decision.signals.items():
@@ -124,6 +125,18 @@ def render_text(explanation: Explanation, policy: CompiledPolicy, *, mode: str, 
     return "\n".join(lines)
 
 
+def with_layer(event: TraceEvent, policy: CompiledPolicy) -> TraceEvent:
+    """A rule's entry line led by its layer: `[user] rule x: enter`, `[managed, locked] rule y: enter`."""
+    rule = policy.rule(event.rule_id) if event.kind == "rule" and event.rule_id else None
+    if rule is None:
+        return event
+    return replace(event, message=f"[{layer_label(rule)}] {event.message}")
+
+
+def layer_label(rule: CompiledRule) -> str:
+    return f"{rule.layer}, locked" if rule.locked else rule.layer
+
+
 def render_json(explanation: Explanation) -> str:
     decision = explanation.decision
     body = {
@@ -138,12 +151,19 @@ def render_json(explanation: Explanation) -> str:
         "signal_errors": decision.signal_errors,
         "dry_run_signals": explanation.dry_signals,
         "files": policy_note.files_json(explanation.files),
+        "rules": rule_records(explanation.policy),
         "errors": [e.to_dict() for e in decision.errors],
         "trace": [{"kind": t.kind, "rule": t.rule_id, "message": t.message,
                    "path": t.span.path if t.span else None, "line": t.span.line if t.span else None,
                    "depth": t.depth} for t in explanation.trace],
     }
     return json.dumps(body, indent=2, ensure_ascii=False, default=str)
+
+
+def rule_records(policy: CompiledPolicy | None) -> list[dict[str, Any]]:
+    """Every rule in force with its layer, where it is defined and whether it is locked."""
+    rules = policy.rules if policy is not None else ()
+    return [{"id": r.id, "layer": r.layer, "origin": r.origin, "locked": r.locked} for r in rules]
 
 
 def _describe(action: str, params: Any) -> str:

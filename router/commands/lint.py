@@ -8,6 +8,8 @@ from pathlib import Path
 
 from router import __version__
 from router.commands import policy_note
+from router.commands.explain import layer_label, rule_records
+from router.compile.compiled import CompiledPolicy
 from router.compile.compiler import compile_layers, load_layered
 from router.diagnostics.codes import CODES
 from router.diagnostics.diagnostic import Diagnostic, has_errors, render_json, render_sarif, render_text
@@ -45,6 +47,7 @@ class LintResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     policies: list[tuple[Path | None, list[PolicyFile]]] = field(default_factory=list)  # path asked, files
     not_loaded: list[dict[str, str]] = field(default_factory=list)
+    compiled: list[CompiledPolicy] = field(default_factory=list)
 
 
 def lint(paths: list[Path], *, cwd: Path | None = None) -> LintResult:
@@ -54,6 +57,7 @@ def lint(paths: list[Path], *, cwd: Path | None = None) -> LintResult:
         here = cwd or Path.cwd()
         loaded = load_layered(here)
         result.policies.append((None, loaded.files))
+        result.compiled += [loaded.policy] if loaded.policy else []
         result.diagnostics += loaded.diagnostics + (run_checks(loaded.policy) if loaded.policy else [])
         result.not_loaded = policy_note.not_loaded(here)
         tests = default_test_files(here)
@@ -61,6 +65,7 @@ def lint(paths: list[Path], *, cwd: Path | None = None) -> LintResult:
         for path in policy_files(paths):
             loaded = compile_layers([("file", path)])
             result.policies.append((path, loaded.files))
+            result.compiled += [loaded.policy] if loaded.policy else []
             result.diagnostics += loaded.diagnostics + (run_checks(loaded.policy) if loaded.policy else [])
         tests = test_files(paths)
     for path in tests:
@@ -73,15 +78,28 @@ def lint_paths(paths: list[Path], *, cwd: Path | None = None) -> list[Diagnostic
     return lint(paths, cwd=cwd).diagnostics
 
 
-def run(paths: list[Path], *, fmt: str = "text", cwd: Path | None = None) -> tuple[int, str]:
+def rule_lines(policies: list[CompiledPolicy]) -> list[str]:
+    """`rules:` and one line per rule in force: id, layer (locked or not), where it is defined."""
+    rules = [r for policy in policies for r in policy.rules]
+    if not rules:
+        return ["rules: none"]
+    width = max(len(r.id) for r in rules)
+    layers = max(len(layer_label(r)) for r in rules)
+    return ["rules:", *(f"  {r.id.ljust(width)}  {layer_label(r).ljust(layers)}  {r.origin}" for r in rules)]
+
+
+def run(paths: list[Path], *, fmt: str = "text", cwd: Path | None = None,
+        rules: bool = False) -> tuple[int, str]:
     """Lint and render; exit code 1 when any error was found. Text and SARIF output get the
-    `policy:` lines (and a warning about a project file Pi would not load) on stderr."""
+    `policy:` lines (and a warning about a project file Pi would not load) on stderr; `rules`
+    adds the rules in force with their layers (always in JSON)."""
     result = lint(paths, cwd=cwd)
     diagnostics = result.diagnostics
     if fmt == "json":
         body = json.loads(render_json(diagnostics))
         body["files"] = policy_note.files_json(f for _, files in result.policies for f in files)
         body["not_loaded"] = result.not_loaded
+        body["rules"] = [record for policy in result.compiled for record in rule_records(policy)]
         out = json.dumps(body, indent=2, ensure_ascii=False)
     else:
         policy_note.emit([*(policy_note.policy_line(files, named=path) for path, files in result.policies),
@@ -90,16 +108,21 @@ def run(paths: list[Path], *, fmt: str = "text", cwd: Path | None = None) -> tup
             out = render_sarif(diagnostics, version=__version__,
                                rules_doc={code: info.title for code, info in CODES.items()})
         else:
-            out = render_text(diagnostics, source_lines=_sources(diagnostics))
+            out = render_text(diagnostics, source_lines=_sources(diagnostics, result))
+            if rules:
+                out = "\n".join([*rule_lines(result.compiled), out])
     return (1 if has_errors(diagnostics) else 0), out
 
 
-def _sources(diagnostics: list[Diagnostic]) -> dict[str, list[str]]:
+def _sources(diagnostics: list[Diagnostic], result: LintResult | None = None) -> dict[str, list[str]]:
+    """The lines of each file a diagnostic points into (a git source's provenance is its cache file)."""
+    real = {f.path: str(f.source) for _, files in (result.policies if result else []) for f in files
+            if f.origin is not None and f.source is not None}
     lines: dict[str, list[str]] = {}
     for diag in diagnostics:
         if diag.span and diag.span.path not in lines:
             try:  # read_text: regular files of bounded size only (never /dev/zero or a FIFO)
-                lines[diag.span.path] = read_text(Path(diag.span.path)).splitlines()
+                lines[diag.span.path] = read_text(Path(real.get(diag.span.path, diag.span.path))).splitlines()
             except SourceError:
                 lines[diag.span.path] = []
     return lines

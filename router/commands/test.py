@@ -147,7 +147,11 @@ def _broken(where: str, diagnostics: list[Diagnostic], what: str) -> CaseResult:
 
 
 def render(report: TestReport, *, fmt: str) -> str:
-    """The report as text (one line per case, diffs, a summary) or JSON."""
+    """The report as text (one line per case, diffs, a summary), JSON or JUnit XML."""
+    if fmt == "junit":
+        from router.commands.junit import render as junit
+
+        return junit(report)
     if fmt == "json":
         return json.dumps({
             "results": [r.to_dict() for r in report.results],
@@ -207,7 +211,9 @@ def run(paths: list[Path], *, cwd: Path, fmt: str = "text", packs: bool = False)
     text = render(report, fmt=fmt)
     if fmt != "json":
         policy_note.emit(notes(report))
-        missing = no_tests_message(report)
-        if missing is not None:
-            text = f"{text}\nerror: {missing.message}\n  help: {missing.help}"
+    missing = no_tests_message(report)
+    if fmt == "text" and missing is not None:
+        text = f"{text}\nerror: {missing.message}\n  help: {missing.help}"
+    elif fmt == "junit" and missing is not None:
+        policy_note.emit([f"error: {missing.message}"])
     return exit_code(report), text

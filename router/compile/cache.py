@@ -29,7 +29,7 @@ from router.lang.expr.expression import Template, compile_expression, compile_te
 from router.lang.query.query import compile_query
 from router.trust.capabilities import CapabilityUse, Confinement, Refusal
 
-FORMAT = 6
+FORMAT = 7
 
 
 def cache_path(agent: Path, key: str) -> Path:
@@ -151,7 +151,7 @@ def to_ir(policy: CompiledPolicy) -> dict[str, Any]:
         "continue": r.continue_, "shadow": r.shadow, "span": _span(r.span), "file": r.file,
         "key_path": r.key_path, "description": r.description,
         "match_span": _span(r.match_span), "when_span": _span(r.when_span),
-        "layer": r.layer, "sandboxed": r.sandboxed,
+        "layer": r.layer, "sandboxed": r.sandboxed, "origin": r.origin, "locked": r.locked,
     } for r in policy.rules]
     signals = [{
         "name": s.name, "kind": s.kind, "span": _span(s.span), "expr": s.expr.source if s.expr else None,
@@ -187,7 +187,7 @@ def _rule(r: dict[str, Any]) -> CompiledRule:
         continue_=r["continue"], shadow=r["shadow"], span=_unspan(r["span"]) or Span(""),
         file=r["file"], key_path=r["key_path"], description=r["description"],
         match_span=_unspan(r["match_span"]), when_span=_unspan(r["when_span"]),
-        layer=r["layer"], sandboxed=r["sandboxed"],
+        layer=r["layer"], sandboxed=r["sandboxed"], origin=r["origin"], locked=r["locked"],
     )
 
 

@@ -45,7 +45,7 @@ class LayerReport:
 
 def capability_report(policy: CompiledPolicy) -> list[LayerReport]:
     """Per layer (pack, user, file, project, in that order): capabilities used and refusals."""
-    layers = [*dict.fromkeys(["pack", "user", "file", "project",
+    layers = [*dict.fromkeys(["pack", "managed", "user", "file", "project",
                               *(u.layer for u in policy.capabilities), *(r.layer for r in policy.refused)])]
     reports = []
     for layer in layers:

@@ -55,6 +55,8 @@ class CompiledRule:
     sandboxed: bool = False  # evaluated with the environment the user grants the project only
     conditions: tuple[tuple[str, Query | Expression, Callable[[Any], Any]], ...] = ()
     runs: tuple[tuple[Callable[[Any], Any], bool], ...] = ()  # (closure, Python truthiness?)
+    origin: str = ""  # where the rule is defined: `repo@commit:path:line` (git) or `path:line`
+    locked: bool = False  # a managed rule no lower layer may override, disable or move ahead
 
     def __post_init__(self) -> None:
         conditions: list[tuple[str, Query | Expression, Callable[[Any], Any]]] = []

@@ -39,6 +39,7 @@ from router.lang.expr.expression import (
 from router.lang.functions import FUNCTIONS
 from router.lang.query.query import JMESPATH_ARITY, JMESPATH_BUILTINS, Query, compile_query
 from router.load.loader import MAX_RULES, PolicyFile, load_layers, too_many_rules
+from router.load.managed import MANAGED, guard_disable, guard_rule, locked_elsewhere
 from router.load.model import SIGNAL_KINDS, EnvVar, Rule, Signal
 from router.load.paths import agent_dir, display_path, layer_paths
 from router.load.source import KeyPath, SourceDoc, format_key_path
@@ -171,7 +172,7 @@ def compile_policy(files: list[PolicyFile], *, agent: Path | None = None,
     diagnostics: list[Diagnostic] = []
     refused = list(refusals)
     confinement = _confinement(files, agent or agent_dir(), refused)
-    entries = _merge_rules(files, diagnostics)
+    entries = _merge_rules(files, diagnostics, refused)
     literals, env_vars = _merge_vars(files, diagnostics, refused)
     signals_raw = {name: (sig, f) for f in files for name, sig in f.policy.signals.items()}
     ctx = _Context(frozenset(literals) | frozenset(env_vars), frozenset(signals_raw), diagnostics)
@@ -367,9 +368,11 @@ def _by_name(files: list[PolicyFile], attr: str, key: str) -> list[Any]:
 # --- layering ---------------------------------------------------------------------------------
 
 
-def _merge_rules(files: list[PolicyFile], diagnostics: list[Diagnostic]) -> list[_Entry]:
+def _merge_rules(files: list[PolicyFile], diagnostics: list[Diagnostic],
+                 refused: list[Refusal] | None = None) -> list[_Entry]:
     ordered: list[_Entry] = []
     by_id: dict[str, _Entry] = {}  # the entry of each id in `ordered`: placing a new rule stays O(1)
+    refused = [] if refused is None else refused
     for f in files:
         seen_here: set[str] = set()
         for index, rule in enumerate(f.policy.rules):
@@ -381,8 +384,19 @@ def _merge_rules(files: list[PolicyFile], diagnostics: list[Diagnostic]) -> list
                 continue
             seen_here.add(rule.id)
             entry = _Entry(rule, f, index, rule.group or f.group)
+            if rule.locked and f.layer != MANAGED:
+                where = f.doc.span(("rules", index, "locked"), key=True)
+                diagnostics.append(locked_elsewhere(rule.id, where))
+            guard = guard_rule(entry, ordered, by_id)
+            if guard is not None:
+                refused.append(guard)
+                continue
             _place(ordered, by_id, entry, f, diagnostics)
         for index, rule_id in enumerate(f.policy.disable):
+            guard = guard_disable(rule_id, f, by_id.get(rule_id), f.doc.span(("disable", index)))
+            if guard is not None:
+                refused.append(guard)
+                continue
             if by_id.pop(rule_id, None) is None:
                 diagnostics.append(Diagnostic(
                     "RT122", f"`disable:` names unknown rule '{rule_id}'", f.doc.span(("disable", index)),
@@ -494,6 +508,7 @@ def _compile_rule(entry: _Entry, order: int, ctx: _Context) -> CompiledRule | No
         match_span=doc.span((*base, "match")) if rule.match is not None else None,
         when_span=doc.span((*base, "when")) if rule.when is not None else None,
         layer=entry.file.layer, sandboxed=is_confined(entry.file.layer),
+        origin=f"{entry.file.path}:{doc.span(base).line}", locked=rule.locked and entry.file.layer == MANAGED,
     )
 
 

@@ -78,6 +78,22 @@ _ENTRIES = [
              "Such vars switch on powers over the user's machine; a cloned repository must not "
              "choose them.", "# .pi/router.yaml\nvars: {auto_trust_projects: true}",
              "Set it in `~/.pi/agent/router.yaml`, if you want it at all."),
+    CodeInfo("RT125", "git source not available",
+             "A `use:` entry `git+<url>@<ref>#<file>` cannot be read: the entry is malformed (an "
+             "unknown scheme, a ref or URL that starts with `-`, a path outside the repository), git "
+             "failed or timed out, the commit has no such file, or the sidecar found the source missing "
+             "from `router.lock` or from the cache (it never fetches).",
+             "The entry's rules are not in force: the source is refused, the rest of the policy applies "
+             "and you are told which command fetches it.",
+             "use: [\"git+https://github.com/acme/policies.git@v1#team.yaml\"]  # not fetched yet",
+             "Run `router lint` (fetches what is missing and writes `router.lock`) or `router update`."),
+    CodeInfo("RT126", "cached git source does not match the lock",
+             "A file of a git source in the cache has other bytes than the SHA-256 `router.lock` "
+             "recorded when the source was locked.",
+             "Someone or something changed the cache after it was fetched; the router refuses to run "
+             "rules nobody reviewed.",
+             "# ~/.cache/pi-policy-router/git/…/team.yaml edited by hand",
+             "Delete the cache directory the message names and run `router lint` to fetch it again."),
     CodeInfo("RT130", "invalid event document",
              "An event given to `router explain` or a test is not a mapping or has an unknown `type`.",
              "Without a type the router cannot pick the rules to evaluate.", "{text: hi}",
@@ -296,6 +312,16 @@ _ENTRIES = [
              "settings and skills: a repository must not vouch for itself.",
              "- id: x\n  on: project_trust\n  do: [{trust: {trusted: 'yes', remember: true}}]",
              "Let Pi ask you, or answer in ~/.pi/agent/router.yaml."),
+    CodeInfo("RT609", "lower layer changes a locked managed rule",
+             "Your file or the project's overrides (same id), disables or places a rule ahead of a "
+             "rule that the managed policy (`$ROUTER_MANAGED_DIR/router.yaml`, else "
+             "`/etc/pi-policy-router/router.yaml`) marks `locked: true`. The lower rule or entry is "
+             "dropped and the rest applies. As a warning: `locked: true` outside the managed policy, "
+             "where it means nothing.",
+             "Locked rules are what an administrator requires on every machine; no user or project file "
+             "may take them away.",
+             "# managed: - {id: no-force-push, locked: true, …}\n# .pi/router.yaml\ndisable: [no-force-push]",
+             "Add a rule with another id, placed after the locked one."),
 ]
 
 CODES: dict[str, CodeInfo] = {entry.code: entry for entry in _ENTRIES}

@@ -16,6 +16,17 @@ from pydantic import ValidationError
 
 from router.diagnostics.diagnostic import Diagnostic, Span
 from router.diagnostics.errors import SourceError
+from router.load.git_source import (
+    GitOrigin,
+    GitSourceError,
+    GitSources,
+    emit_notes,
+    is_git,
+    lock_path,
+    parse,
+    redact_text,
+)
+from router.load.installed_packs import installed_pack
 from router.load.model import Policy
 from router.load.paths import agent_dir, display_path, layer_paths, pack_names, packs_dir
 from router.load.source import SourceDoc, read_source
@@ -33,6 +44,7 @@ from router.trust.capabilities import (
 __all__ = ["MAX_RULES", "PolicyFile", "agent_dir", "describe_files", "layer_paths", "load_layers",
            "pack_names", "packs_dir"]
 
+USE_HELP = "a project policy uses built-in packs by name and files inside its project"
 MAX_RULES = 5_000  # compiled in 1.3 s here (3.5 s on a busy machine); more rules fail fast instead
 
 
@@ -48,6 +60,7 @@ class PolicyFile:
     source: Path | None = None
     used_by: str | None = None  # the display path of the file whose `use:` loaded this one
     root: Path | None = None  # the project directory of a project-layer file
+    origin: GitOrigin | None = None  # the git source, commit and file it was read from
 
     @property
     def pack(self) -> str | None:
@@ -62,7 +75,8 @@ class PolicyFile:
 
     def to_dict(self) -> dict[str, str | None]:
         return {"path": str(self.source or self.path), "display": self.path, "layer": self.layer,
-                "pack": self.pack, "used_by": self.used_by}
+                "pack": self.pack, "used_by": self.used_by,
+                "origin": self.origin.label if self.origin else None}
 
 
 def describe_files(files: Iterable[PolicyFile]) -> str:
@@ -83,14 +97,17 @@ def describe_files(files: Iterable[PolicyFile]) -> str:
 YAML_SUFFIXES = (".yaml", ".yml")
 
 
-def load_layers(layers: Iterable[tuple[str, Path]]) -> tuple[list[PolicyFile], list[Diagnostic]]:
+def load_layers(layers: Iterable[tuple[str, Path]], *, git: GitSources | None = None,
+                ) -> tuple[list[PolicyFile], list[Diagnostic]]:
     """Load each layer and what it uses; return files in evaluation order plus diagnostics.
 
     A project file that reaches outside its project (a `use:` entry, or `.pi/router.yaml` itself
     being a link that leads out) is not read: that is a refusal (`capabilities.refusal_of`), which
-    does not stop the other files from loading.
+    does not stop the other files from loading. So is a git source that cannot be read as its
+    layer's `router.lock` pins it (router/load/git_source.py); `git` resolves them (default: fetching as
+    the calling command allows), and the locks it changed are written at the end.
     """
-    loader = _Loader()
+    loader = _Loader(git or GitSources.current())
     for layer, path in layers:
         root = project_root(path) if is_confined(layer) else None
         if root is not None and (problem := _outside(path, root)) is not None:
@@ -98,6 +115,9 @@ def load_layers(layers: Iterable[tuple[str, Path]]) -> tuple[list[PolicyFile], l
             loader.refuse(shown, layer, f"{shown} {problem}", Span(str(path)), "file")
             continue
         loader.load(path, layer, via=None, root=root)
+    loader.git.save()
+    if loader.git.fetch:
+        emit_notes(loader.git)
     return loader.files, loader.diagnostics
 
 
@@ -115,19 +135,21 @@ def _outside(path: Path, root: Path) -> str | None:
 
 
 class _Loader:
-    def __init__(self) -> None:
+    def __init__(self, git: GitSources) -> None:
+        self.git = git
         self.files: list[PolicyFile] = []
         self.diagnostics: list[Diagnostic] = []
         self._done: set[Path] = set()
         self._active: list[Path] = []
 
-    def refuse(self, name: str, layer: str, reason: str, span: Span | None, kind: str = "use") -> None:
-        refusal = Refusal(kind, name, layer, CODES[POLICY_USE], reason, span,
-                          "a project policy uses built-in packs by name and files inside its project")
+    def refuse(self, name: str, layer: str, reason: str, span: Span | None, kind: str = "use", *,
+               code: str = CODES[POLICY_USE], help: str = USE_HELP) -> None:
+        refusal = Refusal(kind, name, layer, code, reason, span, help)
         self.diagnostics.append(refusal.diagnostic())
 
     def load(self, path: Path, layer: str, via: Span | None, root: Path | None = None, *,
-             used_by: str | None = None) -> None:
+             used_by: str | None = None, origin: GitOrigin | None = None, lock: Path | None = None) -> None:
+        lock = lock or lock_path(path)
         resolved = path.resolve()
         if resolved in self._active:
             chain = " -> ".join(p.name for p in [*self._active, resolved])
@@ -137,33 +159,71 @@ class _Loader:
         if resolved in self._done:
             return
         try:
-            doc = read_source(path, display=display_path(path))
+            doc = read_source(path, display=origin.label if origin else display_path(path))
+            if origin is not None:
+                self.git.verify(origin, doc.sha256)
         except SourceError as exc:  # nothing of a file that is not a policy is shown
             self.diagnostics.extend(_no_excerpt(d.at(d.span or via)) for d in exc.diagnostics)
+            return
+        except GitSourceError as exc:
+            self.refuse(origin.key if origin else str(path), layer, exc.message, via, code=exc.code,
+                        help=exc.help or "")
             return
         policy = self._validate(doc)
         if policy is None:
             return
         self._active.append(resolved)
         for index, entry in enumerate(policy.use):
-            span = doc.span(("use", index))
-            if root is not None and _is_path(entry):
-                named = path.parent / Path(entry).expanduser()
-                problem = None if _is_pack_file(named) else _outside(named, root)
-                if problem is not None:
-                    self.refuse(entry, layer, f"{entry} {problem}", span)
-                    continue
-            target = self._resolve_use(entry, path.parent, span)
-            if target is None:
-                continue
-            if _is_pack_file(target):
-                self.load(target, "pack", span, used_by=doc.path)
-            else:
-                self.load(target, layer, span, root, used_by=doc.path)
+            self._use(entry, doc, path, layer, root, origin, lock, doc.span(("use", index)))
         self._active.pop()
         self._done.add(resolved)
         group = policy.group or (path.stem if layer == "pack" else "main")
-        self.files.append(PolicyFile(doc.path, doc, policy, layer, group, resolved, used_by, root))
+        self.files.append(PolicyFile(doc.path, doc, policy, layer, group, resolved, used_by, root, origin))
+
+    def _use(self, entry: str, doc: SourceDoc, path: Path, layer: str, root: Path | None,
+             origin: GitOrigin | None, lock: Path, span: Span) -> None:
+        """Load one `use:` entry of the file at `path`: a git source, a file or a pack."""
+        if is_git(entry):
+            self._use_git(entry, doc, layer, root, lock, span)
+            return
+        inner: GitOrigin | None = None
+        if origin is not None and _is_path(entry):
+            named = path.parent / Path(entry).expanduser()
+            problem = _outside_tree(named, origin.tree)
+            if problem is not None:
+                self.refuse(entry, layer, f"{entry} {problem}", span, code="RT125",
+                            help="a file of a git source uses only files of the same repository commit")
+                return
+            relative = Path(os.path.normpath(named)).relative_to(os.path.normpath(origin.tree))
+            inner = origin.inside(relative.as_posix())
+        elif root is not None and _is_path(entry):
+            named = path.parent / Path(entry).expanduser()
+            problem = None if _is_pack_file(named) else _outside(named, root)
+            if problem is not None:
+                self.refuse(entry, layer, f"{entry} {problem}", span)
+                return
+        target = self._resolve_use(entry, path.parent, span)
+        if target is None:
+            return
+        if _is_pack_file(target):
+            self.load(target, "pack", span, used_by=doc.path)
+        else:
+            self.load(target, layer, span, root, used_by=doc.path, origin=inner, lock=lock)
+
+    def _use_git(self, entry: str, doc: SourceDoc, layer: str, root: Path | None, lock: Path,
+                 span: Span) -> None:
+        """Load a git source as `lock` pins it; a source that cannot be read is refused."""
+        try:
+            parse(entry)
+        except GitSourceError as exc:
+            self.diagnostics.append(Diagnostic(exc.code, exc.message, span, help=exc.help))
+            return
+        try:
+            target, origin = self.git.resolve(entry, lock)
+        except GitSourceError as exc:
+            self.refuse(redact_text(entry), layer, exc.message, span, code=exc.code, help=exc.help or "")
+            return
+        self.load(target, layer, span, root, used_by=doc.path, origin=origin, lock=lock)
 
     def _validate(self, doc: SourceDoc) -> Policy | None:
         if doc.data is None:
@@ -198,12 +258,23 @@ class _Loader:
         candidate = packs_dir() / f"{entry}.yaml"
         if candidate.is_file():
             return candidate
+        installed = installed_pack(entry)
+        if installed is not None:
+            return installed
         from router.diagnostics.suggest import did_you_mean
+        from router.load.installed_packs import installed_packs
 
+        names = sorted({*pack_names(), *(p.name for p in installed_packs() if p.path is not None)})
         self.diagnostics.append(Diagnostic(
-            "RT120", f"unknown pack '{entry}'; expected one of {', '.join(pack_names())}", span,
-            help=did_you_mean(entry, pack_names()) or "use ./path.yaml for a file"))
+            "RT120", f"unknown pack '{entry}'; expected one of {', '.join(names)}", span,
+            help=did_you_mean(entry, names) or "use ./path.yaml for a file; `router packs` lists the packs"))
         return None
+
+
+def _outside_tree(path: Path, tree: Path) -> str | None:
+    """Why `path` (links followed) is not a file of the exported commit at `tree`, or None."""
+    real = Path(os.path.realpath(path))
+    return None if real.is_relative_to(Path(os.path.realpath(tree))) else "is outside the repository"
 
 
 def _is_path(entry: str) -> bool:

@@ -194,6 +194,8 @@ class Rule(_Model):
     enabled: bool = True
     before: str | None = Field(None, description="place this rule before the rule with this id")
     after: str | None = Field(None, description="place this rule after the rule with this id")
+    locked: bool = Field(False, description="in the managed layer: no user or project file may "
+                         "override, disable or move this rule ahead (RT609)")
     examples: list[Example] = Field(default_factory=list)
 
     @field_validator("on", mode="before")

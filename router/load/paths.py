@@ -45,12 +45,18 @@ def agent_dir(environ: dict[str, str] | None = None) -> Path:
 def layer_paths(cwd: Path, *, agent: Path, include_project: bool = True) -> list[tuple[str, Path]]:
     """The policy layer files in force for a Pi started in `cwd`: (layer name, path).
 
-    The one place that decides which layers load: the sidecar (`router serve`) and every command
-    (`lint`, `test`, `explain`, `doctor`) take their layers from here. A FIFO or device in a layer's
-    place is kept, so loading it reports the problem instead of silently dropping the layer; a
-    directory is not a layer.
+    The layers: the built-in default pack, the managed policy (router/load/managed.py), the user's
+    file, the project's. The one place that decides which layers load: the sidecar (`router serve`)
+    and every command (`lint`, `test`, `explain`, `doctor`) take their layers from here. A FIFO or
+    device in a layer's place is kept, so loading it reports the problem instead of silently
+    dropping the layer; a directory is not a layer.
     """
+    from router.load.managed import MANAGED, managed_policy
+
     layers = [("pack", packs_dir() / "default.yaml")]
+    managed = managed_policy()
+    if managed.exists() and not managed.is_dir():
+        layers.append((MANAGED, managed))
     user = agent / "router.yaml"
     if user.exists() and not user.is_dir():
         layers.append(("user", user))

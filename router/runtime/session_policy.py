@@ -38,7 +38,13 @@ class SessionPolicy:
 
 
 def base_candidates(agent: Path, extra: Sequence[Path]) -> list[Path]:
-    return [packs_dir() / "default.yaml", agent / "router.yaml", *extra]
+    """The files of the layers below the project's, with the locks that pin their git sources."""
+    from router.load.git_source import lock_path
+    from router.load.managed import managed_policy
+
+    managed = managed_policy()
+    files = [packs_dir() / "default.yaml", managed, agent / "router.yaml", *extra]
+    return [*files, *(lock_path(p) for p in files[1:])]
 
 
 def load_session_policy(cwd: Path, agent: Path, *, extra: Sequence[Path] = (),
@@ -144,7 +150,7 @@ def _compile_with_project(cwd: Path, agent: Path, extra: Sequence[Path], *,
         return SessionPolicy(base, base_diagnostics, trust, _watched(base, agent, extra, cwd, content), last)
     policy, diagnostics = loaded.compile(agent)
     if policy is not None and not has_errors(diagnostics) and content is not None:
-        meta = {"project": [[str(p), sha] for p, sha in _project_hashes(files)],
+        meta = {"project": [[str(p), sha, name] for p, sha, name in _project_hashes(files)],
                 "data": [[str(p), sha] for p, sha in data]}
         cache = _cache_file(cwd, agent, extra, project=True)
         policy_cache.save(cache, policy, _candidates(cwd, agent, extra), meta=meta)
@@ -184,18 +190,18 @@ def _cached_with_project(cwd: Path, agent: Path,
     recorded = meta.get("project")
     if not isinstance(recorded, list) or not recorded:
         return None
-    files: list[tuple[Path, str]] = []
+    files: list[tuple[Path | str, str]] = []
     for item in recorded:
-        if not (isinstance(item, list) and len(item) == 2):
+        if not (isinstance(item, list) and len(item) == 3):
             return None
-        path, sha = Path(str(item[0])), str(item[1])
+        path, sha, name = Path(str(item[0])), str(item[1]), item[2]
         try:
             current = hashlib.sha256(path.read_bytes()).hexdigest()
         except OSError:
             return None
         if current != sha:
             return None
-        files.append((path, sha))
+        files.append((str(name) if name is not None else path, sha))
     data = _recorded_data(meta.get("data"))
     if data is None or data != data_files(cwd, [str(p.relative_to(cwd)) for p, _ in data]):
         return None  # a data file changed, appeared or went away: compile again, decide again
@@ -216,7 +222,7 @@ def _recorded_data(recorded: Any) -> list[tuple[Path, str | None]] | None:
 
 def _content(cwd: Path, files: Sequence[Any],
              data: Sequence[tuple[Path, str | None]] = ()) -> ProjectContent | None:
-    hashes = _project_hashes(files)
+    hashes = [(path if name is None else name, sha) for path, sha, name in _project_hashes(files)]
     return project_content(cwd, [*hashes, *_present(data)]) if hashes else None
 
 
@@ -233,14 +239,25 @@ def _present(data: Sequence[tuple[Path, str | None]]) -> list[tuple[Path, str]]:
     return [(path, sha) for path, sha in data if sha is not None]
 
 
-def _project_hashes(files: Sequence[Any]) -> list[tuple[Path, str]]:
-    """(path, SHA-256) of the project layer's files, in load order (built-in packs excluded)."""
-    return [(Path(f.source or f.path), f.doc.sha256) for f in files
+def _project_hashes(files: Sequence[Any]) -> list[tuple[Path, str, str | None]]:
+    """(path, SHA-256, name) of the project layer's files, in load order (built-in packs excluded).
+
+    A file of a git source is named by its provenance (`repo@commit:path`), so the digest covers
+    the locked commit: `router update` to another commit asks for the user's trust again."""
+    return [(Path(f.source or f.path), f.doc.sha256, _git_name(f)) for f in files
             if f.layer == "project" and Path(f.source or f.path).parent != packs_dir()]
 
 
+def _git_name(f: Any) -> str | None:
+    origin = getattr(f, "origin", None)
+    return f"{origin.key}@{origin.commit}:{origin.path}" if origin is not None else None
+
+
 def _candidates(cwd: Path, agent: Path, extra: Sequence[Path]) -> list[Path]:
-    return [p.absolute() for p in [*base_candidates(agent, extra), project_file(cwd)]]
+    from router.load.git_source import lock_path
+
+    project = project_file(cwd)
+    return [p.absolute() for p in [*base_candidates(agent, extra), project, lock_path(project)]]
 
 
 def _cache_file(cwd: Path, agent: Path, extra: Sequence[Path], *, project: bool) -> Path:
@@ -253,6 +270,6 @@ def _watched(policy: CompiledPolicy | None, agent: Path, extra: Sequence[Path], 
              content: ProjectContent | None = None) -> tuple[Path, ...]:
     refs = {Path(source).absolute() for _, source in (policy.file_refs if policy else ())}
     refs |= {(cwd / name).absolute() for name in (policy.project_data if policy else ())}
-    layers = {p.absolute() for p in [*base_candidates(agent, extra), project_file(cwd)]}
+    layers = {p.absolute() for p in _candidates(cwd, agent, extra)}
     project = {content.root / name for name, _ in content.files} if content is not None else set()
     return tuple(sorted(refs | layers | project))

@@ -58,7 +58,7 @@ SYMLINK_CODE = "RT607"  # a file the router writes is a symbolic link
 CAPABILITY_CODES = frozenset({*CODES.values(), GRANT_CODE, SYMLINK_CODE})
 
 CONFINED_LAYERS = frozenset({"project"})
-GRANT_LAYERS = frozenset({"user", "file"})  # the files that may say `project_env:`
+GRANT_LAYERS = frozenset({"managed", "user", "file"})  # the files that may say `project_env:`
 _ENV_IN_PATH = re.compile(r"\$(\w|\{)")
 
 

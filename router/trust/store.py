@@ -80,11 +80,15 @@ def file_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def project_content(root: Path, files: Iterable[tuple[Path, str]]) -> ProjectContent:
-    """The content record of a project layer from (file path, SHA-256 of its bytes) pairs."""
+def project_content(root: Path, files: Iterable[tuple[Path | str, str]]) -> ProjectContent:
+    """The content record of a project layer from (file path, SHA-256 of its bytes) pairs; a name
+    given as a string (a git source's `git+url@ref@commit:path`) is kept as it is."""
     base = _resolved(root)
     named = []
     for path, sha in files:
+        if isinstance(path, str):
+            named.append((path, sha))
+            continue
         resolved = _resolved(path)
         try:
             name = str(resolved.relative_to(base))
