@@ -486,7 +486,8 @@ BaselineOption = Annotated[str | None, typer.Option(
 def replay(
     paths: SessionPaths,
     policy: Annotated[list[Path] | None, typer.Option(
-        "--policy", "-p", metavar="FILE", help="policy file instead of the layered policy (repeatable)")] = None,
+        "--policy", "-p", metavar="FILE",
+        help="policy file instead of the layered policy (repeatable)")] = None,
     log: LogOption = None,
     fmt: Annotated[str, _format_option("text", "json")] = "text",
     session: SessionOption = None,

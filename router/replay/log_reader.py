@@ -111,11 +111,16 @@ def parse_record(data: Any) -> Record | None:
     if not isinstance(session, str) or not isinstance(event, str) or not event \
             or not isinstance(seq, int) or isinstance(seq, bool):
         return None
-    rules = data.get("rules") if isinstance(data.get("rules"), list) else []
+    rules = _list(data.get("rules"))
     fired = tuple(str(r.get("id")) for r in rules if isinstance(r, dict) and r.get("fired") is True)
-    actions = data.get("actions") if isinstance(data.get("actions"), list) else []
-    signals = data.get("signals") if isinstance(data.get("signals"), dict) else {}
+    actions = _list(data.get("actions"))
+    raw_signals = data.get("signals")
+    signals: dict[str, Any] = raw_signals if isinstance(raw_signals, dict) else {}
     model = data.get("model")
     return Record(session, event, seq, fired, tuple(a for a in actions if isinstance(a, dict)),
                   {str(k): v for k, v in signals.items() if isinstance(v, dict)},
                   model if isinstance(model, str) else None)
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -75,7 +75,7 @@ class Catalog:
         prices = self.price(ref) if ref else None
         if prices is None:
             return None
-        return sum(getattr(tokens, attr) * prices.get(key, 0.0) for key, attr in TOKEN_PRICES) / 1e6
+        return sum(float(getattr(tokens, attr)) * prices.get(key, 0.0) for key, attr in TOKEN_PRICES) / 1e6
 
     def tier(self, ref: str | None) -> str:
         """`cloud` (priced), `local` (a loopback or local provider without a price) or `unknown`."""

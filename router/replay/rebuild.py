@@ -131,7 +131,7 @@ def _assistant(walk: _Walk, message: dict[str, Any]) -> None:
     walk.emit("context", {"messages": [m for _, m in walk.messages]})
     walk.emit("route", {"reason": _route_reason(walk), "messageCount": len(walk.messages),
                         "lastUserText": _last_user_text(walk),
-                        "lastIsToolResult": bool(walk.messages) and walk.messages[-1][1]["role"] == "toolResult"})
+                        "lastIsToolResult": _last_role(walk) == "toolResult"})
     walk.answers += 1
     walk.turn_open, walk.turn_message = True, message
     calls = [b for b in _list(message.get("content")) if isinstance(b, dict) and b.get("type") == "toolCall"]
@@ -150,9 +150,11 @@ def _tool_result(walk: _Walk, message: dict[str, Any], question_tools: frozenset
     call = _call_input(walk.turn_message, message.get("toolCallId"))
     if name in question_tools:
         walk.emit("question", {"toolName": name, "source": "tool", "input": call,
-                               "excerpt": [{"role": m["role"], "text": m["text"]} for _, m in walk.messages[-12:]]})
+                               "excerpt": [{"role": m["role"], "text": m["text"]}
+                                           for _, m in walk.messages[-12:]]})
     walk.emit("tool_result", {"toolName": name, "toolCallId": message.get("toolCallId"), "input": call,
-                              "text": text_of(message.get("content")), "isError": bool(message.get("isError"))})
+                              "text": text_of(message.get("content")),
+                              "isError": bool(message.get("isError"))})
     walk.turn_results += 1
     walk.had_tools = True
 
@@ -188,9 +190,12 @@ def _end_run(walk: _Walk) -> None:
         walk.in_run = False
 
 
+def _last_role(walk: _Walk) -> str | None:
+    return walk.messages[-1][1]["role"] if walk.messages else None
+
+
 def _route_reason(walk: _Walk) -> str:
-    last = walk.messages[-1][1]["role"] if walk.messages else "user"
-    if last == "toolResult":
+    if _last_role(walk) == "toolResult":
         return "continuation"
     previous = walk.turn_message.get("stopReason") if walk.turn_open else None
     return "retry" if previous == "error" else "user"

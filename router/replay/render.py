@@ -25,7 +25,7 @@ def replay_json(total: Summary, sessions: list[tuple[SessionRun, Summary]], inpu
                                                for t in sorted(run.turns.values(), key=lambda t: t.number)
                                                if t.answered]}
                             for run, summary in sessions]}
-    body["problems"] = [str(p) for p in inputs.missing] + total.problems + [str(p) for p in inputs.log.problems]
+    body["problems"] = _problems(total, inputs)
     return json.dumps(body, indent=2, ensure_ascii=False, default=str)
 
 
@@ -34,14 +34,15 @@ def replay_text(total: Summary, sessions: list[tuple[SessionRun, Summary]], inpu
     lines = [policy_line, _read_line(inputs), ""]
     for run, summary in sessions:
         lines.append(f"session {run.id} ({run.path}): {summary.events} events, {summary.decisions} "
-                     f"evaluated, {summary.turns} turns" + ("" if run.logged else "; not in the decision log"))
+                     f"evaluated, {summary.turns} turns"
+                     + ("" if run.logged else "; not in the decision log"))
         lines.append(f"  models: {_share(summary.models, summary.turns)}")
         if summary.rules:
             lines.append(f"  rules: {_counts(summary.rules)}")
     lines += ["", f"total: {total.sessions} sessions, {total.events} events, {total.decisions} evaluated "
                   f"(decisions), {total.turns} turns"]
     lines += _section(total)
-    problems = [str(p) for p in inputs.missing] + total.problems + [str(p) for p in inputs.log.problems]
+    problems = _problems(total, inputs)
     if problems:
         lines += ["", f"problems ({len(problems)}):", *(f"  {p}" for p in problems)]
     return "\n".join(lines)
@@ -62,11 +63,16 @@ def _section(total: Summary) -> list[str]:
         f"answers: {total.answers}; blocked tool calls: {total.blocked}",
         "  signals: " + ", ".join(f"{total.signals.get(k, 0)} {w}" for k, w in SIGNAL_WORDS.items()),
         f"  cost: estimated {total.estimated.text()}; recorded {total.recorded.text()}; all-cloud "
-        + (f"({total.baseline_model}) {total.baseline.text()}" if total.baseline_model else "unknown (no priced model)"),
+        + (f"({total.baseline_model}) {total.baseline.text()}" if total.baseline_model
+           else "unknown (no priced model)"),
     ]
     if total.errors:
         lines.append(f"  evaluation errors: {_counts(total.errors)}")
     return lines
+
+
+def _problems(total: Summary, inputs: Inputs) -> list[str]:
+    return [str(p) for p in inputs.missing] + total.problems + [str(p) for p in inputs.log.problems]
 
 
 def _read_line(inputs: Inputs) -> str:

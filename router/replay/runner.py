@@ -305,7 +305,8 @@ class _Session:
         elif action == "cancel" and step.type == "compaction_before":
             turn.compactions.append("cancel")
         elif action == "answer" and isinstance(params, Mapping):
-            turn.answers.append(params.get("value") if params.get("value") is not None else params.get("text"))
+            value = params.get("value")
+            turn.answers.append(value if value is not None else params.get("text"))
         elif action == "block" and step.type == "tool_call":
             turn.blocked.append(str(step.payload.get("toolName")))
 

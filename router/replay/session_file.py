@@ -82,7 +82,8 @@ def parse_session(text: str, path: str) -> SessionFile:
                 _read_header(session, data)
             continue
         if kind == "message" and not isinstance(data.get("message"), dict):
-            session.problems.append(Problem(path, number, "message entry without a `message` object; skipped"))
+            session.problems.append(Problem(path, number, "message entry without a `message` object; "
+                                                          "skipped"))
             continue
         session.entries.append(Entry(number, data))
     if not header_seen and (session.entries or session.problems):
