@@ -29,7 +29,7 @@ def gather(paths: Sequence[Path], *, log: Path | None = None, agent: Path | None
            models: Path | None = None, session: str | None = None) -> Inputs:
     """Read the session files under `paths` (only those whose id or path contains `session`),
     the decision log (`log`, else the agent dir's, plus any decisions*.jsonl under `paths`) and
-    the models (`models`, else the agent dir's models.json)."""
+    the models (`models`, else a models.json inside a given directory, else the agent dir's)."""
     agent = agent or default_agent_dir()
     missing = [Problem(str(p), 0, "no such file or directory") for p in paths if not p.exists()]
     found = [read_session(p) for p in session_paths(p for p in paths if p.exists())]
@@ -37,7 +37,13 @@ def gather(paths: Sequence[Path], *, log: Path | None = None, agent: Path | None
         found = [s for s in found if session in s.id or session in s.path]
     logs = [log] if log is not None and log.is_file() else log_files(log or agent / "router" / "log")
     decision_log = read_logs([*logs, *log_paths_in(paths)])
-    return Inputs(found, decision_log, read_catalog(models or agent / "models.json"), missing)
+    return Inputs(found, decision_log, read_catalog(models or _models_in(paths) or agent / "models.json"),
+                  missing)
+
+
+def _models_in(paths: Sequence[Path]) -> Path | None:
+    """A models.json directly inside one of the given directories (a corpus can carry its prices)."""
+    return next((d / "models.json" for d in paths if d.is_dir() and (d / "models.json").is_file()), None)
 
 
 def replay_all(policy: CompiledPolicy, inputs: Inputs, *, progress: bool = True) -> list[SessionRun]:
