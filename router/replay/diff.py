@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from router.replay.runner import SessionRun, Turn
-from router.replay.summary import Money
+from router.replay.summary import Money, usd
 
 ASPECTS = ("model", "tools", "compaction", "answers", "blocked")
 
@@ -149,7 +149,7 @@ def _cost_line(result: Comparison) -> str:
 
 
 def _signed(value: float) -> str:
-    return f"{'+' if value >= 0 else '-'}${abs(value):.4f}"
+    return f"{'+' if value >= 0 else '-'}{usd(abs(value))}"
 
 
 def _show(aspect: str, value: Any) -> str:

@@ -31,9 +31,15 @@ class Money:
                 "unknown_turns": self.unknown}
 
     def text(self) -> str:
+        turns = f"{self.unknown} turn{'s' if self.unknown != 1 else ''}"
         if not self.known:
-            return "unknown" + (f" ({self.unknown} turns without a price)" if self.unknown else "")
-        return f"${self.usd:.4f}" + (f" (+ {self.unknown} turns at unknown prices)" if self.unknown else "")
+            return "unknown" + (f" ({turns} without a price)" if self.unknown else "")
+        return usd(self.usd) + (f" (+ {turns} at unknown prices)" if self.unknown else "")
+
+
+def usd(value: float) -> str:
+    """Dollars with 4 decimals, 6 below a cent (fake sessions cost fractions of a cent)."""
+    return f"${value:.4f}" if abs(value) >= 0.01 or value == 0 else f"${value:.6f}"
 
 
 @dataclass
