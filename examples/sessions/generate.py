@@ -47,6 +47,9 @@ from tests.e2e.pi_harness import ensure_pi  # noqa: E402
 PROJECT = "/home/user/project"
 NEUTRAL = {"agent": "/home/user/.pi/agent", "work": PROJECT, "tmp": "/home/user/tmp",
            "root": "/opt/pi-policy-router", "pi": "/opt/pi", "home": "/home/user"}
+DEEPSEEK = {"id": "deepseek-v4-pro", "name": "deepseek-v4-pro", "reasoning": True, "input": ["text"],
+            "contextWindow": 128000, "maxTokens": 16384,
+            "cost": {"input": 0.5, "output": 2, "cacheRead": 0.05, "cacheWrite": 0.5}}
 Scenario = Callable[[RouterRig], None]
 
 
@@ -104,14 +107,14 @@ def run(name: str, scenario: Scenario, tmp: Path, out: Path) -> None:
 
 
 def write_models(source: Path, target: Path, places: dict[str, str]) -> None:
+    """The cuttle run's models.json (the fake provider's local and cloud models) plus the deepseek
+    scenario's model, with a neutral address and key."""
     data = json.loads(scrub(source.read_text(), places))
     for provider in data.get("providers", {}).values():
         provider["apiKey"] = "none"
-        if "deepseek" not in {m["id"] for m in provider.get("models", [])}:
-            provider["models"] = provider.get("models", []) + [
-                {"id": "deepseek-v4-pro", "name": "deepseek-v4-pro", "reasoning": True, "input": ["text"],
-                 "contextWindow": 128000, "maxTokens": 16384,
-                 "cost": {"input": 0.5, "output": 2, "cacheRead": 0.05, "cacheWrite": 0.5}}]
+        models = provider.get("models", [])
+        if provider.get("api") == "openai-completions" and DEEPSEEK["id"] not in {m["id"] for m in models}:
+            provider["models"] = [*models, DEEPSEEK]
     target.write_text(json.dumps(data, indent=2) + "\n")
 
 

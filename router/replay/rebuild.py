@@ -19,7 +19,7 @@ from router.replay.session_file import Entry, SessionFile
 
 ANSWER, MODEL, THINKING = "@answer", "@model", "@thinking"
 PI_DEFAULT_TOOLS = ("read", "bash", "edit", "write")  # what Pi 1.6 activates by default
-QUICK_SECONDS = 1.0  # a model change this close before a prompt came with it (a rule's doing)
+QUICK_SECONDS = 0.5  # a model change this close before a prompt came with it (a rule's doing)
 
 
 @dataclass
