@@ -43,12 +43,26 @@ class DecisionLog:
     files: list[str] = field(default_factory=list)
     skipped: int = 0
     problems: list[Problem] = field(default_factory=list)
+    _index: dict[str, list[Record]] | None = field(default=None, repr=False)
+    _indexed: int = field(default=0, repr=False)
 
     def get(self, session: str, event: str, seq: int) -> Record | None:
         return self.records.get((session, event, seq))
 
     def sessions(self) -> set[str]:
-        return {key[0] for key in self.records}
+        return set(self._by_session())
+
+    def of_session(self, session: str) -> list[Record]:
+        """The records of one session, in log order."""
+        return self._by_session().get(session, [])
+
+    def _by_session(self) -> dict[str, list[Record]]:
+        if self._index is None or self._indexed != len(self.records):
+            self._index = {}
+            for record in self.records.values():
+                self._index.setdefault(record.session, []).append(record)
+            self._indexed = len(self.records)
+        return self._index
 
     def skip(self, problem: Problem) -> None:
         self.skipped += 1

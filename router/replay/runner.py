@@ -122,7 +122,7 @@ class Replayer:
         return result
 
     def _records(self, session: str) -> Iterable[Record]:
-        return (rec for key, rec in self.log.records.items() if key[0] == session)
+        return self.log.of_session(session)
 
 
 class _Session:
