@@ -66,7 +66,8 @@ def timed_replay(policy: CompiledPolicy, sessions: list[SessionFile], models: Pa
     return elapsed, sum(r.events for r in runs), sum(r.decisions for r in runs)
 
 
-def captured_events(policy: CompiledPolicy, sessions: list[SessionFile], models: Path) -> list[dict[str, Any]]:
+def captured_events(policy: CompiledPolicy, sessions: list[SessionFile],
+                    models: Path) -> list[dict[str, Any]]:
     """The normalized events the replay evaluates (with the state each saw)."""
     seen: list[dict[str, Any]] = []
     original = runner._Session._decide
@@ -109,7 +110,8 @@ def main() -> int:
     replay_s, events, decisions = timed_replay(policy, sessions, models)
     bare_s = timed_bare_loop(policy, captured_events(policy, sessions, models))
     print(f"policy: {args.policy or 'use: [decision, deepseek, cuttle]'}; {len(sessions)} sessions")
-    print(f"replay: {events} events ({decisions} evaluated) in {replay_s:.3f} s = {events / replay_s:,.0f} events/s")
+    print(f"replay: {events} events ({decisions} evaluated) in {replay_s:.3f} s = "
+          f"{events / replay_s:,.0f} events/s")
     print(f"bare interpreter loop: the {decisions} evaluated events in {bare_s:.3f} s = "
           f"{decisions / bare_s:,.0f} evaluations/s")
     print(f"ratio replay / bare loop: {replay_s / bare_s:.2f}")
