@@ -266,3 +266,9 @@ def test_readme_replay_of_the_corpus_on_a_fresh_machine(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "total: 3 sessions" in done.stdout
     assert "fake/cloud-pricey" in done.stdout
+
+
+def test_a_model_pi_does_not_have_leaves_the_model_as_it_was(corpus: Path) -> None:
+    _, total = replay(corpus, CLOUD_FOR_HARD.replace("do: [{model: fake/cloud}]", "do: [{model: other/big}]"))
+    assert dict(total.models) == {"fake/local": 3}
+    assert total.errors["model not available"] == 1

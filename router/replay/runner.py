@@ -146,6 +146,11 @@ class _Session:
             else:
                 self._event(step)
 
+    def _known(self, ref: str) -> bool:
+        """Whether Pi could use `ref`: in the catalog (any model when the catalog is empty)."""
+        raw = self.r.catalog.raw
+        return not raw or ref in raw
+
     def _is_virtual(self, ref: str | None) -> bool:
         return _is_virtual_ref(self.r, ref)
 
@@ -156,7 +161,7 @@ class _Session:
         world = self.world
         turn.answered, turn.line, turn.recorded_model = True, step.line, step.ref
         chosen = world.route_choice if self._is_virtual(world.model) else world.model
-        turn.model = chosen or step.ref
+        turn.model = chosen if chosen is not None and self._known(chosen) else step.ref
         turn.tokens, turn.recorded_cost = step.tokens, step.recorded_cost
         turn.estimated_cost = self.r.catalog.cost(turn.model, step.tokens or Tokens())
         world.previous, world.route_choice = turn.model, None
@@ -290,7 +295,9 @@ class _Session:
         if action == "tools" and isinstance(params, Mapping):
             world.active = _tools(world.active, world.all, params)
         elif action == "model" and isinstance(params, Mapping):
-            if follow:
+            if not self._known(str(params.get("ref"))):  # Pi keeps its model ("not available")
+                self.result.errors["model not available"] += 1
+            elif follow:
                 self._select_model(str(params.get("ref")), step, source="set")
             else:
                 world.model = str(params.get("ref"))
