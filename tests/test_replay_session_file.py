@@ -104,3 +104,21 @@ def test_decision_logs_are_read_oldest_first_and_bad_lines_counted(tmp_path: Pat
     assert [str(p).split("/")[-1] for p in read.problems] == [
         "decisions.1.jsonl:2: not JSON; skipped",
         "decisions.jsonl:2: not a decision record (needs session, event, seq); skipped"]
+
+
+def test_the_progress_bar_draws_only_on_a_terminal() -> None:
+    import io
+
+    from router.replay.progress import Progress
+
+    quiet = io.StringIO()
+    bar = Progress(3, "replaying", stream=quiet)
+    bar.advance(3)
+    bar.close()
+    assert quiet.getvalue() == ""  # a StringIO is no terminal
+    shown = io.StringIO()
+    forced = Progress(2, "replaying", stream=shown, force=True)
+    forced.advance(2)
+    assert "replaying [" in shown.getvalue() and "2/2" in shown.getvalue()
+    forced.close()
+    assert shown.getvalue().endswith("\r")
