@@ -26,8 +26,9 @@ ALLOWED: dict[str, set[str]] = {
     "testing": {"diagnostics", "lang", "events", "trust", "actions", "load", "compile", "engine"},
     "lint": {"diagnostics", "lang", "events", "trust", "actions", "load", "compile", "engine", "testing"},
     "runtime": {"diagnostics", "lang", "events", "trust", "actions", "load", "compile", "engine"},
+    "replay": {"diagnostics", "lang", "events", "trust", "actions", "load", "compile", "engine"},
     "commands": {"diagnostics", "lang", "events", "trust", "actions", "load", "compile", "engine",
-                 "testing", "lint", "runtime"},
+                 "testing", "lint", "runtime", "replay"},
 }
 FREE = {"router", "packs"}
 
@@ -103,3 +104,12 @@ def test_the_serve_path_imports_no_heavy_library(module: str) -> None:
             "print(sorted(m for m in ('pydantic', 'ruamel', 'typer', 'click') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_every_package_ships() -> None:
+    """pyproject.toml lists its packages: a new stage package left out would be missing when installed."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROUTER.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROUTER.parent).parts) for p in ROUTER.rglob("__init__.py")}
+    assert listed == found | {"router.packs"}

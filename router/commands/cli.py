@@ -498,6 +498,81 @@ def packs(fmt: Annotated[str, _format_option("text", "json")] = "text") -> None:
 
     _finish(*command.run(fmt=fmt))
 
+SessionPaths = Annotated[list[Path], typer.Argument(
+    metavar="PATH", help="Pi session files or directories (searched recursively)")]
+LogOption = Annotated[Path | None, typer.Option(
+    "--log", metavar="PATH", help="the decision log file or directory (default: the agent dir's)")]
+SessionOption = Annotated[str | None, typer.Option(
+    "--session", metavar="S", help="only sessions whose id or path contains S")]
+ModelsOption = Annotated[Path | None, typer.Option(
+    "--models", metavar="FILE", help="Pi's models.json for prices (default: the agent dir's)")]
+BaselineOption = Annotated[str | None, typer.Option(
+    "--baseline", metavar="REF", help="the model of the all-cloud cost baseline (default: the priciest)")]
+
+
+@_command("router replay ~/.pi/agent/sessions --format json")
+def replay(
+    paths: SessionPaths,
+    policy: Annotated[list[Path] | None, typer.Option(
+        "--policy", "-p", metavar="FILE",
+        help="policy file instead of the layered policy (repeatable)")] = None,
+    log: LogOption = None,
+    fmt: Annotated[str, _format_option("text", "json")] = "text",
+    session: SessionOption = None,
+    models: ModelsOption = None,
+    baseline: BaselineOption = None,
+) -> None:
+    """Replay recorded Pi sessions through the policy, offline.
+
+    Rebuilds each session's events from Pi's session files, evaluates them with recorded signal
+    values (the decision log) or the signals' fallbacks, and totals rules, models, tools and cost.
+    """
+    from router.commands import replay as command
+
+    options = command.Options(list(paths), log=log, session=session, models=models, baseline=baseline)
+    _finish(*command.run(options, policy_files=policy or [], fmt=fmt))
+
+
+@_command("router diff main:.pi/router.yaml .pi/router.yaml --sessions sessions/")
+def diff(
+    old: Annotated[str, typer.Argument(metavar="OLD", help="policy file or git revision (REV:PATH)")],
+    new: Annotated[str, typer.Argument(metavar="NEW", help="policy file or git revision (REV:PATH)")],
+    sessions: Annotated[list[Path] | None, typer.Option(
+        "--sessions", metavar="PATH", help="Pi session files or directories (repeatable)")] = None,
+    log: LogOption = None,
+    fmt: Annotated[str, _format_option("text", "markdown", "json")] = "text",
+    fail_on_change: Annotated[bool, typer.Option(
+        "--fail-on-change", help="exit 1 when any turn changes")] = False,
+    session: SessionOption = None,
+    models: ModelsOption = None,
+) -> None:
+    """Compare two policies on recorded sessions, turn by turn.
+
+    Shows each turn whose model, tools, compaction or answer changes, and the cost delta.
+    """
+    from router.commands import diff as command
+
+    if not sessions:
+        raise UsageMistake("diff needs recorded sessions", "router diff OLD NEW --sessions PATH")
+    options = command.Options(list(sessions), log=log, session=session, models=models)
+    _finish(*command.run(old, new, options, fmt=fmt, fail_on_change=fail_on_change))
+
+
+@_command("router eval \"usage.percent >= 90\" --event examples/events/turn_end.json", name="eval")
+def eval_(
+    expression: Annotated[str, typer.Argument(metavar="EXPR", help="a `when` expression (or, with "
+                                                                   "--jmespath, a `match`)")],
+    event: Annotated[str, typer.Option("--event", "-e", metavar="FILE",
+                                       help="event file (JSON/YAML), or - for stdin")],
+    jmespath: Annotated[bool, typer.Option("--jmespath", help="EXPR is a JMESPath match")] = False,
+    state: Annotated[str | None, typer.Option("--state", metavar="FILE",
+                                              help="session state file (JSON/YAML)")] = None,
+) -> None:
+    """Evaluate one expression against an event and print its value as JSON."""
+    from router.commands import eval_ as command
+
+    _finish(*command.run(expression, event, jmespath=jmespath, state=state))
+
 
 @_command("router version")
 def version() -> None:

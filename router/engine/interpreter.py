@@ -55,6 +55,13 @@ def evaluate(
         return run.decide(active)
 
 
+def evaluation_scope(policy: CompiledPolicy, event: Mapping[str, Any], *,
+                     state: Mapping[str, Any] | None = None,
+                     outcomes: Mapping[str, SignalOutcome] | None = None) -> dict[str, Any]:
+    """The scope a rule's `when` reads for `event`: event fields, vars, state, signals (`router eval`)."""
+    return _Run(policy, event, state or {}, outcomes or {}, {}, None, policy).scope
+
+
 class _Run:
     """The working data of one evaluation (never shared between evaluations)."""
 

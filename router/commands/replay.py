@@ -1,0 +1,77 @@
+"""`router replay`: recorded Pi sessions through the policy, offline (docs/replay.md)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from router.commands import policy_note
+from router.commands.explain import load
+from router.compile.compiled import CompiledPolicy
+from router.diagnostics.diagnostic import render_text
+from router.replay.render import replay_json, replay_text
+from router.replay.runner import SessionRun
+from router.replay.sources import Inputs, gather, replay_all
+from router.replay.summary import Summary, add_run, summarize
+
+NO_SESSIONS = "no Pi session files found in {paths} (Pi writes them under ~/.pi/agent/sessions/)"
+
+
+@dataclass
+class Options:
+    """What `router replay` and `router diff` share."""
+
+    paths: list[Path]
+    log: Path | None = None
+    session: str | None = None
+    models: Path | None = None
+    baseline: str | None = None
+    progress: bool = True
+
+
+def load_policy(files: list[Path]) -> tuple[CompiledPolicy | None, str]:
+    """The given policy files (with what they use), else the layered policy as `router explain`
+    resolves it; on errors None and the rendered diagnostics."""
+    loaded = load(files, cwd=Path.cwd())
+    if loaded.policy is None:
+        return None, render_text(loaded.diagnostics)
+    return loaded.policy, ""
+
+
+def read_inputs(options: Options) -> Inputs:
+    return gather(options.paths, log=options.log, models=options.models, session=options.session)
+
+
+def warn_problems(inputs: Inputs, runs: list[SessionRun]) -> None:
+    """Unreadable files and lines on stderr, one `path:line: reason` each."""
+    for problem in [*inputs.missing, *inputs.log.problems, *(p for r in runs for p in r.problems)]:
+        print(f"warning: {problem}", file=sys.stderr)
+
+
+def baseline_of(options: Options, inputs: Inputs) -> str | None:
+    return options.baseline or inputs.catalog.priciest()
+
+
+def run(options: Options, *, policy_files: list[Path], fmt: str) -> tuple[int, str]:
+    policy, errors = load_policy(policy_files)
+    if policy is None:
+        return 1, errors
+    inputs = read_inputs(options)
+    if not inputs.sessions:
+        warn_problems(inputs, [])
+        return 1, "error: " + NO_SESSIONS.format(paths=", ".join(str(p) for p in options.paths))
+    runs = replay_all(policy, inputs, progress=options.progress)
+    warn_problems(inputs, runs)
+    baseline = baseline_of(options, inputs)
+    total = summarize(runs, inputs.catalog, baseline)
+    per_session = [(r, _one(r, inputs, baseline)) for r in runs]
+    if fmt == "json":
+        return 0, replay_json(total, per_session, inputs, policy_note.files_json(policy.files))
+    return 0, replay_text(total, per_session, inputs, policy_note.policy_line(policy.files))
+
+
+def _one(run: SessionRun, inputs: Inputs, baseline: str | None) -> Summary:
+    summary = Summary(baseline_model=baseline)
+    add_run(summary, run, inputs.catalog)
+    return summary

@@ -1,0 +1,118 @@
+"""The models the replay knows (Pi's models.json) and cost estimates from their prices.
+
+Prices are USD per million tokens, as Pi's models.json gives them. A model without a price (none
+given, or all zeros, which is how Pi reports a missing price) has an unknown cost: estimates
+count such turns apart and never add them as 0.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from router.events.normalize import model_catalog
+
+LOCAL_PROVIDERS = frozenset({"llama.cpp", "ollama", "lmstudio", "local"})
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0"})
+TOKEN_PRICES = (("input", "input"), ("output", "output"), ("cacheRead", "cache_read"),
+                ("cacheWrite", "cache_write"))
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """The tokens of one assistant message (Pi's `usage`)."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+    @staticmethod
+    def of(usage: Any) -> Tokens:
+        usage = usage if isinstance(usage, Mapping) else {}
+        return Tokens(*(_count(usage.get(k)) for k, _ in TOKEN_PRICES))
+
+    @property
+    def total(self) -> int:
+        return self.input + self.output + self.cache_read + self.cache_write
+
+
+@dataclass
+class Catalog:
+    """Models by ref: Pi's raw model objects (for event contexts) and their normalized form."""
+
+    raw: dict[str, dict[str, Any]] = field(default_factory=dict)
+    local_providers: set[str] = field(default_factory=set)
+    source: str | None = None  # the models.json read, if any
+
+    @property
+    def normalized(self) -> dict[str, Any]:
+        return model_catalog(list(self.raw.values()))
+
+    def model(self, ref: str) -> dict[str, Any]:
+        """Pi's raw model object for `ref` (provider and id only when the catalog lacks it)."""
+        known = self.raw.get(ref)
+        if known is not None:
+            return known
+        provider, _, model_id = ref.partition("/")
+        return {"provider": provider, "id": model_id} if model_id else {"provider": "", "id": ref}
+
+    def price(self, ref: str) -> dict[str, float] | None:
+        """Prices per million tokens, None when the model has none."""
+        cost = self.raw.get(ref, {}).get("cost")
+        if not isinstance(cost, Mapping):
+            return None
+        prices = {key: float(cost[key]) for key, _ in TOKEN_PRICES
+                  if isinstance(cost.get(key), (int, float)) and not isinstance(cost.get(key), bool)}
+        return prices if any(prices.values()) else None
+
+    def cost(self, ref: str | None, tokens: Tokens) -> float | None:
+        """The estimated cost of `tokens` on `ref`, None when its price is unknown."""
+        prices = self.price(ref) if ref else None
+        if prices is None:
+            return None
+        return sum(float(getattr(tokens, attr)) * prices.get(key, 0.0) for key, attr in TOKEN_PRICES) / 1e6
+
+    def tier(self, ref: str | None) -> str:
+        """`cloud` (priced), `local` (a loopback or local provider without a price) or `unknown`."""
+        if not ref:
+            return "unknown"
+        if self.price(ref) is not None:
+            return "cloud"
+        provider = ref.partition("/")[0]
+        return "local" if provider in self.local_providers or provider in LOCAL_PROVIDERS else "unknown"
+
+    def priciest(self) -> str | None:
+        """The priced model with the highest input + output price (the default baseline)."""
+        priced = [(sum((self.price(ref) or {}).get(k, 0.0) for k in ("input", "output")), ref)
+                  for ref in self.raw if self.price(ref) is not None]
+        return max(priced)[1] if priced else None
+
+
+def read_catalog(path: Path) -> Catalog:
+    """Pi's models.json (`{providers: {name: {baseUrl, models: [...]}}}`); empty when absent or
+    unreadable (prices then stay unknown)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return Catalog()
+    catalog = Catalog(source=str(path))
+    providers = data.get("providers") if isinstance(data, dict) else None
+    for name, provider in (providers.items() if isinstance(providers, dict) else ()):
+        if not isinstance(provider, dict):
+            continue
+        if urlsplit(str(provider.get("baseUrl") or "")).hostname in LOOPBACK:
+            catalog.local_providers.add(str(name))
+        for model in provider.get("models") or []:
+            if isinstance(model, dict) and isinstance(model.get("id"), str):
+                catalog.raw[f"{name}/{model['id']}"] = {**model, "provider": str(name),
+                                                        "api": model.get("api") or provider.get("api")}
+    return catalog
+
+
+def _count(value: Any) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else 0

@@ -1,0 +1,107 @@
+"""`router replay` and `router diff` read back the session files of a real Pi 1.6.0 run.
+
+The run's policy cuts the tools on every prompt and sends hard prompts to the cloud model, its
+classify signal failing live (no classifier). The decision log of the run is written here in
+the shared record format (docs/replay.md) when the router did not write one: the writer is a
+separate part of the sidecar.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.e2e import helpers_router
+from tests.e2e.fake_provider import Reply
+from tests.e2e.helpers_router import RouterRig, read_call, session_files
+from tests.replay_sessions import record, write_log
+
+pytestmark = pytest.mark.e2e
+rig = helpers_router.rig
+
+POLICY = """
+signals:
+  hard:
+    classify:
+      model: llama.cpp/none
+      questions: {hard: {type: bool, instructions: "is it hard?"}}
+    transform: "result.hard.probability > 0.5"
+    fallback: "'hard' in text"
+rules:
+  - id: only-read
+    on: input
+    do: [{tools: {only: [read]}}]
+  - id: cloud-for-hard
+    on: input
+    group: model
+    when: "signals.hard"
+    do: [{model: fake/fake-cloud}]
+  - id: local-otherwise
+    on: input
+    group: model
+    do: [{model: fake/fake-local}]
+"""
+
+
+def run_pi(rig: RouterRig) -> str:
+    rig.policy(POLICY)
+    rig.fake.script.push(read_call(rig), Reply(text="read it"), Reply(text="thought hard"))
+    rpc = rig.rpc(session=True)
+    rpc.prompt_and_wait("read the notes")
+    rpc.prompt_and_wait("a hard question")
+    rpc.close()
+    [path] = session_files(rig.session_dir)
+    return str(json.loads(path.read_text().splitlines()[0])["id"])
+
+
+def fake_log(rig: RouterRig, session: str) -> Path:
+    """The run's decision log (the router's own when it wrote one)."""
+    log = rig.agent / "router" / "log" / "decisions.jsonl"
+    if log.is_file():
+        return log
+    failed = {"hard": {"value": False, "source": "fallback", "error": "classifier model not found"}}
+    return write_log(log, [
+        record(session, "input", 0, fired=("only-read", "local-otherwise"), signals=failed,
+               actions=[{"action": "tools", "params": {"only": ["read"]}},
+                        {"action": "model", "params": {"ref": "fake/fake-local"}}]),
+        record(session, "input", 1, fired=("only-read", "cloud-for-hard"),
+               signals={"hard": {"value": True, "source": "live"}},
+               actions=[{"action": "tools", "params": {"only": ["read"]}},
+                        {"action": "model", "params": {"ref": "fake/fake-cloud"}}])])
+
+
+def test_replay_reads_back_a_real_session_with_its_decision_log(rig: RouterRig) -> None:
+    session = run_pi(rig)
+    fake_log(rig, session)
+    done = rig.router("replay", str(rig.session_dir), "-f", "json")
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    assert (body["sessions"], body["turns"]) == (1, 3)
+    assert body["rules"] == {"only-read": 2, "local-otherwise": 1, "cloud-for-hard": 1}
+    assert body["models"] == {"fake/fake-local": 2, "fake/fake-cloud": 1}
+    assert body["recorded_models"] == body["models"]
+    assert body["tools"] == {"read": 3}
+    assert body["signals"]["recorded"] + body["signals"]["recorded_failure"] == 2
+    assert body["cost"]["baseline"]["model"] == "fake/fake-cloud"
+    assert body["problems"] == []
+
+
+def test_diff_of_two_policies_on_the_real_session_reports_the_turns_that_change(rig: RouterRig) -> None:
+    run_pi(rig)
+    old = rig.policy_path
+    new = rig.work / "new.yaml"
+    text = old.read_text().replace("do: [{tools: {only: [read]}}]", "do: [{tools: {only: [read, bash]}}]")
+    new.write_text(text.replace("fake/fake-cloud", "fake/deepseek-v4-pro"))
+    done = rig.router("diff", str(old), str(new), "--sessions", str(rig.session_dir), "-f", "json",
+                      "--fail-on-change")
+    assert done.returncode == 1, done.stderr
+    body = json.loads(done.stdout)
+    changes = {c["turn"]: c["changes"] for c in body["changes"]}
+    assert set(changes) == {1, 2, 3}
+    assert all(c["tools"] == {"old": ["read"], "new": ["read", "bash"]} for c in changes.values())
+    assert changes[3]["model"] == {"old": "fake/fake-cloud", "new": "fake/deepseek-v4-pro"}
+    assert "model" not in changes[1] and "model" not in changes[2]
+    same = rig.router("diff", str(old), str(old), "--sessions", str(rig.session_dir), "--fail-on-change")
+    assert same.returncode == 0 and "no turn changes" in same.stdout
