@@ -25,6 +25,7 @@ class CompiledAction:
     params: ParamTree
     span: Span
     confined: frozenset[str] = frozenset()  # parameters checked against the project's bounds
+    defaulted: frozenset[str] = frozenset()  # parameters filled from the file's `defaults:`
 
     def describe(self, params: Any) -> str:
         """What the executor would do with these (rendered) parameters."""
@@ -55,6 +56,8 @@ class CompiledRule:
     sandboxed: bool = False  # evaluated with the environment the user grants the project only
     conditions: tuple[tuple[str, Query | Expression, Callable[[Any], Any]], ...] = ()
     runs: tuple[tuple[Callable[[Any], Any], bool], ...] = ()  # (closure, Python truthiness?)
+    bindings: tuple[tuple[str, Expression], ...] = ()  # `let:`, in order
+    lazy: Mapping[str, Expression] = field(default_factory=dict)  # the bindings by name
 
     def __post_init__(self) -> None:
         conditions: list[tuple[str, Query | Expression, Callable[[Any], Any]]] = []
@@ -68,6 +71,7 @@ class CompiledRule:
         if self.when is not None and self.when.run is not None:
             runs.append((self.when.run, True))
         object.__setattr__(self, "runs", tuple(runs))
+        object.__setattr__(self, "lazy", dict(self.bindings))
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,6 +98,7 @@ class CompiledSignal:
     layer: str = "user"
     sandboxed: bool = False
     confined: frozenset[str] = frozenset()  # request fields checked against the project's bounds
+    bindings: tuple[tuple[str, Expression], ...] = ()  # `let:`, in order
 
     @property
     def external(self) -> bool:

@@ -10,6 +10,7 @@ from router.compile.compiled import CompiledPolicy, CompiledSignal
 from router.diagnostics.errors import ExpressionError
 from router.engine.decision import SignalOutcome
 from router.lang.expr.expression import Evaluator, run_expression
+from router.lang.expr.layered import Layered
 
 
 class SignalNeeded(Exception):
@@ -48,10 +49,16 @@ class Signals(Mapping[str, Any]):
         return self.evaluator_of()
 
     def _context(self, spec: CompiledSignal) -> tuple[Mapping[str, Any], Evaluator]:
-        """The scope and evaluator of a signal: a project layer's signals see the granted env only."""
+        """The scope and evaluator of a signal: a project layer's signals see the granted env only,
+        and a signal with `let:` its bindings on top."""
         if spec.sandboxed and self.sandbox_of is not None:
-            return self.sandbox_of()
-        return self.scope, self.evaluator
+            scope, evaluator = self.sandbox_of()
+        else:
+            scope, evaluator = self.scope, self.evaluator
+        if spec.bindings:
+            layered = Layered(scope, lazy=dict(spec.bindings))
+            return layered, Evaluator(layered)
+        return scope, evaluator
 
     def state_changed(self) -> None:
         """Forget expression signals (they may read state); keep external and provided values."""
@@ -89,7 +96,7 @@ class Signals(Mapping[str, Any]):
     def _compute(self, spec: CompiledSignal) -> Any:
         if spec.kind == "expr":
             assert spec.expr is not None
-            scope = self._context(spec)[0] if spec.sandboxed else self.scope
+            scope = self._context(spec)[0] if spec.sandboxed or spec.bindings else self.scope
             try:
                 return self._transformed(spec, run_expression(spec.expr, scope))
             except ExpressionError as exc:
@@ -109,6 +116,8 @@ class Signals(Mapping[str, Any]):
             return result
         evaluator = self._context(spec)[1]
         scope = evaluator.scope
+        while isinstance(scope, Layered):  # `result` goes into the signal's own scope dict
+            scope = scope.base
         saved = scope.get("result")
         assert isinstance(scope, dict)
         scope["result"] = result
