@@ -507,7 +507,8 @@ def _compile_rule(entry: _Entry, order: int, ctx: _Context) -> CompiledRule | No
                       rule_id=rule.id)
     tree = scope_tree(rule.on, var_names=ctx.var_names, signal_names=ctx.signal_names)
     reads = ctx.reads.setdefault(("rule", rule.id), [])
-    bindings = _bindings(rule.let, base, tree, doc, ctx, rule.id, reads)
+    read: set[str] = set()
+    bindings = _bindings(rule.let, base, tree, doc, ctx, rule.id, reads, read=read)
     checker = _Checker(ctx, tree, doc, rule.id, extra_names=frozenset(rule.let), reads=reads)
     match = _rule_match(rule, base, doc, checker)
     when = checker.expression(rule.when, (*base, "when")) if rule.when is not None else None
@@ -515,8 +516,8 @@ def _compile_rule(entry: _Entry, order: int, ctx: _Context) -> CompiledRule | No
     actions = tuple(a for i, item in enumerate(rule.do)
                     if (a := _compile_action(item, (*base, "do", i), rule, doc, checker, defaults))
                     is not None)
-    used = _names_read([when, *(e for _, e in bindings), *_templates([a.params for a in actions])])
-    ctx.diagnostics.extend(unused_bindings(rule.let, used, doc, base, rule.id))
+    used = read | _names_read([when, *_templates([a.params for a in actions])])
+    ctx.diagnostics.extend(unused_bindings(_kept(rule.let, bindings), used, doc, base, rule.id))
     examples = tuple((ex, doc.span((*base, "examples", i))) for i, ex in enumerate(rule.examples))
     return CompiledRule(
         id=rule.id, index=order, group=entry.group, on=tuple(rule.on), match=match, when=when,
@@ -549,7 +550,8 @@ def _rule_match(rule: Rule, base: KeyPath, doc: SourceDoc, checker: _Checker) ->
 
 def _bindings(let: dict[str, str], base: KeyPath, tree: dict[str, Any], doc: SourceDoc, ctx: _Context,
               rule_id: str | None, reads: list[tuple[Span, tuple[str, ...]]],
-              extra: frozenset[str] = frozenset()) -> list[tuple[str, Expression]]:
+              extra: frozenset[str] = frozenset(), read: set[str] | None = None,
+              ) -> list[tuple[str, Expression]]:
     """The compiled `let:` bindings of a rule or signal (their names hide nothing of `tree`)."""
     if not let:
         return []
@@ -559,9 +561,15 @@ def _bindings(let: dict[str, str], base: KeyPath, tree: dict[str, Any], doc: Sou
     def compile_one(source: str, key_path: KeyPath, names: frozenset[str]) -> Expression | None:
         return _Checker(ctx, tree, doc, rule_id, extra_names=names, reads=reads).expression(source, key_path)
 
-    compiled, problems = compile_bindings(let, base, taken, doc, compile_one, rule_id)
+    compiled, problems = compile_bindings(let, base, taken, doc, compile_one, rule_id, read)
     ctx.diagnostics.extend(problems)
     return compiled
+
+
+def _kept(let: dict[str, str], bindings: list[tuple[str, Expression]]) -> dict[str, str]:
+    """The bindings that compiled (a rejected one is not also reported as unused)."""
+    names = {name for name, _ in bindings}
+    return {name: source for name, source in let.items() if name in names}
 
 
 def _names_read(exprs: Iterable[Expression | None]) -> set[str]:
@@ -746,7 +754,8 @@ def _compile_signal(name: str, sig: Signal, f: PolicyFile, ctx: _Context) -> Com
     base: KeyPath = ("signals", name)
     tree = scope_tree(EVENT_TYPES, var_names=ctx.var_names, signal_names=ctx.signal_names)
     reads = ctx.reads.setdefault(("signal", name), [])
-    bindings = _bindings(sig.let, base, tree, f.doc, ctx, None, reads, extra=frozenset({"result"}))
+    read: set[str] = set()
+    bindings = _bindings(sig.let, base, tree, f.doc, ctx, None, reads, extra=frozenset({"result"}), read=read)
     local = frozenset(sig.let)
     checker = _Checker(ctx, tree, f.doc, None, extra_names=local, reads=reads)
     result_checker = _Checker(ctx, tree, f.doc, None, extra_names=local | {"result"}, reads=reads)
@@ -755,7 +764,7 @@ def _compile_signal(name: str, sig: Signal, f: PolicyFile, ctx: _Context) -> Com
     fallback = checker.expression(sig.fallback, (*base, "fallback")) if sig.fallback else None
     if sig.expr is not None:
         expr = checker.expression(sig.expr, (*base, "expr"))
-        _unused_signal_bindings(sig, [expr, transform, fallback], bindings, f, ctx)
+        _unused_signal_bindings(sig, [expr, transform, fallback], bindings, read, f, ctx)
         return CompiledSignal(name, "expr", span, expr=expr, transform=transform, fallback=fallback,
                               layer=f.layer, sandboxed=is_confined(f.layer), bindings=tuple(bindings))
     kind = next(k for k in SIGNAL_KINDS[1:] if getattr(sig, k) is not None)
@@ -770,17 +779,18 @@ def _compile_signal(name: str, sig: Signal, f: PolicyFile, ctx: _Context) -> Com
                                  if q.when else None)
             for qname, q in source.questions.items())
     _unused_signal_bindings(sig, [transform, fallback, *(q.when for q in questions), *_templates(request)],
-                            bindings, f, ctx)
+                            bindings, read, f, ctx)
     return CompiledSignal(name, kind, span, request=request, questions=questions,
                           transform=transform, fallback=fallback, layer=f.layer,
                           sandboxed=is_confined(f.layer), bindings=tuple(bindings))
 
 
 def _unused_signal_bindings(sig: Signal, exprs: list[Expression | None],
-                            bindings: list[tuple[str, Expression]], f: PolicyFile, ctx: _Context) -> None:
-    used = _names_read([*exprs, *(e for _, e in bindings)])
+                            bindings: list[tuple[str, Expression]], read: set[str], f: PolicyFile,
+                            ctx: _Context) -> None:
+    used = read | _names_read(exprs)
     name = next(n for n, s in f.policy.signals.items() if s is sig)
-    ctx.diagnostics.extend(unused_bindings(sig.let, used, f.doc, ("signals", name), None))
+    ctx.diagnostics.extend(unused_bindings(_kept(sig.let, bindings), used, f.doc, ("signals", name), None))
 
 
 def _signal_deps(sig: CompiledSignal) -> set[str]:

@@ -110,10 +110,12 @@ Compile = Callable[[str, KeyPath, frozenset[str]], "Expression | None"]
 
 
 def compile_bindings(let: Mapping[str, str], base: KeyPath, taken: Mapping[str, str], doc: SourceDoc,
-                     compile_one: Compile, rule_id: str | None) -> tuple[list[tuple[str, Expression]],
-                                                                         list[Diagnostic]]:
-    """Compile `let:` in order. `taken` maps names a binding may not use to what they are."""
+                     compile_one: Compile, rule_id: str | None, read: set[str] | None = None,
+                     ) -> tuple[list[tuple[str, Expression]], list[Diagnostic]]:
+    """Compile `let:` in order. `taken` maps names a binding may not use to what they are; `read`
+    collects the names every binding reads (also the rejected ones), for the unused check."""
     found: list[Diagnostic] = []
+    read = set() if read is None else read
     names = list(let)
     compiled: list[tuple[str, Expression]] = []
     for index, (name, source) in enumerate(let.items()):
@@ -132,6 +134,7 @@ def compile_bindings(let: Mapping[str, str], base: KeyPath, taken: Mapping[str, 
         expr = compile_one(source, key_path, frozenset(names))
         if expr is None:
             continue
+        read.update(expr.names)
         later = sorted(expr.names & set(names[index:]))
         for other in later:
             cycle = other == name or name in _reach(other, let, names)

@@ -48,9 +48,12 @@ class SourceDoc:
     def span_in(self, key_path: KeyPath, offset: int) -> Span:
         """The span of character `offset` inside the scalar at `key_path` (single-line scalars)."""
         base = self.span(key_path)
-        style = self.styles.get(tuple(key_path))
+        probe = tuple(key_path)
+        while probe and probe not in self.value_pos:  # a shorthand's parameter is its parent's value
+            probe = probe[:-1]
+        style = self.styles.get(probe)
         if style == "|":
-            return self._literal_span(base, key_path, offset)
+            return self._literal_span(base, probe, offset)
         if style == ">":
             return Span(base.path, base.line + 1, base.col)
         return Span(base.path, base.line, base.col + offset + (1 if style in ("'", '"') else 0))

@@ -154,8 +154,8 @@ def compile_text(source: str) -> Template:
     try:
         tree = ast.parse("f" + repr(_join_placeholder_lines(source)), mode="eval").body
     except SyntaxError as exc:
-        raise ExpressionSyntaxError(f"invalid template: {exc.msg}", max(0, (exc.offset or 2) - 3),
-                                    code="RT204") from None
+        offset = min(len(source), max(0, (exc.offset or 2) - 3))
+        raise ExpressionSyntaxError(f"invalid template: {exc.msg}", offset, code="RT204") from None
     nodes = list(ast.walk(tree))
     _check_tree(nodes, 0)
     expression = _from_tree(source, tree, nodes)
