@@ -69,7 +69,8 @@ def test_block_template_structure_errors_are_located(source: str, message: str, 
 
 
 def test_block_template_runtime_errors_name_the_line_and_the_output_is_bounded() -> None:
-    with pytest.raises(ExpressionError, match=r"template line 2: \{for x in …\} needs an array, got a number"):
+    needs_array = r"template line 2: \{for x in …\} needs an array, got a number"
+    with pytest.raises(ExpressionError, match=needs_array):
         _render("a\n{for x in n}\n{x}\n{end}", {"n": 3})
     with pytest.raises(ExpressionError, match="longer than 100,000 characters") as raised:
         _render("a\n{for x in xs}\n{x}\n{end}", {"xs": ["y" * 1000] * (MAX_OUTPUT // 1000 + 1)})

@@ -198,8 +198,8 @@ class _Parser:
         body, closing = self._open(depth, ("end",))
         self.active.pop()
         if closing is None or closing[0] != "end":
-            found = closing[0] if closing else ""
-            raise BlockSyntaxError(f"{{for {name} in …}} ends with {{end}}, not {{{found}}}",
+            got = closing[0] if closing else ""
+            raise BlockSyntaxError(f"{{for {name} in …}} ends with {{end}}, not {{{got}}}",
                                    self.offsets[min(self.index, len(self.lines) - 1)])
         self._no_rest(closing, "end")
         self.index += 1
