@@ -110,6 +110,7 @@ def test_every_package_ships() -> None:
     """pyproject.toml lists its packages: a new stage package left out would be missing when installed."""
     import tomllib
 
-    listed = set(tomllib.loads((ROUTER.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    config = tomllib.loads((ROUTER.parent / "pyproject.toml").read_text())
+    listed = set(config["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(ROUTER.parent).parts) for p in ROUTER.rglob("__init__.py")}
     assert listed == found | {"router.packs"}

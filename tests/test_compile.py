@@ -165,7 +165,7 @@ def test_compile_unknown_anchor_in_after_rt122(tmp_path: Path) -> None:
     [
         ("match", 'match: "text =="', "RT201", 4, 20),
         ("when", 'when: "text >"', "RT202", 4, 12),
-        ("template", "do: [{notify: 'p={text:.2f'}]", "RT204", 4, 30),
+        ("template", "do: [{notify: 'p={text:.2f'}]", "RT204", 4, 31),
     ],
 )
 def test_compile_expression_syntax_located_in_the_string(

@@ -29,7 +29,7 @@ from router.lang.expr.expression import Template, compile_expression, compile_te
 from router.lang.query.query import compile_query
 from router.trust.capabilities import CapabilityUse, Confinement, Refusal
 
-FORMAT = 7
+FORMAT = 8
 
 
 def cache_path(agent: Path, key: str) -> Path:
@@ -147,11 +147,12 @@ def to_ir(policy: CompiledPolicy) -> dict[str, Any]:
         "id": r.id, "index": r.index, "group": r.group, "on": list(r.on),
         "match": r.match.source if r.match else None, "when": r.when.source if r.when else None,
         "actions": [{"name": a.name, "params": _sources(a.params), "span": _span(a.span),
-                     "confined": dict(a.confined)} for a in r.actions],
+                     "confined": dict(a.confined), "defaulted": sorted(a.defaulted)} for a in r.actions],
         "continue": r.continue_, "shadow": r.shadow, "span": _span(r.span), "file": r.file,
         "key_path": r.key_path, "description": r.description,
         "match_span": _span(r.match_span), "when_span": _span(r.when_span),
         "layer": r.layer, "sandboxed": r.sandboxed, "origin": r.origin, "locked": r.locked,
+        "let": [[name, e.source] for name, e in r.bindings],
     } for r in policy.rules]
     signals = [{
         "name": s.name, "kind": s.kind, "span": _span(s.span), "expr": s.expr.source if s.expr else None,
@@ -162,6 +163,7 @@ def to_ir(policy: CompiledPolicy) -> dict[str, Any]:
         "transform": s.transform.source if s.transform else None,
         "fallback": s.fallback.source if s.fallback else None,
         "layer": s.layer, "sandboxed": s.sandboxed, "confined": dict(s.confined),
+        "let": [[name, e.source] for name, e in s.bindings],
     } for s in policy.signals.values()]
     return {"rules": rules, "signals": signals, "vars": dict(policy.vars),
             "env_vars": {k: dict(v) for k, v in policy.env_vars.items()},
@@ -183,11 +185,13 @@ def _rule(r: dict[str, Any]) -> CompiledRule:
         id=r["id"], index=r["index"], group=r["group"], on=tuple(r["on"]),
         match=compile_query(r["match"]) if r["match"] is not None else None, when=_expr(r["when"]),
         actions=tuple(CompiledAction(a["name"], _templates(a["params"]), _unspan(a["span"]) or Span(""),
-                                     a["confined"]) for a in r["actions"]),
+                                     a["confined"], frozenset(a.get("defaulted", ())))
+                      for a in r["actions"]),
         continue_=r["continue"], shadow=r["shadow"], span=_unspan(r["span"]) or Span(""),
         file=r["file"], key_path=r["key_path"], description=r["description"],
         match_span=_unspan(r["match_span"]), when_span=_unspan(r["when_span"]),
         layer=r["layer"], sandboxed=r["sandboxed"], origin=r["origin"], locked=r["locked"],
+        bindings=tuple((name, compile_expression(source)) for name, source in r["let"]),
     )
 
 
@@ -199,6 +203,7 @@ def _signal(s: dict[str, Any]) -> CompiledSignal:
                                              _expr(q["when"])) for q in s["questions"]),
         transform=_expr(s["transform"]), fallback=_expr(s["fallback"]),
         layer=s["layer"], sandboxed=s["sandboxed"], confined=s["confined"],
+        bindings=tuple((name, compile_expression(source)) for name, source in s["let"]),
     )
 
 

@@ -83,6 +83,7 @@ class Param:
     label: str  # "log.file"
     value: Any  # a literal string, a Template, or None
     span: Span
+    via: tuple[tuple[str, ...], ...] = ()  # paths it reads through `let:` bindings
 
 
 @dataclass
@@ -135,7 +136,7 @@ def analyze(owners: list[Owner], conf: Confinement | None) -> Analysis:
         for param in owner.params:
             if param.value is None:
                 continue
-            if is_confined(owner.layer) or _deps(_paths(param.value)) & tainted:
+            if is_confined(owner.layer) or _deps((*_paths(param.value), *param.via)) & tainted:
                 confined.setdefault(param.action, {})[param.label.split(".", 1)[1]] = param.capability
         verdict.confined = confined
     refusals = [v.refusal for o in owners if (v := verdicts[o.key]).refusal is not None]

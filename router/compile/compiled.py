@@ -25,6 +25,7 @@ class CompiledAction:
     params: ParamTree
     span: Span
     confined: Mapping[str, str] = field(default_factory=dict)  # checked parameter -> capability
+    defaulted: frozenset[str] = frozenset()  # parameters filled from the file's `defaults:`
 
     def describe(self, params: Any) -> str:
         """What the executor would do with these (rendered) parameters."""
@@ -57,6 +58,8 @@ class CompiledRule:
     runs: tuple[tuple[Callable[[Any], Any], bool], ...] = ()  # (closure, Python truthiness?)
     origin: str = ""  # where the rule is defined: `repo@commit:path:line` (git) or `path:line`
     locked: bool = False  # a managed rule no lower layer may override, disable or move ahead
+    bindings: tuple[tuple[str, Expression], ...] = ()  # `let:`, in order
+    lazy: Mapping[str, Expression] = field(default_factory=dict)  # the bindings by name
 
     def __post_init__(self) -> None:
         conditions: list[tuple[str, Query | Expression, Callable[[Any], Any]]] = []
@@ -70,6 +73,7 @@ class CompiledRule:
         if self.when is not None and self.when.run is not None:
             runs.append((self.when.run, True))
         object.__setattr__(self, "runs", tuple(runs))
+        object.__setattr__(self, "lazy", dict(self.bindings))
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,6 +100,7 @@ class CompiledSignal:
     layer: str = "user"
     sandboxed: bool = False
     confined: Mapping[str, str] = field(default_factory=dict)  # checked request field -> capability
+    bindings: tuple[tuple[str, Expression], ...] = ()  # `let:`, in order
 
     @property
     def external(self) -> bool:

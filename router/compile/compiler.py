@@ -25,6 +25,15 @@ from router.compile.compiled import (
     CompiledRule,
     CompiledSignal,
 )
+from router.compile.readable import (
+    binding_paths,
+    command_match,
+    command_problems,
+    compile_bindings,
+    defaults_problems,
+    unused_bindings,
+    with_defaults,
+)
 from router.diagnostics.diagnostic import Diagnostic, Severity, Span, has_errors
 from router.diagnostics.suggest import did_you_mean
 from router.events.catalog import EVENT_TYPES
@@ -77,6 +86,7 @@ class _Context:
     var_names: frozenset[str]
     signal_names: frozenset[str]
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    commands: frozenset[str] = frozenset()  # the declared slash commands (for `command:`)
     reads: dict[tuple[str, str], list[tuple[Span, tuple[str, ...]]]] = field(default_factory=dict)
 
     def error(self, code: str, message: str, span: Span, *, help: str | None = None,
@@ -175,7 +185,10 @@ def compile_policy(files: list[PolicyFile], *, agent: Path | None = None,
     entries = _merge_rules(files, diagnostics, refused)
     literals, env_vars = _merge_vars(files, diagnostics, refused)
     signals_raw = {name: (sig, f) for f in files for name, sig in f.policy.signals.items()}
-    ctx = _Context(frozenset(literals) | frozenset(env_vars), frozenset(signals_raw), diagnostics)
+    ctx = _Context(frozenset(literals) | frozenset(env_vars), frozenset(signals_raw), diagnostics,
+                   commands=frozenset(c.name for f in files for c in f.policy.commands))
+    for f in files:
+        diagnostics.extend(defaults_problems(f.policy.defaults, f.doc, ACTIONS))
     signals = {name: _compile_signal(name, sig, f, ctx) for name, (sig, f) in signals_raw.items()}
     _check_signal_cycles(signals, ctx)
     compiled_rules = [(e, r) for i, e in enumerate(entries) if (r := _compile_rule(e, i, ctx)) is not None]
@@ -308,7 +321,9 @@ def _owners(compiled_rules: list[tuple[_Entry, CompiledRule]],
     for entry, rule in compiled_rules:
         base: KeyPath = ("rules", entry.index, "do")
         params = [Param(capability, i, f"{action.name}.{name}", _param(action.params, name),
-                        entry.file.doc.span((*base, i, action.name, name)))
+                        entry.file.doc.span(("defaults", action.name, name) if name in action.defaulted
+                                            else (*base, i, action.name, name)),
+                        _through_bindings(_param(action.params, name), rule.bindings))
                   for i, action in enumerate(rule.actions)
                   for name, capability in ACTIONS[action.name].capabilities.items()]
         owners.append(Owner("rule", rule.id, entry.file.layer, rule.span,
@@ -318,7 +333,8 @@ def _owners(compiled_rules: list[tuple[_Entry, CompiledRule]],
             continue
         f = signals_raw[name][1]
         params = [Param(capability, None, f"{sig.kind}.{key}", _param(sig.request, key),
-                        f.doc.span(("signals", name, sig.kind, key)))
+                        f.doc.span(("signals", name, sig.kind, key)),
+                        _through_bindings(_param(sig.request, key), sig.bindings))
                   for key, capability in signal_kinds.SIGNAL_KINDS[sig.kind].capabilities.items()]
         owners.append(Owner("signal", name, f.layer, sig.span, ctx.reads.get(("signal", name), []), params))
     var_files = {name: f for f in files for name in f.policy.vars}
@@ -326,6 +342,14 @@ def _owners(compiled_rules: list[tuple[_Entry, CompiledRule]],
         binding = env_vars[name].env if name in env_vars else None
         owners.append(Owner("var", name, f.layer, f.doc.span(("vars", name)), env_binding=binding))
     return owners
+
+
+def _through_bindings(value: Any, bindings: tuple[tuple[str, Expression], ...],
+                      ) -> tuple[tuple[str, ...], ...]:
+    """The paths a templated parameter reads through the `let:` bindings it names."""
+    if not bindings or not isinstance(value, Template) or value.expression is None:
+        return ()
+    return binding_paths(set(value.expression.names), list(bindings))
 
 
 def _param(params: Any, name: str) -> Any:
@@ -493,27 +517,81 @@ def _compile_rule(entry: _Entry, order: int, ctx: _Context) -> CompiledRule | No
                       help=did_you_mean(event_type, EVENT_TYPES)
                       or f"expected one of: {', '.join(EVENT_TYPES)}",
                       rule_id=rule.id)
-    checker = _Checker(ctx, scope_tree(rule.on, var_names=ctx.var_names, signal_names=ctx.signal_names),
-                       doc, rule.id, reads=ctx.reads.setdefault(("rule", rule.id), []))
-    match = checker.query(rule.match, (*base, "match")) if rule.match is not None else None
+    tree = scope_tree(rule.on, var_names=ctx.var_names, signal_names=ctx.signal_names)
+    reads = ctx.reads.setdefault(("rule", rule.id), [])
+    read: set[str] = set()
+    bindings = _bindings(rule.let, base, tree, doc, ctx, rule.id, reads, read=read)
+    checker = _Checker(ctx, tree, doc, rule.id, extra_names=frozenset(rule.let), reads=reads)
+    match = _rule_match(rule, base, doc, checker)
     when = checker.expression(rule.when, (*base, "when")) if rule.when is not None else None
+    defaults = entry.file.policy.defaults
     actions = tuple(a for i, item in enumerate(rule.do)
-                    if (a := _compile_action(item, (*base, "do", i), rule, doc, checker)) is not None)
+                    if (a := _compile_action(item, (*base, "do", i), rule, doc, checker, defaults))
+                    is not None)
+    used = read | _names_read([when, *_templates([a.params for a in actions])])
+    ctx.diagnostics.extend(unused_bindings(_kept(rule.let, bindings), used, doc, base, rule.id))
     examples = tuple((ex, doc.span((*base, "examples", i))) for i, ex in enumerate(rule.examples))
     return CompiledRule(
         id=rule.id, index=order, group=entry.group, on=tuple(rule.on), match=match, when=when,
         actions=actions, continue_=rule.continue_, shadow=rule.shadow, span=doc.span(base),
         file=entry.file.path, key_path=format_key_path(base), description=rule.description,
         examples=examples,
-        match_span=doc.span((*base, "match")) if rule.match is not None else None,
+        match_span=doc.span((*base, "command" if rule.command is not None else "match"))
+        if rule.match is not None or rule.command is not None else None,
         when_span=doc.span((*base, "when")) if rule.when is not None else None,
-        layer=entry.file.layer, sandboxed=is_confined(entry.file.layer),
+        layer=entry.file.layer, sandboxed=is_confined(entry.file.layer), bindings=tuple(bindings),
         origin=f"{entry.file.path}:{doc.span(base).line}", locked=rule.locked and entry.file.layer == MANAGED,
     )
 
 
+def _rule_match(rule: Rule, base: KeyPath, doc: SourceDoc, checker: _Checker) -> Query | None:
+    """The rule's match: its `match`, and-ed with the expansion of its `command:` shorthand."""
+    if rule.command is None:
+        return checker.query(rule.match, (*base, "match")) if rule.match is not None else None
+    problems = command_problems(rule.command, rule.on, set(checker.ctx.commands), doc, base, rule.id)
+    checker.ctx.diagnostics.extend(problems)
+    if has_errors(problems):
+        return None
+    source = command_match(rule.command)
+    if rule.match is not None:
+        own = checker.query(rule.match, (*base, "match"))
+        if own is None:
+            return None
+        source = f"({source}) && ({rule.match})"
+    return checker.query(source, (*base, "command"))
+
+
+def _bindings(let: dict[str, str], base: KeyPath, tree: dict[str, Any], doc: SourceDoc, ctx: _Context,
+              rule_id: str | None, reads: list[tuple[Span, tuple[str, ...]]],
+              extra: frozenset[str] = frozenset(), read: set[str] | None = None,
+              ) -> list[tuple[str, Expression]]:
+    """The compiled `let:` bindings of a rule or signal (their names hide nothing of `tree`)."""
+    if not let:
+        return []
+    taken = {name: "a name of this scope (an event field, vars, state, signals, env, …)" for name in tree}
+    taken.update({name: "a name of this signal's transform" for name in extra})
+
+    def compile_one(source: str, key_path: KeyPath, names: frozenset[str]) -> Expression | None:
+        return _Checker(ctx, tree, doc, rule_id, extra_names=names, reads=reads).expression(source, key_path)
+
+    compiled, problems = compile_bindings(let, base, taken, doc, compile_one, rule_id, read)
+    ctx.diagnostics.extend(problems)
+    return compiled
+
+
+def _kept(let: dict[str, str], bindings: list[tuple[str, Expression]]) -> dict[str, str]:
+    """The bindings that compiled (a rejected one is not also reported as unused)."""
+    names = {name for name, _ in bindings}
+    return {name: source for name, source in let.items() if name in names}
+
+
+def _names_read(exprs: Iterable[Expression | None]) -> set[str]:
+    return {n for e in exprs if e is not None for n in e.names}
+
+
 def _compile_action(item: dict[str, Any], key_path: KeyPath, rule: Rule, doc: SourceDoc,
-                    checker: _Checker) -> CompiledAction | None:
+                    checker: _Checker, defaults: dict[str, dict[str, Any]] | None = None,
+                    ) -> CompiledAction | None:
     ctx, span = checker.ctx, doc.span(key_path)
     if not isinstance(item, dict) or len(item) != 1:
         ctx.error("RT207", f"an action is a mapping with one key (rule '{rule.id}')", span,
@@ -534,6 +612,7 @@ def _compile_action(item: dict[str, Any], key_path: KeyPath, rule: Rule, doc: So
     params = {spec.shorthand: raw} if spec.shorthand and not isinstance(raw, dict) else raw
     if params is None:
         params = {}
+    params, defaulted = with_defaults(params, (defaults or {}).get(name))
     try:
         validated = spec.params.model_validate(params)
     except ValidationError as exc:
@@ -544,8 +623,12 @@ def _compile_action(item: dict[str, Any], key_path: KeyPath, rule: Rule, doc: So
             found = validation_diagnostics(exc, doc, spec.params, base=(*key_path, name))
             ctx.diagnostics.extend(replace(d, code="RT207", rule_id=rule.id) for d in found)
         return None
-    tree = checker.params(validated.model_dump(), (*key_path, name))
-    return CompiledAction(name, tree, span)
+    dumped = validated.model_dump()
+    if not defaulted or not isinstance(dumped, dict):
+        return CompiledAction(name, checker.params(dumped, (*key_path, name)), span)
+    tree = {k: checker.params(v, ("defaults", name, k) if k in defaulted else (*key_path, name, k))
+            for k, v in dumped.items()}
+    return CompiledAction(name, tree, span, defaulted=defaulted)
 
 
 _PATH_PROBLEMS = {"vars": ("RT303", "undefined var"), "signals": ("RT304", "undefined signal"),
@@ -599,8 +682,17 @@ class _Checker:
             return None
         if template.expression is None:
             return source
+        if template.block is not None:
+            self._check_loop_names(template.block.loop_names, key_path)
         self._check_expression(template.expression, key_path)
         return template
+
+    def _check_loop_names(self, names: Iterable[str], key_path: KeyPath) -> None:
+        for name in sorted(set(names) & (set(self.tree) | self.extra_names)):
+            self.ctx.error("RT330", f"template loop name '{name}' is already a name here, in "
+                           f"{self._where(key_path)}", self.doc.span(key_path), rule_id=self.rule_id,
+                           help="choose another name: loop names never hide fields, vars, signals or "
+                           "bindings")
 
     def params(self, value: Any, key_path: KeyPath) -> Any:
         if isinstance(value, str):
@@ -675,15 +767,19 @@ def _compile_signal(name: str, sig: Signal, f: PolicyFile, ctx: _Context) -> Com
     base: KeyPath = ("signals", name)
     tree = scope_tree(EVENT_TYPES, var_names=ctx.var_names, signal_names=ctx.signal_names)
     reads = ctx.reads.setdefault(("signal", name), [])
-    checker = _Checker(ctx, tree, f.doc, None, reads=reads)
-    result_checker = _Checker(ctx, tree, f.doc, None, extra_names=frozenset({"result"}), reads=reads)
+    read: set[str] = set()
+    bindings = _bindings(sig.let, base, tree, f.doc, ctx, None, reads, extra=frozenset({"result"}), read=read)
+    local = frozenset(sig.let)
+    checker = _Checker(ctx, tree, f.doc, None, extra_names=local, reads=reads)
+    result_checker = _Checker(ctx, tree, f.doc, None, extra_names=local | {"result"}, reads=reads)
     span = f.doc.span(base)
     transform = result_checker.expression(sig.transform, (*base, "transform")) if sig.transform else None
     fallback = checker.expression(sig.fallback, (*base, "fallback")) if sig.fallback else None
     if sig.expr is not None:
         expr = checker.expression(sig.expr, (*base, "expr"))
+        _unused_signal_bindings(sig, [expr, transform, fallback], bindings, read, f, ctx)
         return CompiledSignal(name, "expr", span, expr=expr, transform=transform, fallback=fallback,
-                              layer=f.layer, sandboxed=is_confined(f.layer))
+                              layer=f.layer, sandboxed=is_confined(f.layer), bindings=tuple(bindings))
     kind = next(k for k in SIGNAL_KINDS[1:] if getattr(sig, k) is not None)
     source: Any = getattr(sig, kind)
     raw = source.model_dump(exclude={"questions"} if kind == "classify" else set())
@@ -695,13 +791,24 @@ def _compile_signal(name: str, sig: Signal, f: PolicyFile, ctx: _Context) -> Com
                                  checker.expression(q.when, (*base, kind, "questions", qname, "when"))
                                  if q.when else None)
             for qname, q in source.questions.items())
+    _unused_signal_bindings(sig, [transform, fallback, *(q.when for q in questions), *_templates(request)],
+                            bindings, read, f, ctx)
     return CompiledSignal(name, kind, span, request=request, questions=questions,
                           transform=transform, fallback=fallback, layer=f.layer,
-                          sandboxed=is_confined(f.layer))
+                          sandboxed=is_confined(f.layer), bindings=tuple(bindings))
+
+
+def _unused_signal_bindings(sig: Signal, exprs: list[Expression | None],
+                            bindings: list[tuple[str, Expression]], read: set[str], f: PolicyFile,
+                            ctx: _Context) -> None:
+    used = read | _names_read(exprs)
+    name = next(n for n, s in f.policy.signals.items() if s is sig)
+    ctx.diagnostics.extend(unused_bindings(_kept(sig.let, bindings), used, f.doc, ("signals", name), None))
 
 
 def _signal_deps(sig: CompiledSignal) -> set[str]:
-    exprs: list[Expression | None] = [sig.expr, sig.fallback, *(q.when for q in sig.questions)]
+    exprs: list[Expression | None] = [sig.expr, sig.fallback, *(q.when for q in sig.questions),
+                                      *(e for _, e in sig.bindings)]
     exprs += _templates(sig.request)
     return {p[1] for e in exprs if e is not None for p in e.paths if p[0] == "signals" and len(p) > 1}
 

@@ -208,6 +208,38 @@ _ENTRIES = [
              "says what it lets the pack do.",
              "Such settings are easy to copy from an example without noticing what they allow.",
              "vars: {auto_trust_projects: true}", "Remove it unless you want exactly that."),
+    CodeInfo("RT330", "bad `let:` binding or template loop name",
+             "A `let:` binding (or a template's `{for NAME in …}` name) is not a plain name, equals a "
+             "name of the scope (an event field, `vars`, `state`, `signals`, `env`, a signal's "
+             "`result`, another binding), uses a binding defined below it, or bindings depend on each "
+             "other in a cycle.",
+             "Local names never hide anything, so `name` in a rule always means one thing; a binding "
+             "sees the bindings above it, so the order reads top to bottom.",
+             "let:\n  name: \"argv[0]\"   # 'name' is a field of command events",
+             "let:\n  sub: \"argv[0]\""),
+    CodeInfo("RT331", "unused `let:` binding",
+             "A binding that nothing of its rule (or signal) reads: not `when`, no template, no later "
+             "binding.", "It is dead code, or a misspelled name elsewhere reads null instead.",
+             "let:\n  days: \"to_number(argv[1]) or 7\"\nwhen: \"true\"",
+             "Remove it, or read it as `days`."),
+    CodeInfo("RT332", "expression too long to read",
+             "An expression (a `match`, `when`, binding, signal expression or one `{…}` placeholder) of "
+             "your own files is longer than 200 characters, whitespace runs counted once. Built-in "
+             "packs are not reported.",
+             "Long expressions hide their logic and their mistakes; reviews skim them.",
+             "when: \"(a and b) or (c and d) or ...   # 300 characters\"",
+             "Name the parts with `let:` (or signals); write a long text as a multi-line template "
+             "(`|-` with `{for …}`, `{if …}` lines)."),
+    CodeInfo("RT333", "invalid `command:` shorthand",
+             "A rule's `command:` does not start with a command name, or the rule listens to events "
+             "other than `command`.",
+             "The shorthand expands to `name == '…' && argv[…] == '…'`, which only command events have.",
+             "on: input\ncommand: cuttle stats", "on: command\ncommand: cuttle stats"),
+    CodeInfo("RT334", "`command:` names an undeclared command",
+             "A rule's `command:` names a slash command that no policy file declares under "
+             "`commands:`.",
+             "Pi registers only declared commands, so the rule would never fire.",
+             "command: cutle stats", "command: cuttle stats   # and `commands: [{name: cuttle}]`"),
     CodeInfo("RT401", "evaluation error",
              "A condition or action template failed while evaluating one event (a type error, a "
              "missing value). The rule is treated as not matching (or the action is skipped).",

@@ -27,6 +27,7 @@ from router.engine.trace import TraceEvent, Tracer
 from router.engine.vars_memo import VarsMemo
 from router.lang.budget import Budget, BudgetExceeded
 from router.lang.expr.expression import Evaluator, Expression, Template, python_error
+from router.lang.expr.layered import Layered
 from router.lang.query.query import Query
 from router.trust.capabilities import Confinement, Refused, check_rendered
 
@@ -112,7 +113,21 @@ class _Run:
         return self.sandbox if rule.sandboxed else self.scope
 
     def _evaluator(self, rule: CompiledRule) -> Evaluator:
+        if rule.bindings and self._bound is not None:
+            return self._bound[1]
         return self.sandbox_evaluator if rule.sandboxed else self.evaluator
+
+    _bound: tuple[Layered, Evaluator] | None = None  # the `let:` scope of the rule being evaluated
+
+    def _bind(self, rule: CompiledRule) -> Mapping[str, Any]:
+        """The scope of `when` and templates: the rule's scope with its `let:` bindings on top."""
+        base = self._scope(rule)
+        if not rule.bindings:
+            self._bound = None
+            return base
+        layered = Layered(base, lazy=rule.lazy)
+        self._bound = (layered, Evaluator(layered))
+        return layered
 
     def decide(self, budget: Budget) -> Decision:
         self.budget = budget
@@ -128,7 +143,7 @@ class _Run:
             try:
                 if clock() > deadline:
                     budget.check()
-                if tracer is None:  # the hot path: no tracing, conditions inline
+                if tracer is None and not rule.bindings:  # the hot path: no tracing, conditions inline
                     matched = True
                     scope = self.sandbox if rule.sandboxed else self.scope
                     try:
@@ -172,10 +187,11 @@ class _Run:
     def _matches(self, rule: CompiledRule) -> bool:
         if self.tracer:
             self._trace("rule", rule, f"rule {rule.id}: enter" + (" (shadow)" if rule.shadow else ""))
-        scope = self._scope(rule)
+        base = self._scope(rule)
+        bound = self._bind(rule)
         for kind, cond, run in rule.conditions:
             try:
-                value = run(scope)
+                value = run(base if kind == "match" else bound)
             except BudgetExceeded as exc:
                 exc.source = exc.source or cond.source
                 raise
@@ -216,7 +232,9 @@ class _Run:
         shown = []
         for path in dict.fromkeys(cond.paths):
             try:
-                shown.append(f"{'.'.join(path)}={show_value(lookup(self._scope(rule), path), 40)}")
+                scope = self._bound[0] if rule.bindings and self._bound and not isinstance(cond, Query) \
+                    else self._scope(rule)
+                shown.append(f"{'.'.join(path)}={show_value(lookup(scope, path), 40)}")
             except SignalNeeded:
                 shown.append(f"{'.'.join(path)}=<pending>")
         return f"  [{', '.join(shown)}]" if shown else ""
@@ -249,6 +267,8 @@ class _Run:
             (self.shadowed if rule.shadow else self.effects).append(effect)
             if not rule.shadow:
                 self._apply_state(action, params)
+                if self._bound is not None and action.name in ("set", "unset"):
+                    self._bound[0].forget()
             if self.tracer:
                 self._trace("action", rule, f"then {action.name}: {action.describe(params)}",
                             depth=2, span=action.span)
@@ -353,6 +373,8 @@ def _render(evaluator: Evaluator, tree: Any) -> Any:
 
 def _signal_request(spec: CompiledSignal, evaluator: Evaluator, rule_id: str,
                     confinement: Confinement | None) -> SignalRequest:
+    if spec.bindings:
+        evaluator = Evaluator(Layered(evaluator.scope, lazy=dict(spec.bindings)))
     params = _render(evaluator, spec.request) or {}
     questions = {}
     for q in spec.questions:

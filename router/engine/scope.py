@@ -10,6 +10,7 @@ from router.compile.compiled import CompiledPolicy, CompiledSignal
 from router.diagnostics.errors import ExpressionError
 from router.engine.decision import SignalOutcome
 from router.lang.expr.expression import Evaluator, run_expression
+from router.lang.expr.layered import Layered
 
 
 class EvaluationContext(Protocol):
@@ -62,11 +63,20 @@ class Signals(Mapping[str, Any]):
         assert self.run is not None, "expression signals need the evaluation they belong to"
         return self.run.evaluator
 
-    def _context(self, spec: CompiledSignal) -> tuple[Mapping[str, Any], Evaluator]:
-        """The scope and evaluator of a signal: a project layer's signals see the granted env only."""
+    def _context(self, spec: CompiledSignal,
+                 extra: Mapping[str, Any] | None = None) -> tuple[Mapping[str, Any], Evaluator]:
+        """The scope and evaluator of a signal: a project layer's signals see the granted env only,
+        and a signal with `let:` its bindings on top; `extra` names (a transform's `result`) below them."""
         if spec.sandboxed and self.run is not None:
-            return self.run.sandbox, self.run.sandbox_evaluator
-        return self.scope, self.evaluator
+            scope, evaluator = self.run.sandbox, self.run.sandbox_evaluator
+        else:
+            scope, evaluator = self.scope, self.evaluator
+        if extra:
+            scope = {**scope, **extra}  # a scope of its own: the evaluation's scope is never written
+        if spec.bindings:
+            layered = Layered(scope, lazy=dict(spec.bindings))
+            return layered, Evaluator(layered)
+        return scope, (Evaluator(scope) if extra else evaluator)
 
     def state_changed(self) -> None:
         """Forget expression signals (they may read state); keep external and provided values."""
@@ -104,7 +114,7 @@ class Signals(Mapping[str, Any]):
     def _compute(self, spec: CompiledSignal) -> Any:
         if spec.kind == "expr":
             assert spec.expr is not None
-            scope = self._context(spec)[0] if spec.sandboxed else self.scope
+            scope = self._context(spec)[0] if spec.sandboxed or spec.bindings else self.scope
             try:
                 return self._transformed(spec, run_expression(spec.expr, scope))
             except ExpressionError as exc:
@@ -122,8 +132,7 @@ class Signals(Mapping[str, Any]):
     def _transformed(self, spec: CompiledSignal, result: Any) -> Any:
         if spec.transform is None:
             return result
-        scope = self._context(spec)[0]  # `result` is seen by the transform only: a scope of its own
-        return Evaluator({**scope, "result": result}).value(spec.transform)
+        return self._context(spec, {"result": result})[1].value(spec.transform)
 
     def _fail(self, spec: CompiledSignal, reason: str) -> Any:
         self.errors[spec.name] = reason

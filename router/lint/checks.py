@@ -12,6 +12,7 @@ from router.diagnostics.diagnostic import Diagnostic, Severity, Span
 from router.lang.expr.expression import Expression, Template
 from router.lang.query.query import Query
 from router.lint import check
+from router.lint import readability as _readability  # noqa: F401  (registers RT332)
 from router.testing.runner import run_examples
 
 try:  # the regex parser is private; the check is skipped where it is missing
@@ -142,6 +143,7 @@ def refused_capabilities(policy: CompiledPolicy) -> Iterator[Diagnostic]:
 
 def _rule_expressions(rule: CompiledRule) -> list[Expression | Query]:
     found: list[Expression | Query] = [c for c in (rule.match, rule.when) if c is not None]
+    found += [e for _, e in rule.bindings]
     for action in rule.actions:
         found += [t.expression for t in _templates(action.params) if t.expression is not None]
     return found
@@ -165,6 +167,7 @@ def _used_paths(policy: CompiledPolicy) -> set[tuple[str, str]]:
     exprs: list[Expression | Query | None] = [e for r in policy.rules for e in _rule_expressions(r)]
     for sig in policy.signals.values():
         exprs += [sig.expr, sig.fallback, sig.transform, *(q.when for q in sig.questions)]
+        exprs += [e for _, e in sig.bindings]
         exprs += [t.expression for t in _templates(sig.request)]
     used: set[tuple[str, str]] = set()
     for expr in exprs:
@@ -185,7 +188,7 @@ def _owned_expressions(policy: CompiledPolicy) -> Iterator[tuple[str, Span, str 
         for cond in _rule_expressions(rule):
             yield f"rule '{rule.id}'", rule.span, rule.id, cond
     for sig in policy.signals.values():
-        for expr in (sig.expr, sig.fallback, sig.transform):
+        for expr in (sig.expr, sig.fallback, sig.transform, *(e for _, e in sig.bindings)):
             if expr is not None:
                 yield f"signal '{sig.name}'", sig.span, None, expr
 

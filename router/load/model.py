@@ -146,6 +146,8 @@ class Signal(_Model):
     which: WhichSignal | None = None
     transform: str | None = Field(None, description="expression over `result`; a failure falls back")
     fallback: str | None = Field(None, description="expression used when the source fails")
+    let: dict[str, str] = Field(default_factory=dict, description="local bindings: name -> expression, "
+                                "in order; plain names in this signal's expressions and templates")
 
     @model_validator(mode="after")
     def _one_source(self) -> Signal:
@@ -179,6 +181,26 @@ class Expectation(_Model):
         "by default an example's `fires` is about its rule, everything else is `own`")
 
 
+class CommandSpec(_Model):
+    """`command: {name: cuttle, sub: [on, off], args: 0}`: the slash command (and words) a rule is for."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", description="the command's name, without /")
+    sub: str | list[str] | None = Field(
+        None, description="the first words of the arguments (`config set`), or a list of alternatives; "
+        "'' stands for no arguments at all")
+    args: int | None = Field(None, ge=0, description="exactly this many words after `sub`")
+    min_args: int | None = Field(None, ge=0, description="at least this many words after `sub`")
+
+    @model_validator(mode="after")
+    def _one_count(self) -> CommandSpec:
+        if self.args is not None and self.min_args is not None:
+            raise ValueError("give `args` (exactly) or `min_args` (at least), not both")
+        return self
+
+
+CommandMatch = str | CommandSpec
+
+
 class Rule(_Model):
     """An ordered rule: on which events, when, and what to do."""
 
@@ -186,6 +208,11 @@ class Rule(_Model):
     description: str | None = None
     on: list[str] = Field(min_length=1, description="event types")
     match: str | None = Field(None, description="JMESPath over the event; truthy to match")
+    command: CommandMatch | list[CommandMatch] | None = Field(
+        None, description="shorthand for matching `command` events: `cuttle`, `cuttle config set`, "
+        "`{name: cuttle, sub: [on, off], args: 0}` or a list of alternatives; and-ed with `match`")
+    let: dict[str, str] = Field(default_factory=dict, description="local bindings: name -> expression, "
+                                "in order; plain names in `when`, templates and later bindings")
     when: str | None = Field(None, description="safe expression; true to match")
     do: list[dict[str, Any]] = Field(default_factory=list, description="actions, in order")
     continue_: bool = Field(False, alias="continue", description="let later rules of the group run")
@@ -249,6 +276,9 @@ class Policy(_Model):
     project_env: list[str] = Field(default_factory=list, description="environment variables a "
                                    "project policy may read (only in your own router.yaml)")
     vars: dict[str, Any] = Field(default_factory=dict)
+    defaults: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="default parameters per action for this file's rules "
+        "(`{log: {file: ...}}`); a parameter the action gives wins")
     signals: dict[str, Signal] = Field(default_factory=dict)
     rules: list[Rule] = Field(default_factory=list)
     disable: list[str] = Field(default_factory=list, description="rule ids to switch off")

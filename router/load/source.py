@@ -48,10 +48,35 @@ class SourceDoc:
     def span_in(self, key_path: KeyPath, offset: int) -> Span:
         """The span of character `offset` inside the scalar at `key_path` (single-line scalars)."""
         base = self.span(key_path)
-        style = self.styles.get(tuple(key_path))
-        if style in ("|", ">"):
+        probe = tuple(key_path)
+        while probe and probe not in self.value_pos:  # a shorthand's parameter is its parent's value
+            probe = probe[:-1]
+        style = self.styles.get(probe)
+        if style == "|":
+            return self._literal_span(base, probe, offset)
+        if style == ">":
             return Span(base.path, base.line + 1, base.col)
         return Span(base.path, base.line, base.col + offset + (1 if style in ("'", '"') else 0))
+
+    def _literal_span(self, base: Span, key_path: KeyPath, offset: int) -> Span:
+        """The span of `offset` in a literal block scalar (`|`): its lines are the file's lines."""
+        value = self._value(key_path)
+        if not isinstance(value, str) or not 0 <= base.line < len(self.lines):
+            return Span(base.path, base.line + 1, base.col)
+        before = value[:offset]
+        line = base.line + 1 + before.count("\n")
+        first = next((text for text in self.lines[base.line:] if text.strip()), "")
+        indent = len(first) - len(first.lstrip(" "))
+        return Span(base.path, line, indent + len(before) - (before.rfind("\n") + 1) + 1)
+
+    def _value(self, key_path: KeyPath) -> Any:
+        value = self.data
+        for part in key_path:
+            try:
+                value = value[part]
+            except (KeyError, IndexError, TypeError):
+                return None
+        return value
 
     def span(self, key_path: KeyPath, *, key: bool = False) -> Span:
         """The span of the value at `key_path` (or of its key), else of the closest parent."""

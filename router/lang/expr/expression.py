@@ -22,6 +22,14 @@ from simpleeval import EvalWithCompoundTypes, InvalidExpression
 
 from router.diagnostics.errors import ExpressionError
 from router.lang.budget import Budget, BudgetExceeded, active, size_of, spend
+from router.lang.expr.blocks import (
+    Block,
+    BlockSyntaxError,
+    aggregate_tree,
+    compile_block,
+    is_block,
+    render_block,
+)
 from router.lang.expr.compiler import Run, as_text, compile_tree
 from router.lang.functions import FUNCTIONS, NOT_LITERAL, type_name
 from router.lang.scanning import top_level
@@ -92,6 +100,7 @@ class Template:
     source: str
     constant: str | None = None
     expression: Expression | None = None
+    block: Block | None = None  # a multi-line template with {for}/{if} lines
 
     @property
     def is_constant(self) -> bool:
@@ -126,18 +135,27 @@ def compile_expression(source: str) -> Expression:
 
 
 def compile_template(source: str) -> Template:
-    """Compile a `{…}` template string."""
+    """Compile a `{…}` template string (a block template when it has `{for …}`/`{if …}` lines)."""
     if "{" not in source and "}" not in source:
         return Template(source, constant=source)
+    if is_block(source):
+        return _block_template(source)
     inner = source.strip()
     if inner.startswith("{") and not inner.startswith("{{") and inner.endswith("}") \
             and _single_placeholder(inner):
         return Template(source, expression=compile_expression(inner[1:-1]))
+    return compile_text(source)
+
+
+def compile_text(source: str) -> Template:
+    """Compile `source` as text with `{…}` placeholders (never a single typed value)."""
+    if "{" not in source and "}" not in source:
+        return Template(source, constant=source)
     try:
         tree = ast.parse("f" + repr(_join_placeholder_lines(source)), mode="eval").body
     except SyntaxError as exc:
-        raise ExpressionSyntaxError(f"invalid template: {exc.msg}", max(0, (exc.offset or 2) - 3),
-                                    code="RT204") from None
+        offset = min(len(source), max(0, (exc.offset or 2) - 3))
+        raise ExpressionSyntaxError(f"invalid template: {exc.msg}", offset, code="RT204") from None
     nodes = list(ast.walk(tree))
     _check_tree(nodes, 0)
     expression = _from_tree(source, tree, nodes)
@@ -146,6 +164,23 @@ def compile_template(source: str) -> Template:
         return Template(source, expression=replace(expression, run=_closures(tree)))
     except RecursionError:
         raise ExpressionSyntaxError("template is nested too deeply", code="RT204") from None
+
+
+def _block_template(source: str) -> Template:
+    try:
+        block = compile_block(source)
+    except BlockSyntaxError as exc:
+        raise ExpressionSyntaxError(f"invalid template: {exc.message}", exc.offset, code="RT204") from None
+    names: set[str] = set()
+    paths: list[tuple[str, ...]] = []
+    for expr, outer in zip(block.expressions, block.outer, strict=True):
+        names |= expr.names - outer
+        paths += [p for p in expr.paths if p[0] not in outer]
+    expression = Expression(
+        source, aggregate_tree(block), frozenset(names), tuple(c for e in block.expressions for c in e.calls),
+        tuple(paths), tuple(a for e in block.expressions for a in e.literal_args),
+        run=lambda scope: render_block(block, scope))
+    return Template(source, expression=expression, block=block)
 
 
 def _closures(tree: ast.AST) -> Run:
