@@ -514,10 +514,10 @@ def test_no_environment_value_reaches_a_log(tmp_path: Path, monkeypatch: pytest.
     assert record["asked"] == "child exited with code 3: bad model"
     assert record["missing"] == "child failed to start: pi-gone: No such file or directory"
     log = rig.log()
-    assert "RT502 signal broken failed" in log and "RT502 signal asked failed" in log
+    assert "RT401 signal broken failed" in log and "RT502 signal asked failed" in log  # expr: its own code
     assert result["warnings"] == [
         "rule r: log failed: cannot write $ROUTER_TEST_DIR/blocker/debug.log: File exists; lines are "
-        "dropped whole until it works again"]
+        "dropped whole until it works again [RT501]"]
     written = "\n".join([log, audit.read_text(), *result["warnings"]])
     assert "SECRET" not in written, written
 

@@ -37,6 +37,7 @@ class Signals(Mapping[str, Any]):
         self.provided = dict(values)
         self.values: dict[str, Any] = dict(values)  # type: ignore[assignment]
         self.errors: dict[str, str] = {}
+        self.codes: dict[str, str] = {}  # the catalogued code of each failure in `errors`
         self.evaluator_of: Callable[[], Evaluator] | None = None
         self.sandbox_of: Callable[[], tuple[Mapping[str, Any], Evaluator]] | None = None
         self.scope: Mapping[str, Any] = {}
@@ -60,6 +61,7 @@ class Signals(Mapping[str, Any]):
             if spec is not None and not spec.external:
                 del self.values[name]
                 self.errors.pop(name, None)
+                self.codes.pop(name, None)
 
     def __getitem__(self, name: str) -> Any:
         if name not in self.policy.signals and name not in self.values:
@@ -93,7 +95,7 @@ class Signals(Mapping[str, Any]):
             try:
                 return self._transformed(spec, run_expression(spec.expr, scope))
             except ExpressionError as exc:
-                return self._fail(spec, exc.message)
+                return self._fail(spec, exc.message, exc.code)
         outcome = self.outcomes.get(spec.name)
         if outcome is None:
             raise SignalNeeded(spec.name)
@@ -117,8 +119,11 @@ class Signals(Mapping[str, Any]):
         finally:
             scope["result"] = saved
 
-    def _fail(self, spec: CompiledSignal, reason: str) -> Any:
+    def _fail(self, spec: CompiledSignal, reason: str, code: str = "RT502") -> Any:
+        """Record why the signal failed (an expression signal: its evaluation error's code; an
+        external one: RT502) and use its fallback."""
         self.errors[spec.name] = reason
+        self.codes[spec.name] = code
         if spec.fallback is None:
             return None
         try:

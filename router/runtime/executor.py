@@ -54,6 +54,7 @@ CHILD_FLAGS = ("--print", "--no-session", "--no-tools", "--no-extensions", "--no
                "--no-prompt-templates", "--no-themes", "--no-context-files", "--thinking", "off")
 LOCAL_ACTIONS = frozenset({"log", "audit", "save", "set", "unset", "release"})
 ORDER = {"model": 0, "thinking": 1}
+ACTION_FAILED = "RT501"  # a local action the executor could not carry out
 TIMEOUT_MS = {"classify": 4000, "complete": 45000, "child": 45000, "probe": 10000, "ask": 300000}
 SLOT_WAIT_MS = 30000
 LOCAL_BUDGET_MS = 5000  # load, read, records: local files
@@ -93,6 +94,7 @@ class Executor:
         self.secrets: dict[str, str] = {}  # environment values the policy reads: never logged
         self.failing: set[str] = set()  # files whose last append failed (the user was told once)
         self.notices: list[str] = []  # refusals met while computing signals, router-log failures
+        self.reported: set[tuple[str | None, str]] = set()  # (rule, code) of evaluation errors warned
 
     # --- signals ------------------------------------------------------------------------------
 
@@ -357,6 +359,7 @@ class Executor:
         applied = Applied(warnings=self.notices)
         self.notices = []
         applied.warnings += [f"{e.message} [{e.code}]" for e in decision.errors if e.code in CAPABILITY_CODES]
+        applied.warnings += self.evaluation_warnings(decision)
         targets, refused = self._check_confined(decision.effects)
         for rule_id, refusal in refused.items():
             text = f"rule '{rule_id}' refused: {refusal.message} [{refusal.code}]"
@@ -368,11 +371,24 @@ class Executor:
             if effect.action in LOCAL_ACTIONS:
                 problem = self._local(effect, targets.get(id(effect), {}))
                 if problem:
-                    applied.warnings.append(f"rule {effect.rule_id}: {effect.action} failed: {problem}")
+                    text = f"rule {effect.rule_id}: {effect.action} failed: {problem} [{ACTION_FAILED}]"
+                    applied.warnings.append(text)
+                    self.log(text)
             else:
                 applied.actions.append(_for_bridge(effect))
         applied.actions.sort(key=lambda a: ORDER.get(a["action"], 2))
         return applied
+
+    def evaluation_warnings(self, decision: Decision) -> list[str]:
+        """The decision's evaluation errors (RT4xx) as warnings, once per rule and code until the
+        policy is reloaded (the server logs every occurrence)."""
+        fresh = []
+        for error in decision.errors:
+            key = (error.rule_id, error.code)
+            if error.code.startswith("RT4") and key not in self.reported:
+                self.reported.add(key)
+                fresh.append(f"{error.message} [{error.code}]")
+        return fresh
 
     def _check_confined(self, effects: tuple[Effect, ...]) -> tuple[dict[int, dict[str, Path]],
                                                                     dict[str, Refused]]:

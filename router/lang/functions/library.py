@@ -337,9 +337,15 @@ def _prepare_regex(args: tuple[Any, ...]) -> dict[int, Any]:
 
 
 def _pattern(name: str, pattern: Any, flags: Any) -> Any:
+    """The compiled pattern: a literal one was compiled at load (RT210 there); one computed while
+    evaluating that does not compile is the helper rejecting its argument (RT402)."""
     if isinstance(pattern, regex_engine.Pattern):
         return pattern
-    return compile_regex(_text(name, pattern), _text(name, flags))
+    text, letters = _text(name, pattern), _text(name, flags)
+    try:
+        return compile_regex(text, letters)
+    except ExpressionError as exc:
+        raise _fail(name, exc.message) from None
 
 
 @function("regex", min_args=2, max_args=3, example="regex('MVP (Recommended)', 'recommend', 'i')",
