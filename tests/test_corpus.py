@@ -91,7 +91,8 @@ def test_corpus_file_yields_located_error_through_api(path: Path) -> None:
     shown = [f"{d.code} {d.span}: {d.message}" for d in here]
     assert [d.code for d in here] == [code for code, _, _ in expected], shown
     for diag, (_, line, col) in zip(here, expected, strict=True):
-        assert diag.span is not None and (line is None or (diag.span.line, diag.span.col) == (line, col)), shown
+        assert diag.span is not None, shown
+        assert line is None or (diag.span.line, diag.span.col) == (line, col), shown
     for diag in errors:
         assert diag.code.startswith("RT") and len(diag.code) == 5
         assert diag.span is not None and diag.span.path
