@@ -76,7 +76,8 @@ PRODUCED_BY: dict[str, str] = {
     "RT502": "tests/test_server.py::test_event_failed_signal_uses_fallback_and_logs",
     "RT503": "tests/test_server.py::test_reload_that_raises_keeps_the_last_good_policy",
     "RT601": "tests/test_capabilities.py::test_confined_path_refused",
-    "RT602": "tests/test_capabilities.py::test_read_signals_outside_the_project_refuse_the_signal_and_its_readers",
+    "RT602": ("tests/test_capabilities.py::"
+              "test_read_signals_outside_the_project_refuse_the_signal_and_its_readers"),
     "RT603": "tests/test_capabilities.py::test_env_reads_need_the_users_grant",
     "RT604": "tests/test_capabilities.py::test_a_project_which_signal_is_refused",
     "RT605": "tests/test_capabilities.py::test_use_outside_the_project_is_refused_and_never_read",
