@@ -132,7 +132,7 @@ class Executor:
             else:
                 outcome = SignalOutcome(error=f"unknown signal kind {request.kind!r}")
         except OSError as exc:
-            outcome = SignalOutcome(error=_os_problem(exc))
+            outcome = SignalOutcome(error=_link_coded(*_os_problem(exc)))
         except Exception as exc:
             outcome = SignalOutcome(error=f"{type(exc).__name__}: {exc}")
         elapsed = (time.perf_counter() - started) * 1000
@@ -369,9 +369,10 @@ class Executor:
             if effect.rule_id in refused:
                 continue
             if effect.action in LOCAL_ACTIONS:
-                problem = self._local(effect, targets.get(id(effect), {}))
-                if problem:
-                    text = f"rule {effect.rule_id}: {effect.action} failed: {problem} [{ACTION_FAILED}]"
+                failure = self._local(effect, targets.get(id(effect), {}))
+                if failure:
+                    problem, code = failure
+                    text = f"rule {effect.rule_id}: {effect.action} failed: {problem} [{code}]"
                     applied.warnings.append(text)
                     self.log(text)
             else:
@@ -407,7 +408,8 @@ class Executor:
                 refused[effect.rule_id] = Refused(CODES[FS_WRITE], f"{effect.action}: {exc}")
         return targets, refused
 
-    def _local(self, effect: Effect, checked: dict[str, Path] | None = None) -> str | None:
+    def _local(self, effect: Effect, checked: dict[str, Path] | None = None) -> tuple[str, str] | None:
+        """Carry out a local action; on failure, what went wrong and its code (RT501, RT607)."""
         params = effect.params
         checked = checked or {}
         try:
@@ -416,29 +418,29 @@ class Executor:
                 if target == ROUTER_LOG:
                     self.log(f"rule {effect.rule_id}: {params.get('text', '')}")
                 elif (path := checked.get("file") or _path(target)) is not None:
-                    return self.append(path, str(params.get("text", "")), named=str(target))
+                    return self._append(path, str(params.get("text", "")), named=str(target))
             elif effect.action == "audit":
                 target = checked.get("file") or _path(params.get("file"))
                 if target is None:
-                    return "no audit file"
+                    return "no audit file", ACTION_FAILED
                 record = params.get("record")
                 if params.get("stamp", True) and isinstance(record, dict) and "timestamp" not in record:
                     record = {"timestamp": _now_iso(), **record}
-                return self.append(target, dumps(record), named=str(params.get("file") or ""))
+                return self._append(target, dumps(record), named=str(params.get("file") or ""))
             elif effect.action == "save":
                 target = checked.get("file") or _path(params.get("file"))
                 if target is None:
-                    return "no file"
+                    return "no file", ACTION_FAILED
                 updates = _save_updates(params)
                 if isinstance(updates, str):
-                    return updates
+                    return updates, ACTION_FAILED
                 update_json_values(target, updates, backup=params.get("backup") is True)
             elif effect.action == "release":
                 self.release(str(params.get("name") or "turn"))
         except OSError as exc:  # the file as the rule names it: `$VAR` expanded is an environment value
             return _os_problem(exc, str(params.get('file') or ''))
         except (TypeError, ValueError) as exc:
-            return str(exc)
+            return str(exc), ACTION_FAILED
         return None
 
     def log(self, text: str) -> None:
@@ -459,6 +461,11 @@ class Executor:
     def append(self, path: Path, line: str, *, named: str = "") -> str | None:
         """Append a whole line (or nothing); a failure is reported once per file until one succeeds,
         naming the file as the rule does (`named`: `$VAR` expanded would be an environment value)."""
+        failure = self._append(path, line, named=named)
+        return _link_coded(*failure) if failure else None
+
+    def _append(self, path: Path, line: str, *, named: str = "") -> tuple[str, str] | None:
+        """`append`, the failure with its code: RT607 for a link, else RT501."""
         key = str(path)
         try:
             append_line(path, line)
@@ -469,7 +476,7 @@ class Executor:
                 return None
             self.failing.add(key)
             return (f"cannot write {named or path}: {exc.strerror or exc}; lines are dropped whole "
-                    "until it works again")
+                    "until it works again", ACTION_FAILED)
         self.failing.discard(key)
         return None
 
@@ -484,12 +491,18 @@ def _for_bridge(effect: Effect) -> dict[str, Any]:
     return {"action": effect.action, "params": params, "rule": effect.rule_id}
 
 
-def _os_problem(exc: OSError, named: str = "") -> str:
-    """What went wrong with a file, naming it as the rule does (`$VAR` expanded is an environment value)."""
+def _link_coded(problem: str, code: str) -> str:
+    """A file problem as text, with its code when it is a refused link (RT607)."""
+    return f"{problem} [{code}]" if code == SYMLINK_CODE else problem
+
+
+def _os_problem(exc: OSError, named: str = "") -> tuple[str, str]:
+    """What went wrong with a file, naming it as the rule does (`$VAR` expanded is an environment
+    value), and its code: RT607 for a link the router does not follow, else RT501."""
     filename = named or getattr(exc, "filename", "") or ""
     if is_symlink_error(exc):
-        return f"{filename} is a symbolic link, which the router does not follow here [{SYMLINK_CODE}]"
-    return f"{exc.strerror or exc} ({filename})"
+        return f"{filename} is a symbolic link, which the router does not follow here", SYMLINK_CODE
+    return f"{exc.strerror or exc} ({filename})", ACTION_FAILED
 
 
 def _save_updates(params: dict[str, Any]) -> list[tuple[list[str], Any]] | str:
