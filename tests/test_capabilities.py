@@ -689,3 +689,17 @@ def test_the_sidecar_warns_about_refusals_and_runs_the_rest(world: World) -> Non
         assert [a["rule"] for a in result["actions"]] == ["good"]
     assert (world.home / ".bashrc").read_text() == "# bashrc\n"
     assert "rule 'bad' of the project policy refused" in (world.agent / "router" / "router.log").read_text()
+
+
+def test_a_project_rule_answering_the_trust_prompt_is_refused_rt608(world: World) -> None:
+    world.project_policy("""
+        rules:
+          - id: vouch
+            on: project_trust
+            do: [{trust: {trusted: 'yes', remember: true}}]
+          - {id: fine, on: input, do: [{notify: x}]}
+    """)
+    policy = world.compile()
+    assert refusals(policy) == {"rule vouch": "RT608"}
+    [error] = errors_by_code(world.lint(), "RT608")
+    assert error.rule_id == "vouch" and error.span is not None and error.span.line == 5  # at the action

@@ -1,17 +1,23 @@
-"""The broken-policy corpus: every file yields located diagnostics, never a crash.
+"""The broken-policy corpus: every file yields exactly the errors it declares, never a crash.
 
-Each file in tests/corpus/broken/ is a policy with at least one problem. Through the API
-(`compile_files`) and through `router lint` it must produce at least one error with a path, a
-1-based line and column and a code, exit 1, and never show a traceback. A hypothesis test then
-feeds arbitrary text and arbitrary policy-shaped documents to the compiler and the lint checks.
+Each file in tests/corpus/broken/ is a policy with at least one problem. Its first line declares
+the errors it must produce, in order of position: `# expect: RT207 6:17, RT207 6:18` (code, then
+line:col where the place means something; `# expect: RT100` for a file that cannot be read). Files
+whose bytes cannot carry a comment (binary, UTF-16) declare theirs in `expect.toml` beside them.
+Through the API (`compile_files`) the errors in the file must be exactly those, each located and
+worded as diagnostics are; through `router lint` it exits 1 and never shows a traceback. A
+hypothesis test then feeds arbitrary text and arbitrary policy-shaped documents to the compiler
+and the lint checks.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +28,36 @@ from typer.testing import CliRunner
 
 from router.commands.cli import app
 from router.compile.compiler import compile_files
-from router.diagnostics.diagnostic import Severity
+from router.diagnostics.diagnostic import Severity, sort_diagnostics
 from router.lint import run_checks
 
 CORPUS = Path(__file__).parent / "corpus" / "broken"
 FILES = sorted(CORPUS.glob("*.yaml"))
 KNOWN_BUGS: dict[str, str] = {}
+SIDECAR: dict[str, str] = tomllib.loads((CORPUS / "expect.toml").read_text(encoding="utf-8"))
+EXPECT_LINE = re.compile(rb"# expect: (.+)")
+EXPECTED_ITEM = re.compile(r"(RT\d{3})(?: (\d+):(\d+))?")
+
+Expected = tuple[str, int | None, int | None]
+
+
+def expected_errors(path: Path) -> list[Expected]:
+    """The errors a corpus file declares: (code, line, col), line and col None where not given."""
+    match = EXPECT_LINE.match(path.read_bytes().split(b"\n", 1)[0])
+    text = match.group(1).decode("ascii") if match else SIDECAR.get(path.name)
+    assert text, f"{path.name}: first line `# expect: CODE LINE:COL`, or an entry in expect.toml"
+    items = []
+    for item in text.split(","):
+        parsed = EXPECTED_ITEM.fullmatch(item.strip())
+        assert parsed, f"{path.name}: cannot read {item.strip()!r} (expected `RT123 4:5` or `RT123`)"
+        code, line, col = parsed.groups()
+        items.append((code, int(line) if line else None, int(col) if col else None))
+    return items
+
+
+def corpus_codes() -> set[str]:
+    """Every code some corpus file declares (tests/test_code_coverage.py counts them)."""
+    return {code for path in FILES for code, _, _ in expected_errors(path)}
 
 
 def _param(path: Path) -> Any:
@@ -39,13 +69,30 @@ def _param(path: Path) -> Any:
 def test_corpus_is_large_enough() -> None:
     assert len(FILES) >= 40
     assert set(KNOWN_BUGS) <= {p.name for p in FILES}
+    assert set(SIDECAR) <= {p.name for p in FILES}
+
+
+def test_expected_errors_reads_the_declaration(tmp_path: Path) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text("# expect: RT207 6:17, RT100\nrules: []\n", encoding="utf-8")
+    assert expected_errors(path) == [("RT207", 6, 17), ("RT100", None, None)]
+    path.write_text("rules: []\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match="first line"):
+        expected_errors(path)
 
 
 @pytest.mark.parametrize("path", [_param(p) for p in FILES])
 def test_corpus_file_yields_located_error_through_api(path: Path) -> None:
     policy, diagnostics = compile_files([("file", path)])
-    errors = [d for d in diagnostics if d.severity is Severity.ERROR]
+    errors = sort_diagnostics(d for d in diagnostics if d.severity is Severity.ERROR)
     assert policy is None and errors
+    here = [d for d in errors if d.span is not None and Path(d.span.path).resolve() == path.resolve()]
+    expected = expected_errors(path)
+    shown = [f"{d.code} {d.span}: {d.message}" for d in here]
+    assert [d.code for d in here] == [code for code, _, _ in expected], shown
+    for diag, (_, line, col) in zip(here, expected, strict=True):
+        assert diag.span is not None, shown
+        assert line is None or (diag.span.line, diag.span.col) == (line, col), shown
     for diag in errors:
         assert diag.code.startswith("RT") and len(diag.code) == 5
         assert diag.span is not None and diag.span.path
@@ -66,7 +113,7 @@ def test_corpus_file_lint_cli_exit_1_without_traceback(path: Path) -> None:
     assert any(line.split(":")[0].endswith(path.name) and ": error: " in line for line in lines), (
         result.output
     )
-    assert "[RT" in result.stdout
+    assert f"[{expected_errors(path)[0][0]}]" in result.stdout
     assert lines[-1].startswith("Found ") and " error" in lines[-1]
     assert result.stderr.startswith("policy: ")  # the files linted, on stderr
 

@@ -148,7 +148,7 @@ def test_apply_save_values_with_a_backup_and_a_broken_file_left_alone(tmp_path: 
                                  "autoSelect": True}
     assert (tmp_path / "c.json.bak").read_text() == '{"mine": 1, "policy": {"mode": "cost"}}'
     assert applied.warnings == [f"rule rb: save failed: {broken}:1:9: not valid JSON: Expecting property "
-                                "name enclosed in double quotes (a trailing comma: JSON allows none)"]
+                                "name enclosed in double quotes (a trailing comma: JSON allows none) [RT501]"]
     assert broken.read_text() == '{"a": 1,}'
     assert not (tmp_path / "broken.json.bak").exists()
 
@@ -163,7 +163,7 @@ def test_apply_failing_local_effects_become_warnings(tmp_path: Path) -> None:
                     Effect("audit", {"file": None, "record": {}}, "rn"), Effect("notify", {}, "ok"))
     assert [w.split(":")[0] for w in applied.warnings] == ["rule ra", "rule rl", "rule rs", "rule rn"]
     assert "audit failed: " in applied.warnings[0] and str(blocker) in applied.warnings[0]
-    assert applied.warnings[3] == "rule rn: audit failed: no audit file"
+    assert applied.warnings[3] == "rule rn: audit failed: no audit file [RT501]"
     assert [a["rule"] for a in applied.actions] == ["ok"]
     executor.log("the router log is unwritable too")  # never raises
 
@@ -179,7 +179,7 @@ def test_apply_save_without_a_key_is_a_warning_not_an_exception(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     assert apply(Executor(None, cwd=str(tmp_path)), effect).warnings == [
-        "rule r: save failed: no key to save under (key, path or values rendered empty)"]
+        "rule r: save failed: no key to save under (key, path or values rendered empty) [RT501]"]
     assert "None" not in (read_json(tmp_path / "s.json") or {})
 
 
@@ -492,7 +492,7 @@ def test_apply_audit_on_a_full_disk_loses_no_record_whole_and_warns_once(
     third = apply(executor, Effect("audit", {"file": str(audit), "record": {"n": 4}, "stamp": False}, "ra"))
     [warning] = first.warnings
     assert warning.startswith(f"rule ra: audit failed: cannot write {audit}: ")
-    assert warning.endswith("lines are dropped whole until it works again")
+    assert warning.endswith("lines are dropped whole until it works again [RT501]")
     assert second.warnings == [] and third.warnings == []  # told once; then it works again
     assert [json.loads(line) for line in audit.read_text().splitlines()] == [{"n": 1}, {"n": 4}]
 

@@ -35,7 +35,8 @@ def test_the_executor_carries_out_exactly_the_actions_that_run_there() -> None:
 
 
 def test_signal_kinds_and_the_policy_model_name_the_same_kinds() -> None:
-    sources = {name for name in Signal.model_fields if name not in ("description", "transform", "fallback", "let")}
+    others = ("description", "transform", "fallback", "let")
+    sources = {name for name in Signal.model_fields if name not in others}
     assert sources == set(SIGNAL_KINDS)
 
 

@@ -514,10 +514,10 @@ def test_no_environment_value_reaches_a_log(tmp_path: Path, monkeypatch: pytest.
     assert record["asked"] == "child exited with code 3: bad model"
     assert record["missing"] == "child failed to start: pi-gone: No such file or directory"
     log = rig.log()
-    assert "RT502 signal broken failed" in log and "RT502 signal asked failed" in log
+    assert "RT401 signal broken failed" in log and "RT502 signal asked failed" in log  # expr: its own code
     assert result["warnings"] == [
         "rule r: log failed: cannot write $ROUTER_TEST_DIR/blocker/debug.log: File exists; lines are "
-        "dropped whole until it works again"]
+        "dropped whole until it works again [RT501]"]
     written = "\n".join([log, audit.read_text(), *result["warnings"]])
     assert "SECRET" not in written, written
 
@@ -782,6 +782,7 @@ def test_reload_that_raises_keeps_the_last_good_policy(tmp_path: Path,
     result = rig.event()
     assert result["fired"] == ["greet"]
     assert "internal error MemoryError: out of memory" in result["warnings"][0]
+    assert result["warnings"][0].startswith("policy reload failed: ") and "[RT503]" in result["warnings"][0]
 
 
 def test_a_new_sidecar_with_broken_files_starts_with_the_last_good_policy(tmp_path: Path) -> None:
@@ -792,6 +793,7 @@ def test_a_new_sidecar_with_broken_files_starts_with_the_last_good_policy(tmp_pa
     hello = asyncio.run(restarted.hello({"cwd": str(rig.cwd), "trusted": True}))
     assert hello["events"] == events("input")
     assert hello["warnings"][0].startswith("the policy has errors; the last policy that loaded")
+    assert hello["warnings"][0].endswith("[RT503]")
     assert any("[RT101]" in w for w in hello["warnings"])
     assert asyncio.run(restarted.event(1, INPUT))["fired"] == ["greet"]
 
@@ -903,3 +905,29 @@ def test_a_sidecar_started_on_a_cached_policy_imports_no_validation_or_yaml_libr
     assert {"router.runtime.server", "router.compile.cache"} <= imported
     heavy = {m for m in imported if m.split(".")[0] in {"pydantic", "ruamel", "typer", "click"}}
     assert heavy == set()
+
+
+BROKEN_RULES = """\
+version: 1
+rules:
+  - id: shout
+    on: input
+    when: "lower(text == 'hi') == 'x'"
+    continue: true
+    do: [{notify: never}]
+  - id: greet
+    on: input
+    do: [{notify: "hello"}]
+"""
+
+
+def test_evaluation_errors_are_warned_with_their_code_once_per_rule_until_a_reload(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, BROKEN_RULES)
+    rig.hello()
+    first, second = rig.event(), rig.event()
+    assert first["fired"] == ["greet"]
+    assert first["warnings"] == ["rule 'shout': when failed: lower(): expected a string, got boolean [RT402]"]
+    assert second["warnings"] == []  # told once; every occurrence is in the log
+    assert rig.log().count("RT402 rule 'shout': when failed: lower()") == 2
+    rig.edit(BROKEN_RULES + "# changed\n")
+    assert rig.event()["warnings"] == first["warnings"]  # a new policy: told again

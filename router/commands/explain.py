@@ -104,11 +104,11 @@ def render_text(explanation: Explanation, policy: CompiledPolicy, *, mode: str, 
     lines.append("")
     for name, value in decision.signals.items():
         error = decision.signal_errors.get(name)
-        lines.append(f"signal {name} = {show_value(value)}" + (f"  (failed: {error}; fallback used)"
-                                                                if error else ""))
+        lines.append(f"signal {name} = {show_value(value)}" + (
+            f"  (failed: {error}; fallback used){_code_tag(explanation, name)}" if error else ""))
     for name, error in decision.signal_errors.items():
         if name not in decision.signals:
-            lines.append(f"signal {name} failed: {error}")
+            lines.append(f"signal {name} failed: {error}{_code_tag(explanation, name)}")
     lines.append(_decision_line(decision, policy))
     for index, effect in enumerate(decision.effects, start=1):
         rule = policy.rule(effect.rule_id)
@@ -149,6 +149,7 @@ def render_json(explanation: Explanation) -> str:
         "state_changed": decision.state_changed,
         "signals": decision.signals,
         "signal_errors": decision.signal_errors,
+        "signal_codes": {name: _signal_code(decision, name) for name in decision.signal_errors},
         "dry_run_signals": explanation.dry_signals,
         "files": policy_note.files_json(explanation.files),
         "rules": rule_records(explanation.policy),
@@ -164,6 +165,18 @@ def rule_records(policy: CompiledPolicy | None) -> list[dict[str, Any]]:
     """Every rule in force with its layer, where it is defined and whether it is locked."""
     rules = policy.rules if policy is not None else ()
     return [{"id": r.id, "layer": r.layer, "origin": r.origin, "locked": r.locked} for r in rules]
+
+
+def _signal_code(decision: Decision, name: str) -> str:
+    """The catalogued code of a signal's failure (RT502 for an external signal)."""
+    return decision.signal_codes.get(name, "RT502")
+
+
+def _code_tag(explanation: Explanation, name: str) -> str:
+    """` [CODE]` after a signal's failure; nothing for a signal a dry run did not compute."""
+    if name in explanation.dry_signals:
+        return ""
+    return f" [{_signal_code(explanation.decision, name)}]"
 
 
 def _describe(action: str, params: Any) -> str:

@@ -243,11 +243,13 @@ _ENTRIES = [
     CodeInfo("RT401", "evaluation error",
              "A condition or action template failed while evaluating one event (a type error, a "
              "missing value). The rule is treated as not matching (or the action is skipped).",
-             "The agent keeps working; the error is logged and shown by `router explain`.",
+             "The agent keeps working; each occurrence is logged, the first of each rule is a warning, "
+             "and `router explain` and `router test` show it.",
              "when: \"usage.tokens + 1000 > 5000\"  # usage.tokens is null right after a compaction",
              "when: \"usage.tokens != null and usage.tokens + 1000 > 5000\""),
     CodeInfo("RT402", "helper function failed",
-             "A helper function rejected its arguments at evaluation time.",
+             "A helper function rejected its arguments at evaluation time (a wrong type, a value out "
+             "of range, a regex pattern computed from data that does not compile).",
              "As RT401: the rule does not match, the agent keeps working.",
              "when: \"lower(tools.active) == 'x'\"", "Pass the type the function expects."),
     CodeInfo("RT403", "evaluation limit reached",
@@ -264,7 +266,8 @@ _ENTRIES = [
              "when: \"regex(text, '(a|aa)+$')\"", "Make the rule cheaper: a simpler pattern, a "
              "smaller comprehension, fewer copies of long texts."),
     CodeInfo("RT501", "action failed",
-             "The executor could not carry out an action (unknown model, unwritable file, …).",
+             "The executor could not carry out an action (an unwritable log or audit file, a settings "
+             "file that is not valid JSON, an unknown model, …).",
              "The rest of the decision is still applied; the failure is logged and notified.",
              "- model: fake/does-not-exist", "Name a model `pi --list-models` shows."),
     CodeInfo("RT502", "signal failed",

@@ -64,6 +64,7 @@ class Decision:
     signals: dict[str, Any] = field(default_factory=dict)
     signal_errors: dict[str, str] = field(default_factory=dict)
     pending: SignalRequest | None = None
+    signal_codes: dict[str, str] = field(default_factory=dict)  # the code of each signal error
 
     def actions(self, name: str) -> list[Any]:
         """Parameters of every effect of action `name`, in order."""

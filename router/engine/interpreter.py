@@ -26,7 +26,7 @@ from router.engine.scope import SignalErrors, SignalNeeded, Signals, lookup, sho
 from router.engine.trace import TraceEvent, Tracer
 from router.engine.vars_memo import VarsMemo
 from router.lang.budget import Budget, BudgetExceeded
-from router.lang.expr.expression import Evaluator, Expression, Template, python_error
+from router.lang.expr.expression import Evaluator, Expression, Template, expression_error, python_error
 from router.lang.expr.layered import Layered
 from router.lang.query.query import Query
 from router.trust.capabilities import Confinement, Refused, check_rendered
@@ -179,7 +179,7 @@ class _Run:
             event_type=self.event_type, effects=tuple(self.effects), shadowed=tuple(self.shadowed),
             fired=tuple(self.fired), state=self.state, state_changed=self.state != self.initial_state,
             errors=tuple(self.errors), signals=dict(self.signals.values),
-            signal_errors=dict(self.signals.errors),
+            signal_errors=dict(self.signals.errors), signal_codes=dict(self.signals.codes),
         )
 
     # --- conditions ---------------------------------------------------------------------------
@@ -196,9 +196,9 @@ class _Run:
                 exc.source = exc.source or cond.source
                 raise
             except _EVAL_ERRORS as exc:
-                message = exc.message if isinstance(exc, ExpressionError) else python_error(exc)
-                self._error(rule, f"{kind} failed: {message}",
-                            rule.match_span if kind == "match" else rule.when_span)
+                error = _failure(exc, cond.source)
+                self._error(rule, f"{kind} failed: {error.message}",
+                            rule.match_span if kind == "match" else rule.when_span, error.code)
                 return False
             if value is None or value is False or value == "" or value == [] or value == {}:
                 if self.tracer:
@@ -254,7 +254,7 @@ class _Run:
             try:
                 params = _render(evaluator, action.params)
             except ExpressionError as exc:
-                self._error(rule, f"action '{action.name}' skipped: {exc.message}", action.span)
+                self._error(rule, f"action '{action.name}' skipped: {exc.message}", action.span, exc.code)
                 continue
             if action.confined and confinement is not None:
                 try:
@@ -315,7 +315,8 @@ class _Run:
         if self.tracer:
             self._trace("pending", rule, f"signal {name}: waiting for the executor ({spec.kind})", depth=1)
         return Decision(event_type=self.event_type, state=dict(self.initial_state), pending=request,
-                        signals=dict(self.signals.values), signal_errors=dict(self.signals.errors))
+                        signals=dict(self.signals.values), signal_errors=dict(self.signals.errors),
+                        signal_codes=dict(self.signals.codes))
 
     def _exhausted(self, rule: CompiledRule, exc: BudgetExceeded, run: Any) -> None:
         """Record RT404 for the rule that was running (`run`: the condition's closure, if known)."""
@@ -324,15 +325,16 @@ class _Run:
             exc.source = _source(rule, rule.conditions[runs.index(run)][0])
         where = f" (in `{_short(exc.source)}`)" if exc.source else ""
         message = f"{exc.message}{where}; the remaining rules were skipped for this event"
-        self.errors.append(Diagnostic("RT404", f"rule '{rule.id}': {message}", rule.span, rule_id=rule.id))
+        self.errors.append(Diagnostic(exc.code, f"rule '{rule.id}': {message}", rule.span, rule_id=rule.id))
         if self.tracer:
-            self._trace("error", rule, f"error: {message}", depth=1)
+            self._trace("error", rule, f"error: {message} [{exc.code}]", depth=1)
 
-    def _error(self, rule: CompiledRule, message: str, span: Span | None) -> None:
-        self.errors.append(Diagnostic("RT401", f"rule '{rule.id}': {message}", span or rule.span,
+    def _error(self, rule: CompiledRule, message: str, span: Span | None, code: str) -> None:
+        """Record an evaluation error with the code its raiser gave (RT401, RT402, RT403 …)."""
+        self.errors.append(Diagnostic(code, f"rule '{rule.id}': {message}", span or rule.span,
                                       rule_id=rule.id))
         if self.tracer:
-            self._trace("error", rule, f"error: {message}", depth=1, span=span)
+            self._trace("error", rule, f"error: {message} [{code}]", depth=1, span=span)
 
     def _trace(self, kind: str, rule: CompiledRule, message: str, *, depth: int = 0,
                span: Span | None = None) -> None:
@@ -342,6 +344,14 @@ class _Run:
 
 _EVAL_ERRORS = (ExpressionError, JMESPathError, TypeError, ValueError, ZeroDivisionError,
                 OverflowError, KeyError, IndexError, RecursionError, AttributeError)
+
+
+def _failure(exc: BaseException, source: str) -> ExpressionError:
+    """The ExpressionError, with its catalogued code, of a condition's closure that raised `exc`:
+    the code the raiser carries (RT402 a helper function, RT403 a limit), else RT401."""
+    if isinstance(exc, JMESPathError):
+        return ExpressionError(python_error(exc), source=source)
+    return expression_error(exc, source)
 
 
 def _source(rule: CompiledRule, kind: str) -> str:

@@ -52,6 +52,7 @@ class Signals(Mapping[str, Any]):
         self.values: dict[str, Any] = dict(values)  # type: ignore[assignment]
         self.errors: dict[str, str] = {}
         self.run = run
+        self.codes: dict[str, str] = {}  # the catalogued code of each failure in `errors`
         self._busy: set[str] = set()
 
     @property
@@ -85,6 +86,7 @@ class Signals(Mapping[str, Any]):
             if spec is not None and not spec.external:
                 del self.values[name]
                 self.errors.pop(name, None)
+                self.codes.pop(name, None)
 
     def __getitem__(self, name: str) -> Any:
         if name not in self.policy.signals and name not in self.values:
@@ -118,7 +120,7 @@ class Signals(Mapping[str, Any]):
             try:
                 return self._transformed(spec, run_expression(spec.expr, scope))
             except ExpressionError as exc:
-                return self._fail(spec, exc.message)
+                return self._fail(spec, exc.message, exc.code)
         outcome = self.outcomes.get(spec.name)
         if outcome is None:
             raise SignalNeeded(spec.name)
@@ -134,8 +136,11 @@ class Signals(Mapping[str, Any]):
             return result
         return self._context(spec, {"result": result})[1].value(spec.transform)
 
-    def _fail(self, spec: CompiledSignal, reason: str) -> Any:
+    def _fail(self, spec: CompiledSignal, reason: str, code: str = "RT502") -> Any:
+        """Record why the signal failed (an expression signal: its evaluation error's code; an
+        external one: RT502) and use its fallback."""
         self.errors[spec.name] = reason
+        self.codes[spec.name] = code
         if spec.fallback is None:
             return None
         try:

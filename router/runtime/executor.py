@@ -53,6 +53,7 @@ BridgeCall = Callable[[str, dict[str, Any], float], Awaitable[Any]]
 CHILD_FLAGS = ("--print", "--no-session", "--no-tools", "--no-extensions", "--no-skills",
                "--no-prompt-templates", "--no-themes", "--no-context-files", "--thinking", "off")
 ORDER = {"model": 0, "thinking": 1}
+ACTION_FAILED = "RT501"  # a local action the executor could not carry out
 INTERPRETER_ACTIONS = frozenset({"set", "unset"})  # state changes, already applied by the interpreter
 
 
@@ -86,6 +87,7 @@ class Executor:
         self.secrets: dict[str, str] = {}  # environment values the policy reads: never logged
         self.failing: set[str] = set()  # files whose last append failed (the user was told once)
         self.notices: list[str] = []  # refusals met while computing signals, router-log failures
+        self.reported: set[tuple[str | None, str]] = set()  # (rule, code) of evaluation errors warned
 
     # --- signals ------------------------------------------------------------------------------
 
@@ -102,7 +104,7 @@ class Executor:
         try:
             outcome = await self._compute(request)
         except OSError as exc:
-            outcome = SignalOutcome(error=_os_problem(exc))
+            outcome = SignalOutcome(error=_link_coded(*_os_problem(exc)))
         except Exception as exc:
             outcome = SignalOutcome(error=f"{type(exc).__name__}: {exc}")
         elapsed = (time.perf_counter() - started) * 1000
@@ -341,6 +343,7 @@ class Executor:
         applied = Applied(warnings=self.notices)
         self.notices = []
         applied.warnings += [f"{e.message} [{e.code}]" for e in decision.errors if e.code in CAPABILITY_CODES]
+        applied.warnings += self.evaluation_warnings(decision)
         targets, refused = self._check_confined(decision.effects)
         for rule_id, refusal in refused.items():
             text = f"rule '{rule_id}' refused: {refusal.message} [{refusal.code}]"
@@ -352,13 +355,27 @@ class Executor:
             if effect.action in INTERPRETER_ACTIONS:
                 continue
             if effect.action in self.effect_handlers():
-                problem = self._local(effect, targets.get(id(effect), {}))
-                if problem:
-                    applied.warnings.append(f"rule {effect.rule_id}: {effect.action} failed: {problem}")
+                failure = self._local(effect, targets.get(id(effect), {}))
+                if failure:
+                    problem, code = failure
+                    text = f"rule {effect.rule_id}: {effect.action} failed: {problem} [{code}]"
+                    applied.warnings.append(text)
+                    self.log(text)
             else:
                 applied.actions.append(_for_bridge(effect))
         applied.actions.sort(key=lambda a: ORDER.get(a["action"], 2))
         return applied
+
+    def evaluation_warnings(self, decision: Decision) -> list[str]:
+        """The decision's evaluation errors (RT4xx) as warnings, once per rule and code until the
+        policy is reloaded (the server logs every occurrence)."""
+        fresh = []
+        for error in decision.errors:
+            key = (error.rule_id, error.code)
+            if error.code.startswith("RT4") and key not in self.reported:
+                self.reported.add(key)
+                fresh.append(f"{error.message} [{error.code}]")
+        return fresh
 
     def _check_confined(self, effects: tuple[Effect, ...]) -> tuple[dict[int, dict[str, Path]],
                                                                     dict[str, Refused]]:
@@ -377,50 +394,52 @@ class Executor:
                 refused[effect.rule_id] = Refused(CODES[FS_WRITE], f"{effect.action}: {exc}")
         return targets, refused
 
-    def effect_handlers(self) -> dict[str, Callable[[Effect, dict[str, Path]], str | None]]:
-        """The local effect of each action the executor carries out itself (a problem, or None)."""
+    def effect_handlers(self) -> dict[str, Callable[[Effect, dict[str, Path]], tuple[str, str] | None]]:
+        """The local effect of each action the executor carries out itself: on failure, what went
+        wrong and its code (RT501, RT607)."""
         return {"log": self._log_effect, "audit": self._audit, "save": self._save, "release": self._release}
 
-    def _local(self, effect: Effect, checked: dict[str, Path] | None = None) -> str | None:
+    def _local(self, effect: Effect, checked: dict[str, Path] | None = None) -> tuple[str, str] | None:
+        """Carry out a local action; on failure, what went wrong and its code (RT501, RT607)."""
         params = effect.params
         try:
             return self.effect_handlers()[effect.action](effect, checked or {})
         except OSError as exc:  # the file as the rule names it: `$VAR` expanded is an environment value
             return _os_problem(exc, str(params.get('file') or ''))
         except (TypeError, ValueError) as exc:
-            return str(exc)
+            return str(exc), ACTION_FAILED
 
-    def _log_effect(self, effect: Effect, checked: dict[str, Path]) -> str | None:
+    def _log_effect(self, effect: Effect, checked: dict[str, Path]) -> tuple[str, str] | None:
         params = effect.params
         target = params.get("file")
         if target == ROUTER_LOG:
             self.log(f"rule {effect.rule_id}: {params.get('text', '')}")
         elif (path := checked.get("file") or _path(target)) is not None:
-            return self.append(path, str(params.get("text", "")), named=str(target))
+            return self._append(path, str(params.get("text", "")), named=str(target))
         return None
 
-    def _audit(self, effect: Effect, checked: dict[str, Path]) -> str | None:
+    def _audit(self, effect: Effect, checked: dict[str, Path]) -> tuple[str, str] | None:
         params = effect.params
         target = checked.get("file") or _path(params.get("file"))
         if target is None:
-            return "no audit file"
+            return "no audit file", ACTION_FAILED
         record = params.get("record")
         if params.get("stamp", True) and isinstance(record, dict) and "timestamp" not in record:
             record = {"timestamp": _now_iso(), **record}
-        return self.append(target, dumps(record), named=str(params.get("file") or ""))
+        return self._append(target, dumps(record), named=str(params.get("file") or ""))
 
-    def _save(self, effect: Effect, checked: dict[str, Path]) -> str | None:
+    def _save(self, effect: Effect, checked: dict[str, Path]) -> tuple[str, str] | None:
         params = effect.params
         target = checked.get("file") or _path(params.get("file"))
         if target is None:
-            return "no file"
+            return "no file", ACTION_FAILED
         updates = _save_updates(params)
         if isinstance(updates, str):
-            return updates
+            return updates, ACTION_FAILED
         update_json_values(target, updates, backup=params.get("backup") is True)
         return None
 
-    def _release(self, effect: Effect, checked: dict[str, Path]) -> str | None:
+    def _release(self, effect: Effect, checked: dict[str, Path]) -> tuple[str, str] | None:
         self.release(str(effect.params.get("name") or "turn"))
         return None
 
@@ -442,6 +461,11 @@ class Executor:
     def append(self, path: Path, line: str, *, named: str = "") -> str | None:
         """Append a whole line (or nothing); a failure is reported once per file until one succeeds,
         naming the file as the rule does (`named`: `$VAR` expanded would be an environment value)."""
+        failure = self._append(path, line, named=named)
+        return _link_coded(*failure) if failure else None
+
+    def _append(self, path: Path, line: str, *, named: str = "") -> tuple[str, str] | None:
+        """`append`, the failure with its code: RT607 for a link, else RT501."""
         key = str(path)
         try:
             append_line(path, line)
@@ -452,7 +476,7 @@ class Executor:
                 return None
             self.failing.add(key)
             return (f"cannot write {named or path}: {exc.strerror or exc}; lines are dropped whole "
-                    "until it works again")
+                    "until it works again", ACTION_FAILED)
         self.failing.discard(key)
         return None
 
@@ -467,12 +491,18 @@ def _for_bridge(effect: Effect) -> dict[str, Any]:
     return {"action": effect.action, "params": params, "rule": effect.rule_id}
 
 
-def _os_problem(exc: OSError, named: str = "") -> str:
-    """What went wrong with a file, naming it as the rule does (`$VAR` expanded is an environment value)."""
+def _link_coded(problem: str, code: str) -> str:
+    """A file problem as text, with its code when it is a refused link (RT607)."""
+    return f"{problem} [{code}]" if code == SYMLINK_CODE else problem
+
+
+def _os_problem(exc: OSError, named: str = "") -> tuple[str, str]:
+    """What went wrong with a file, naming it as the rule does (`$VAR` expanded is an environment
+    value), and its code: RT607 for a link the router does not follow, else RT501."""
     filename = named or getattr(exc, "filename", "") or ""
     if is_symlink_error(exc):
-        return f"{filename} is a symbolic link, which the router does not follow here [{SYMLINK_CODE}]"
-    return f"{exc.strerror or exc} ({filename})"
+        return f"{filename} is a symbolic link, which the router does not follow here", SYMLINK_CODE
+    return f"{exc.strerror or exc} ({filename})", ACTION_FAILED
 
 
 def _save_updates(params: dict[str, Any]) -> list[tuple[list[str], Any]] | str:

@@ -85,6 +85,7 @@ class Engine:
             self.policy = loaded.policy
             self.env = {n: os.environ[n] for n in loaded.policy.env_names if n in os.environ}
             self.executor.secrets = dict(self.env)
+            self.executor.reported.clear()  # a new policy: warn of its evaluation errors afresh
             for text in refusal_warnings(loaded.policy, limit=len(loaded.policy.refused)):
                 self.executor.log(text)
         self.watched = [str(p) for p in loaded.watched]
@@ -278,7 +279,7 @@ class Engine:
         for error in decision.errors:
             self.executor.log(f"{error.code} {error.message}")
         for name, text in decision.signal_errors.items():
-            self.executor.log(f"RT502 signal {name} failed: {text}")
+            self.executor.log(f"{decision.signal_codes.get(name, 'RT502')} signal {name} failed: {text}")
         result["warnings"] += self.notices()
         if (self.policy.event_types if self.policy else ()) != before:
             result["declarations"] = self.declarations()

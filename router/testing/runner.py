@@ -61,10 +61,12 @@ class CaseResult:
     passed: bool
     problems: list[str] = field(default_factory=list)
     fired: tuple[str, ...] = ()
+    errors: tuple[Diagnostic, ...] = ()  # the evaluation errors of the case's decision
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "path": self.span.path, "line": self.span.line,
-                "passed": self.passed, "problems": self.problems, "fired": list(self.fired)}
+                "passed": self.passed, "problems": self.problems, "fired": list(self.fired),
+                "errors": [error.to_dict() for error in self.errors]}
 
 
 @dataclass
@@ -254,7 +256,7 @@ def _run(policy: CompiledPolicy, name: str, span: Span, case: Example, subject: 
         return CaseResult(name, span, False, [f"{d.message}" for d in exc.diagnostics])
     decision = decide(policy, event, case, subject.defaults)
     problems = compare(decision, case.expect, rule_id=subject.rule_id, own=subject.own)
-    return CaseResult(name, span, not problems, problems, decision.fired)
+    return CaseResult(name, span, not problems, problems, decision.fired, decision.errors)
 
 
 def decide(policy: CompiledPolicy, event: dict[str, Any], case: Example,
@@ -309,7 +311,7 @@ def compare(decision: Decision, expect: Expectation, *, rule_id: str | None = No
                for k, v in wanted_state.items()):
             problems.append(_diff("state", wanted_state, {k: flat.get(k) for k in wanted_state}))
     for error in decision.errors:
-        problems.append(f"evaluation error: {error.message}")
+        problems.append(f"evaluation error: {error.message} [{error.code}]")
     return problems
 
 

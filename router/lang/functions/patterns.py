@@ -12,6 +12,7 @@ from router.diagnostics.errors import ExpressionError
 from router.lang import budget
 from router.lang.functions.registry import (
     NOT_LITERAL,
+    fail,
     function,
     list_arg,
     text_arg,
@@ -58,9 +59,15 @@ def _prepare_regex(args: tuple[Any, ...]) -> dict[int, Any]:
 
 
 def _pattern(name: str, pattern: Any, flags: Any) -> Any:
+    """The compiled pattern: a literal one was compiled at load (RT210 there); one computed while
+    evaluating that does not compile is the helper rejecting its argument (RT402)."""
     if isinstance(pattern, regex_engine.Pattern):
         return pattern
-    return compile_regex(text_arg(name, pattern), text_arg(name, flags))
+    text, letters = text_arg(name, pattern), text_arg(name, flags)
+    try:
+        return compile_regex(text, letters)
+    except ExpressionError as exc:
+        raise fail(name, exc.message) from None
 
 
 @function("regex", min_args=2, max_args=3, example="regex('MVP (Recommended)', 'recommend', 'i')",
