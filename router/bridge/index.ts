@@ -20,6 +20,7 @@ import { registerHooks } from "./hooks.ts";
 import { handleExit, preload } from "./lifecycle.ts";
 import { answerEngine } from "./requests.ts";
 import { type BridgeState, createState } from "./state.ts";
+import { Sidecar } from "./transport.ts";
 import { attempt, hereDir, logLine } from "./util.ts";
 
 const OWNER = Symbol.for("pi-policy-router.bridge");
@@ -47,8 +48,8 @@ function claimProcess(pi: PiApi): boolean {
 }
 
 /** The state of a bridge that runs, wired: the sidecar's exits and requests, the forwarder. */
-export function connect(pi: PiApi): BridgeState {
-	const state = createState(pi);
+export function connect(pi: PiApi, sidecar: Sidecar = new Sidecar()): BridgeState {
+	const state = createState(pi, sidecar);
 	state.forward = (type, payload, ctx, options) => forward(state, type, payload, ctx, options);
 	state.sidecar.onExit = (reason) => handleExit(state, reason);
 	state.sidecar.onRequest = (message) => void answerEngine(state, message);

@@ -14,6 +14,15 @@ import { attempt, errorText, isObject, logLine } from "./util.ts";
 
 const PANEL_ROWS = 12;
 
+/** Every field of a panel item, each one the panel reads (tests/test_bridge_contract.py compares them). */
+const ITEM_FIELDS: Record<keyof PanelItem, true> = {
+	key: true, label: true, value: true, description: true, kind: true, choices: true, min: true, max: true,
+};
+
+export function panelFields(): string[] {
+	return Object.keys(ITEM_FIELDS).sort();
+}
+
 type Params = Wire<PanelParams>;
 type Item = Wire<PanelItem> & { key: string };
 
