@@ -106,8 +106,9 @@ test("a program that does not exist fails the start, naming where the command ca
 });
 
 test("the timeouts come from the environment the runner sets", () => {
-	assert.equal(EVENT_TIMEOUT_MS, 200);
-	assert.equal(HELLO_TIMEOUT_MS, 200);
+	// generous for a loaded machine: only a sidecar that never answers waits them out
+	assert.equal(EVENT_TIMEOUT_MS, 1000);
+	assert.equal(HELLO_TIMEOUT_MS, 3000);
 });
 
 test("a sidecar that never answers: events fail open and the user is told once", async () => {
@@ -122,7 +123,7 @@ test("a sidecar that never answers: events fail open and the user is told once",
 		assert.equal(second, undefined);
 		const warnings = ui.notices.filter(([, level]) => level === "warning");
 		assert.equal(warnings.length, 1, JSON.stringify(ui.notices));
-		assert.match(warnings[0]?.[0] ?? "", /^router: the policy engine did not start \(no answer to hello within 200 ms\); Pi continues without it$/);
+		assert.match(warnings[0]?.[0] ?? "", /^router: the policy engine did not start \(no answer to hello within 3000 ms\); Pi continues without it$/);
 		assert.deepEqual(ui.statuses, [["pi-policy-router", "router: offline (restarting)"]]);
 		assert.equal(state.outage, true);
 	} finally {
@@ -139,7 +140,7 @@ test("an event the engine does not answer in time: no decision, the sidecar is r
 		assert.equal(await ensureStarted(state, ui.ctx), true);
 		assert.equal(await forward(state, "input", { text: "a" }, ui.ctx), undefined);
 		assert.equal(state.ready, false);
-		assert.deepEqual(ui.notices, [["router: no answer to event within 200 ms; Pi continues without the policy and the router restarts", "warning"]]);
+		assert.deepEqual(ui.notices, [["router: no answer to event within 1000 ms; Pi continues without the policy and the router restarts", "warning"]]);
 	} finally {
 		stop(state);
 	}
