@@ -59,6 +59,8 @@ def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     fake_pi(bin_dir, "1.6.0")
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
+    for name in ("ROUTER_SERVE", "ROUTER_PYTHON"):  # the resolution's first steps: the user's shell
+        monkeypatch.delenv(name, raising=False)
     install(agent=agent, cwd=cwd, project=False)
     (agent / "router.yaml").write_text(POLICY)
     return cwd, agent
@@ -89,6 +91,8 @@ def test_run_all_good_exit_0_with_a_real_sidecar(rig: tuple[Path, Path]) -> None
     policy, _ = load_policy(cwd, agent=agent)
     assert policy is not None and checks["policy"].startswith(f"ok   policy: {len(policy.rules)} rules from ")
     assert checks["policy"].endswith("agent/router.yaml")
+    assert checks["sidecar from"] == (
+        f"ok   sidecar from: {sys.executable} -P -m router serve (from user install)")
     assert checks["sidecar"].startswith("ok   sidecar: ready in ")
     assert checks["sidecar"].endswith(f" ms, forwards {len({*policy.event_types, 'command'})} event types")
     assert {"input", "route"} <= set(policy.event_types)
@@ -138,14 +142,18 @@ def test_run_runs_the_installed_sidecar_command_and_reports_a_gone_python(rig: t
 
 
 def test_run_unreadable_bridge_config(rig: tuple[Path, Path]) -> None:
+    """Without a readable user config the bridge goes on to `router` on PATH: doctor checks that one."""
     cwd, agent = rig
     config = agent / "extensions" / "pi-policy-router" / "router-bridge.json"
     config.write_text("{not json")
+    router = Path(shutil.which("pi") or "").parent / "router"
+    router.symlink_to(Path(sys.executable).parent / "router")  # this venv's console script
     code, output = doctor.run(cwd, agent)
     assert code == 1
     assert lines_of(output)["sidecar command (user)"] == (
         f"FAIL sidecar command (user): {config} is missing or unreadable: run `router install`")
-    assert lines_of(output)["sidecar"].startswith("ok   sidecar: ready in ")  # falls back to this Python
+    assert lines_of(output)["sidecar from"] == f"ok   sidecar from: {router} serve (from router on PATH)"
+    assert lines_of(output)["sidecar"].startswith("ok   sidecar: ready in ")
 
 
 def plant_project_bridge(cwd: Path, marker: Path) -> list[Path]:
@@ -162,19 +170,24 @@ def plant_project_bridge(cwd: Path, marker: Path) -> list[Path]:
 
 
 @pytest.mark.parametrize("user_install", [True, False], ids=["with-user-bridge", "project-only"])
-def test_run_never_executes_a_project_bridge_command(rig: tuple[Path, Path], user_install: bool) -> None:
+def test_run_never_executes_a_project_bridge_command(rig: tuple[Path, Path], user_install: bool,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     cwd, agent = rig
     if not user_install:
         shutil.rmtree(agent / "extensions")
+        # the project's bridge resolves the sidecar: here ROUTER_PYTHON says this Python
+        monkeypatch.setenv("ROUTER_PYTHON", sys.executable)
     marker = cwd.parent / "marker"
     [target, _] = plant_project_bridge(cwd, marker)
     code, output = doctor.run(cwd, agent)
     checks = lines_of(output)
     assert not marker.exists()
-    checked = "the user bridge's" if user_install else "this interpreter's"
+    via = "user install" if user_install else "ROUTER_PYTHON"
+    resolved = f"{sys.executable} -P -m router serve (from {via})"
     assert checks["sidecar command (project)"] == (
-        f"ok   sidecar command (project): names /bin/sh -c touch {marker} sh; not run (project files "
-        f"are not executed); {checked} sidecar was checked instead")
+        f"warn sidecar command (project): names /bin/sh -c touch {marker} sh; ignored: a project cannot "
+        f"choose the sidecar command (project files are not executed); here {resolved}")
+    assert checks["sidecar from"] == f"ok   sidecar from: {resolved}"
     assert checks["sidecar"].startswith("ok   sidecar: ready in ")  # this Python's router serve ran
     assert checks["bridge (project)"].startswith(f"FAIL bridge (project): {target} is outdated")
     assert ("bridge copies" in checks) is user_install
@@ -192,8 +205,9 @@ def test_run_both_installs_said_once(rig: tuple[Path, Path]) -> None:
     assert copies == ["ok   bridge copies: installed for the user and for this project; Pi runs only the "
                       "first copy it loads (the user's; the project's under --approve) and the other does "
                       "nothing: keep one (`router install --project --uninstall`)"]
-    assert lines_of(output)["sidecar command (project)"].endswith(
-        "not run (project files are not executed); the user bridge's sidecar was checked instead")
+    assert lines_of(output)["sidecar command (project)"] == (
+        f"ok   sidecar command (project): resolved on each machine; here {sys.executable} -P -m router "
+        "serve (from user install)")
 
 
 def test_check_pi_other_version_noted(tmp_path: Path) -> None:

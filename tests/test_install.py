@@ -27,18 +27,23 @@ def user_target(agent: Path) -> Path:
     return agent / "extensions" / "pi-policy-router"
 
 
-def test_install_creates_the_three_files(dirs: tuple[Path, Path]) -> None:
+MODULES = sorted(p.name for p in SOURCE.glob("*.ts"))
+
+
+def test_install_copies_every_module_and_writes_the_config(dirs: tuple[Path, Path]) -> None:
     agent, cwd = dirs
     code, message = command.install(agent=agent, cwd=cwd, project=False)
     target = user_target(agent)
     assert code == 0
-    assert sorted(p.name for p in target.iterdir()) == ["index.ts", "package.json", "router-bridge.json"]
-    assert (target / "index.ts").read_text() == (SOURCE / "index.ts").read_text()
-    assert (target / "package.json").read_text() == (SOURCE / "package.json").read_text()
+    assert {"index.ts", "transport.ts", "apply.ts", "types.ts"} <= set(MODULES)
+    assert sorted(p.name for p in target.iterdir()) == sorted(
+        [*MODULES, "package.json", "router-bridge.json"])
+    for name in [*MODULES, "package.json"]:
+        assert (target / name).read_text() == (SOURCE / name).read_text(), name
     config = json.loads((target / "router-bridge.json").read_text())
     assert config == {"command": [sys.executable, "-P", "-m", "router", "serve"]}
     assert f"installed the bridge (user): {target}" in message
-    assert "updated: index.ts, package.json, router-bridge.json" in message
+    assert f"updated: {', '.join(MODULES)}, package.json, router-bridge.json" in message
     assert f"sidecar: {sys.executable} -P -m router serve" in message
     assert "trusted" not in message
 
@@ -50,8 +55,7 @@ def test_install_twice_reports_nothing_changed(dirs: tuple[Path, Path]) -> None:
         os.utime(path, ns=(1, 1))
     code, message = command.install(agent=agent, cwd=cwd, project=False)
     assert (code, message) == (0, f"the bridge is already installed (user): {user_target(agent)}")
-    assert {p.name: p.stat().st_mtime_ns for p in user_target(agent).iterdir()} == {
-        "index.ts": 1, "package.json": 1, "router-bridge.json": 1}
+    assert {p.stat().st_mtime_ns for p in user_target(agent).iterdir()} == {1}
 
 
 def test_installed_state_none_before_install(dirs: tuple[Path, Path]) -> None:
@@ -70,6 +74,27 @@ def test_installed_state_edited_copy_outdated_then_repaired(dirs: tuple[Path, Pa
     assert code == 0 and "updated: index.ts\n" in message
     assert command.installed_state(agent=agent, cwd=cwd) == [("user", target, True)]
     assert (target / "index.ts").read_text() == (SOURCE / "index.ts").read_text()
+
+
+def test_installed_state_missing_module_outdated_then_repaired(dirs: tuple[Path, Path]) -> None:
+    agent, cwd = dirs
+    command.install(agent=agent, cwd=cwd, project=False)
+    (user_target(agent) / "transport.ts").unlink()
+    assert command.installed_state(agent=agent, cwd=cwd) == [("user", user_target(agent), False)]
+    assert "updated: transport.ts\n" in command.install(agent=agent, cwd=cwd, project=False)[1]
+    assert command.installed_state(agent=agent, cwd=cwd) == [("user", user_target(agent), True)]
+
+
+def test_install_removes_a_module_the_bridge_no_longer_has(dirs: tuple[Path, Path]) -> None:
+    agent, cwd = dirs
+    command.install(agent=agent, cwd=cwd, project=False)
+    stale = user_target(agent) / "old_module.ts"
+    stale.write_text("export {};\n")
+    assert command.installed_state(agent=agent, cwd=cwd) == [("user", user_target(agent), False)]
+    code, message = command.install(agent=agent, cwd=cwd, project=False)
+    assert code == 0 and "removed: old_module.ts (no longer part of the bridge)" in message
+    assert not stale.exists()
+    assert command.installed_state(agent=agent, cwd=cwd) == [("user", user_target(agent), True)]
 
 
 def test_installed_state_missing_package_json_outdated(dirs: tuple[Path, Path]) -> None:
@@ -94,8 +119,11 @@ def test_install_project_under_dot_pi_extensions(dirs: tuple[Path, Path]) -> Non
     code, message = command.install(agent=agent, cwd=cwd, project=True)
     target = cwd / ".pi" / "extensions" / "pi-policy-router"
     assert code == 0 and (target / "index.ts").is_file() and (target / "router-bridge.json").is_file()
+    assert sorted(p.name for p in target.iterdir()) == sorted(
+        [*MODULES, "package.json", "router-bridge.json"])
     assert not agent.exists()
     assert f"installed the bridge (project): {target}" in message
+    assert "sidecar: resolved on each machine; here " in message
     assert "once the project is trusted" in message
     assert command.installed_state(agent=agent, cwd=cwd) == [("project", target, True)]
 
@@ -190,3 +218,23 @@ def test_configured_command(dirs: tuple[Path, Path], text: str | None, expected:
     assert command.configured_command(target) == wanted
     (target / command.CONFIG_NAME).unlink()
     assert command.configured_command(target) is None
+
+
+def test_project_config_names_no_command_and_no_path_of_this_machine(dirs: tuple[Path, Path]) -> None:
+    """A committable `.pi/`: the project's router-bridge.json is the same on every machine."""
+    agent, cwd = dirs
+    command.install(agent=agent, cwd=cwd, project=True)
+    text = (cwd / ".pi" / "extensions" / "pi-policy-router" / "router-bridge.json").read_text()
+    assert json.loads(text) == {"sidecar": command.PROJECT_SIDECAR, "created": [".pi"]}
+    assert command.configured_command(cwd / ".pi" / "extensions" / "pi-policy-router") is None
+    for machine_path in (sys.executable, str(cwd), str(agent), str(Path.home())):
+        assert machine_path not in text
+    for name in MODULES:  # nor does any module the install copies
+        assert str(SOURCE) not in (SOURCE / name).read_text()
+
+
+def test_a_user_install_keeps_naming_this_python(dirs: tuple[Path, Path]) -> None:
+    agent, cwd = dirs
+    command.install(agent=agent, cwd=cwd, project=True)
+    command.install(agent=agent, cwd=cwd, project=False)
+    assert command.configured_command(user_target(agent)) == command.serve_command()

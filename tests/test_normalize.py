@@ -107,10 +107,11 @@ def test_normalize_context_messages_and_last_user() -> None:
 
 def test_normalize_route_previous_and_failed() -> None:
     doc = norm("route", {
-        "reason": "retry", "virtual": {"provider": "router", "id": "auto"}, "thinkingLevel": "high",
-        "previous": {"provider": "fake", "id": "local", "thinkingLevel": "off"},
-        "failed": {"provider": "fake", "id": "cloud", "thinkingLevel": "high", "stopReason": "error",
-                   "errorMessage": "429"},
+        "reason": "retry", "model": {"provider": "router", "id": "auto", "api": "pi-virtual"},
+        "thinkingLevel": "high",
+        "previous": {"model": {"provider": "fake", "id": "local"}, "thinkingLevel": "off"},
+        "failed": {"model": {"provider": "fake", "id": "cloud"}, "thinkingLevel": "high",
+                   "message": {"stopReason": "error", "errorMessage": "429"}},
         "state": {"tier": 2}, "lastUserText": "hi", "lastIsToolResult": True, "messageCount": 7})
     assert doc["virtual"] == {"provider": "router", "id": "auto", "ref": "router/auto"}
     assert doc["previous"] == {"ref": "fake/local", "provider": "fake", "id": "local",
@@ -123,7 +124,7 @@ def test_normalize_route_previous_and_failed() -> None:
 
 
 def test_normalize_route_first_request_has_no_previous() -> None:
-    doc = norm("route", {"virtual": {"provider": "r", "id": "a"}, "previous": {"thinkingLevel": "off"},
+    doc = norm("route", {"model": {"provider": "r", "id": "a"}, "previous": {"thinkingLevel": "off"},
                          "failed": None})
     assert (doc["previous"], doc["failed"], doc["reason"], doc["message_count"]) == (None, None, "user", 0)
 
@@ -191,7 +192,7 @@ def test_normalize_session_events() -> None:
 
 
 def test_normalize_compaction_events_keep_their_own_fields() -> None:
-    payload = {"reason": "threshold", "byRouter": True, "tokensBefore": 9000, "error": "boom",
+    payload = {"reason": "threshold", "byRouter": True, "tokensBefore": 9000, "errorMessage": "boom",
                "aborted": True}
     assert {k: v for k, v in norm("compaction_before", payload).items() if k in (
         "reason", "by_router", "tokens_before", "error", "aborted")} == {
@@ -202,7 +203,7 @@ def test_normalize_compaction_events_keep_their_own_fields() -> None:
     assert [failed[k] for k in ("reason", "by_router", "error", "aborted")] == [
         "threshold", True, "boom", True]
     assert "tokens_before" not in failed
-    assert norm("compaction_failed", {"error": None})["error"] == ""
+    assert norm("compaction_failed", {"errorMessage": None})["error"] == ""
 
 
 def test_normalize_project_trust_and_command_argv() -> None:
@@ -300,7 +301,8 @@ MODEL = obj(provider=TEXT, id=TEXT, name=TEXT,
             api=st.sampled_from(["openai-completions", "pi-virtual"]) | TEXT, contextWindow=COUNT,
             maxTokens=COUNT, reasoning=st.booleans(),
             input=st.lists(st.sampled_from(["text", "image"]), max_size=2), cost=COST)
-CHOICE = obj(provider=TEXT, id=TEXT, thinkingLevel=LEVEL, stopReason=TEXT, errorMessage=TEXT)
+CHOICE = obj(model=obj(provider=TEXT, id=TEXT), thinkingLevel=LEVEL,
+             message=obj(stopReason=TEXT, errorMessage=TEXT))
 EXCERPT = st.lists(obj({"text": TEXT}, role=st.sampled_from(["user", "assistant", "toolResult"]) | TEXT),
                    max_size=14)
 CONTEXT = obj(cwd=TEXT, mode=st.sampled_from(["tui", "rpc", "json", "print"]), hasUI=st.booleans(),
@@ -308,7 +310,7 @@ CONTEXT = obj(cwd=TEXT, mode=st.sampled_from(["tui", "rpc", "json", "print"]), h
               activeTools=st.lists(TEXT, max_size=3), allTools=st.lists(TEXT, max_size=3),
               usage=obj(tokens=COUNT, contextWindow=COUNT, percent=st.floats(0, 200)))
 COMPACTION = obj(reason=st.sampled_from(["manual", "threshold", "overflow"]), tokensBefore=COUNT,
-                 byRouter=st.booleans(), error=TEXT, aborted=st.booleans())
+                 byRouter=st.booleans(), errorMessage=TEXT, aborted=st.booleans())
 TOOL = obj(toolName=TEXT, toolCallId=TEXT, input=JSONISH, text=TEXT, isError=st.booleans())
 PAYLOADS: dict[str, st.SearchStrategy[Any]] = {
     "input": obj(text=TEXT, source=st.sampled_from(["interactive", "rpc", "extension"]), images=COUNT,
@@ -316,7 +318,7 @@ PAYLOADS: dict[str, st.SearchStrategy[Any]] = {
     "before_agent_start": obj(prompt=TEXT, messageType=st.sampled_from(["user", "custom"]), systemPrompt=TEXT,
                               sections=st.lists(TEXT, max_size=3)),
     "context": obj(messages=st.lists(obj(role=TEXT, text=TEXT, customType=TEXT, toolName=TEXT), max_size=4)),
-    "route": obj({"virtual": st.fixed_dictionaries({"provider": TEXT, "id": TEXT})},
+    "route": obj({"model": st.fixed_dictionaries({"provider": TEXT, "id": TEXT})},
                  reason=st.sampled_from(["user", "continuation", "retry", "direct"]), thinkingLevel=LEVEL,
                  previous=CHOICE, failed=CHOICE, state=JSONISH, lastUserText=TEXT,
                  lastIsToolResult=st.booleans(), messageCount=COUNT),

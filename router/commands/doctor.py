@@ -14,6 +14,7 @@ from typing import Any
 
 from router.commands import policy_note
 from router.commands.install import CONFIG_NAME, configured_command, installed_state, serve_command
+from router.commands.sidecar_command import Resolved, resolve
 from router.compile.compiler import LoadedPolicy, load_layered
 from router.diagnostics.diagnostic import has_errors
 from router.lint import run_checks
@@ -188,14 +189,19 @@ def check_trust(cwd: Path, agent: Path) -> list[Check]:
     return [Check(True, "project trust", str(decision.message()), warn=True)]
 
 
-def check_project_command(target: Path, command: list[str] | None, checked: str) -> Check:
-    """A project bridge's sidecar command, reported as text: a command from a repository's files
-    is never run (a cloned project could name anything); `checked` says which one was run instead."""
-    static = check_configured("project", target, command)
-    if command is None or not static.ok:
-        return static
-    return Check(True, static.label, f"names {' '.join(command)}; not run (project files are not "
-                 f"executed); {checked} sidecar was checked instead")
+def check_project_command(command: list[str] | None, resolved: Resolved) -> Check:
+    """How a project's bridge finds the sidecar: resolved on each machine, never from the project's
+    files. A command its router-bridge.json names (an older install, or a planted one) is reported
+    as text and ignored: neither the bridge nor doctor runs it."""
+    label = "sidecar command (project)"
+    here = f"here {resolved.describe()}"
+    if command is not None:
+        return Check(True, label, f"names {' '.join(command)}; ignored: a project cannot choose the "
+                     f"sidecar command (project files are not executed); {here}", warn=True)
+    if shutil.which(resolved.command[0]) is None:
+        return Check(False, label, f"{here}, which does not exist: set ROUTER_PYTHON, or put `router` "
+                     "on PATH, or `router install` for the user")
+    return Check(True, label, f"resolved on each machine; {here}")
 
 
 def check_two_copies(installs: list[tuple[str, Path, bool]]) -> list[Check]:
@@ -213,8 +219,8 @@ def run(cwd: Path, agent: Path) -> tuple[int, str]:
     installs = installed_state(agent=agent, cwd=cwd)
     if not installs:
         checks.append(Check(False, "bridge", "not installed (run `router install`)"))
-    # only the user's own install (or this interpreter) names a command doctor may run
-    user = next((configured_command(target) for scope, target, _ in installs if scope == "user"), None)
+    # the command the bridge resolves: the environment, the user's own install, PATH; never a project's files
+    resolved = resolve(os.environ, agent)
     for scope, target, current in installs:
         note = "" if current else " is outdated: run `router install`"
         checks.append(Check(current, f"bridge ({scope})", f"{target}{note}"))
@@ -222,8 +228,7 @@ def run(cwd: Path, agent: Path) -> tuple[int, str]:
         if scope == "user":
             checks.append(check_configured(scope, target, command))
         else:
-            checks.append(check_project_command(
-                target, command, "the user bridge's" if user else "this interpreter's"))
+            checks.append(check_project_command(command, resolved))
     checks += check_two_copies(installs)
     loaded = load_layered(cwd, agent=agent)
     policy = loaded.policy
@@ -231,7 +236,9 @@ def run(cwd: Path, agent: Path) -> tuple[int, str]:
     checks += [Check(True, "project policy", policy_note.warning_text(item), warn=True)
                for item in policy_note.not_loaded(cwd)]
     checks += check_trust(cwd, agent)
-    checks.append(check_sidecar(cwd, agent, user))
+    started = resolved if installs else Resolved(serve_command(), "this interpreter: no bridge is installed")
+    checks.append(Check(True, "sidecar from", started.describe()))
+    checks.append(check_sidecar(cwd, agent, started.command))
     if policy is not None:
         virtual = {f"{v['provider']}/{v['id']}" for v in policy.virtual_models}
         checks += check_models(pi, policy_models(policy), virtual)

@@ -1,22 +1,27 @@
 """`router install`: register the bridge with Pi, idempotently, recording which Python serves it.
 
-The bridge (router/bridge: index.ts + package.json) is copied into
+The bridge (router/bridge: its `.ts` modules + package.json) is copied into
 `<agent dir>/extensions/pi-policy-router/` (or `.pi/extensions/pi-policy-router/` with
-`--project`), where Pi discovers it, next to a `router-bridge.json` naming the command that starts
-the sidecar: this Python with `-m router serve`. A project install that had to make `.pi/`
-records it there (`"created": [".pi"]`), so `--uninstall` can take away what it made.
+`--project`), where Pi discovers it, next to a `router-bridge.json`. For the user it names the
+command that starts the sidecar: this Python with `-m router serve`. For a project it names no
+command and no path of this machine, so `.pi/` can be committed: the bridge resolves the sidecar
+on each machine (router/commands/sidecar_command.py). A project install that had to make `.pi/` records
+it there (`"created": [".pi"]`), so `--uninstall` can take away what it made.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 BRIDGE_SOURCE = Path(__file__).resolve().parent.parent / "bridge"
-BRIDGE_FILES = ("index.ts", "package.json")
+BRIDGE_FILES = (*sorted(p.name for p in BRIDGE_SOURCE.iterdir() if p.suffix == ".ts"), "package.json")
+PROJECT_SIDECAR = ("resolved on each machine: $ROUTER_PYTHON, the user's own install, "
+                   "router or python3 on PATH (docs/guide.md)")
 EXTENSION_NAME = "pi-policy-router"
 CONFIG_NAME = "router-bridge.json"
 PROJECT_DIR = ".pi"
@@ -33,10 +38,10 @@ def serve_command() -> list[str]:
     return [sys.executable, "-P", "-m", "router", "serve"]
 
 
-def expected_files(created: list[str] | None = None) -> dict[str, str]:
+def expected_files(created: list[str] | None = None, *, project: bool = False) -> dict[str, str]:
     """The files an install writes; `created` records the project folders the install made."""
     files = {name: (BRIDGE_SOURCE / name).read_text(encoding="utf-8") for name in BRIDGE_FILES}
-    config: dict[str, Any] = {"command": serve_command()}
+    config: dict[str, Any] = {"sidecar": PROJECT_SIDECAR} if project else {"command": serve_command()}
     if created:
         config["created"] = created
     files[CONFIG_NAME] = json.dumps(config, indent=2) + "\n"
@@ -49,20 +54,38 @@ def install(*, agent: Path, cwd: Path, project: bool) -> tuple[int, str]:
     created = _created_folders(target, cwd) if project else []
     target.mkdir(parents=True, exist_ok=True)
     changed = []
-    for name, text in expected_files(created).items():
+    for name, text in expected_files(created, project=project).items():
         path = target / name
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
             changed.append(name)
+    stale = _remove_stale(target)
     scope = "project" if project else "user"
-    if not changed:
+    if not changed and not stale:
         return 0, f"the bridge is already installed ({scope}): {target}"
-    lines = [f"installed the bridge ({scope}): {target}", f"updated: {', '.join(changed)}",
-             f"sidecar: {' '.join(serve_command())}"]
+    lines = [f"installed the bridge ({scope}): {target}"]
+    lines += [f"updated: {', '.join(changed)}"] if changed else []
+    lines += [f"removed: {', '.join(stale)} (no longer part of the bridge)"] if stale else []
+    lines.append(f"sidecar: {_sidecar_note(agent) if project else ' '.join(serve_command())}")
     if project:
         lines.append("note: Pi loads project extensions only once the project is trusted (/trust)")
     lines.append("next: router doctor")
     return 0, "\n".join(lines)
+
+
+def _remove_stale(target: Path) -> list[str]:
+    """Remove the `.ts` modules an older bridge had and this one has not; their names."""
+    stale = sorted(p.name for p in target.glob("*.ts") if p.name not in BRIDGE_FILES)
+    for name in stale:
+        (target / name).unlink()
+    return stale
+
+
+def _sidecar_note(agent: Path) -> str:
+    """How a project install finds the sidecar, and what it resolves to here."""
+    from router.commands.sidecar_command import resolve  # it reads the user's config through this module
+
+    return f"resolved on each machine; here {resolve(os.environ, agent).describe()}"
 
 
 def _created_folders(target: Path, cwd: Path) -> list[str]:
@@ -119,5 +142,6 @@ def installed_state(*, agent: Path, cwd: Path) -> list[tuple[str, Path, bool]]:
         if (target / "index.ts").is_file():
             current = all((target / n).is_file() and (target / n).read_text(encoding="utf-8") == t
                           for n, t in expected.items() if n != CONFIG_NAME)
+            current = current and not any(p.name not in BRIDGE_FILES for p in target.glob("*.ts"))
             found.append((scope, target, current))
     return found

@@ -62,11 +62,13 @@ def _prices(raw: Any) -> dict[str, Any] | None:
 
 
 def _choice(raw: Any) -> dict[str, Any] | None:
-    if not isinstance(raw, Mapping) or not raw.get("id"):
+    """A model Pi's route request names with its level: `{model: {provider, id, …}, thinkingLevel}`."""
+    model = _map(_map(raw).get("model"))
+    if not model.get("id"):
         return None
-    provider, model_id = str(raw.get("provider") or ""), str(raw.get("id"))
+    provider, model_id = str(model.get("provider") or ""), str(model.get("id"))
     return {"ref": f"{provider}/{model_id}", "provider": provider, "id": model_id,
-            "thinking_level": raw.get("thinkingLevel")}
+            "thinking_level": _map(raw).get("thinkingLevel")}
 
 
 def _usage(raw: Any) -> dict[str, Any] | None:
@@ -128,10 +130,11 @@ def _context(p: Raw) -> dict[str, Any]:
 
 
 def _route(p: Raw) -> dict[str, Any]:
-    virtual, raw_failed = _map(p.get("virtual")), _map(p.get("failed"))
+    virtual, raw_failed = _map(p.get("model")), _map(p.get("failed"))
     failed = _choice(raw_failed)
     if failed is not None:
-        failed.update(stop_reason=raw_failed.get("stopReason"), error=raw_failed.get("errorMessage"))
+        message = _map(raw_failed.get("message"))
+        failed.update(stop_reason=message.get("stopReason"), error=message.get("errorMessage"))
     return {
         "reason": p.get("reason") or "user",
         "virtual": {"provider": virtual.get("provider", ""), "id": virtual.get("id", ""),
@@ -176,7 +179,7 @@ def _text_or_none(value: Any) -> str | None:
 
 def _compaction(p: Raw) -> dict[str, Any]:
     return {"reason": p.get("reason") or "manual", "by_router": bool(p.get("byRouter")),
-            "tokens_before": p.get("tokensBefore"), "error": str(p.get("error") or ""),
+            "tokens_before": p.get("tokensBefore"), "error": str(p.get("errorMessage") or ""),
             "aborted": bool(p.get("aborted"))}
 
 

@@ -1,6 +1,7 @@
 """Install and run a pinned Pi 1.6.0 on Node 22 for end-to-end tests.
 
-Pi is always started as ``<node22> <cli.js> ...`` (the machine's own node may be too old).
+Pi is always started as ``<node22> <cli.js> ...`` (the machine's own node may be too old). The same
+cache holds a pinned TypeScript, whose ``tsc`` type-checks the bridge against Pi's own ``.d.ts``.
 CLI for CI: ``python tests/e2e/pi_harness.py install [--cache-dir DIR]``.
 This module imports nothing from the project so the CLI runs without it on sys.path.
 """
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 PI_PACKAGE = "@earendil-works/pi-coding-agent"
 PI_VERSION = "1.6.0"
 NODE_MAJOR = "22"
+TYPESCRIPT_VERSION = "5.9.3"
 CLI_RELATIVE = Path("dist/bundle/cli.js")
 DEFAULT_CACHE = Path("~/.cache/pi-policy-router/pi-1.6.0")
 INSTALL_TIMEOUT_S = 900
@@ -52,6 +54,18 @@ class PiInstall:
     cli: Path
     bin_dir: Path
     """Holds the ``pi`` shim (``exec <node22> <cli.js> "$@"``)."""
+    tsc: Path
+    """TypeScript's ``tsc`` script (run it with ``node``)."""
+
+    @property
+    def pi_package(self) -> Path:
+        """The installed Pi package (its ``dist/*.d.ts`` are the types the bridge imports)."""
+        return self.root / "node_modules" / PI_PACKAGE
+
+    @property
+    def node_modules(self) -> Path:
+        """The cache's ``node_modules`` (Pi, its dependencies, ``@types/node``, TypeScript)."""
+        return self.root / "node_modules"
 
     def command(self, *args: str) -> list[str]:
         """The argv that runs Pi with ``args``."""
@@ -99,16 +113,18 @@ def _layout(root: Path) -> PiInstall:
         node=modules / node_package() / "bin" / "node",
         cli=modules / PI_PACKAGE / CLI_RELATIVE,
         bin_dir=root / "bin",
+        tsc=modules / "typescript" / "bin" / "tsc",
     )
 
 
 def is_installed(root: Path) -> bool:
-    """Whether ``root`` already holds Pi 1.6.0 and a Node 22 binary."""
+    """Whether ``root`` already holds Pi 1.6.0, a Node 22 binary and the pinned TypeScript."""
     layout = _layout(root)
     node_version = _installed_version(root, node_package()) or ""
     return (
         _installed_version(root, PI_PACKAGE) == PI_VERSION
         and node_version.split(".")[0] == NODE_MAJOR
+        and _installed_version(root, "typescript") == TYPESCRIPT_VERSION
         and layout.node.is_file()
         and layout.cli.is_file()
     )
@@ -121,7 +137,8 @@ def _npm_install(root: Path) -> None:
     root.mkdir(parents=True, exist_ok=True)
     manifest = {
         "private": True,
-        "dependencies": {PI_PACKAGE: PI_VERSION, node_package(): NODE_MAJOR},
+        "dependencies": {PI_PACKAGE: PI_VERSION, node_package(): NODE_MAJOR,
+                         "typescript": TYPESCRIPT_VERSION},
     }
     (root / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
     cmd = [npm, "install", "--no-audit", "--no-fund", "--loglevel=error"]
@@ -164,7 +181,8 @@ def ensure_pi(cache_dir: Path | None = None) -> PiInstall:
                 _npm_install(root)
             if not is_installed(root):
                 raise PiInstallError(
-                    f"after npm install, {PI_PACKAGE}@{PI_VERSION} or Node {NODE_MAJOR} is missing"
+                    f"after npm install, {PI_PACKAGE}@{PI_VERSION}, Node {NODE_MAJOR} or "
+                    f"typescript@{TYPESCRIPT_VERSION} is missing"
                 )
             install = _layout(root)
             _write_shim(install)
@@ -389,6 +407,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
                 "node": str(result.node),
                 "cli": str(result.cli),
                 "bin_dir": str(result.bin_dir),
+                "tsc": str(result.tsc),
             },
             indent=2,
         )

@@ -1,0 +1,86 @@
+/**
+ * Dialogs: Pi's `ctx.ui.select/confirm/input/editor` patched so that a rule may answer them
+ * (`dialog` events), the rpiv questionnaire bus (`question` events from `rpiv:ask-user:prompt`),
+ * and the engine's own `ask` request, which always goes to Pi's native dialogs.
+ */
+import type { AskParams, ExtensionContext, ExtensionUIContext } from "./types.ts";
+import { answerValue } from "./apply.ts";
+import { excerpt } from "./branch.ts";
+import type { BridgeState, NativeUi } from "./state.ts";
+import { attempt, errorText, isObject, logLine } from "./util.ts";
+
+const RPIV_PROMPT = "rpiv:ask-user:prompt";
+const RPIV_BLOCKED = "rpiv:ask-user:blocked";
+const PATCHED = "__routerPatched";
+
+type PatchedUi = ExtensionUIContext & { [PATCHED]?: boolean };
+
+export function patchUi(state: BridgeState, ctx: ExtensionContext | null): void {
+	const ui = ctx?.ui as PatchedUi | undefined;
+	if (!ui || ui[PATCHED]) return;
+	const native: NativeUi = {
+		select: ui.select.bind(ui), confirm: ui.confirm.bind(ui), input: ui.input.bind(ui), editor: ui.editor.bind(ui),
+		custom: typeof ui.custom === "function" ? ui.custom.bind(ui) : null,
+	};
+	state.nativeUi = native;
+	const ask = async <T>(kind: string, payload: object, fallback: () => Promise<T>): Promise<T> => {
+		const replies = await state.forward("dialog", { kind, ...payload, excerpt: excerpt(state.ctx) }, state.ctx);
+		const value = answerValue(replies);
+		return value !== undefined ? (value as T) : fallback();
+	};
+	try {
+		ui.select = (title, options, opts) => ask("select", { title, options }, () => native.select(title, options, opts));
+		ui.confirm = async (title, message, opts) =>
+			Boolean(await ask("confirm", { title, message }, () => native.confirm(title, message, opts)));
+		ui.input = (title, placeholder, opts) => ask("input", { title, placeholder }, () => native.input(title, placeholder, opts));
+		ui.editor = (title, prefill) => ask("editor", { title, prefill }, () => native.editor(title, prefill));
+		const nativeCustom = native.custom;
+		if (nativeCustom) {
+			ui.custom = async <T>(...args: Parameters<ExtensionUIContext["custom"]>): Promise<T> => {
+				const decided = state.pendingCustom;
+				state.pendingCustom = null;
+				const value = decided ? await decided : undefined;
+				return value !== undefined && value !== null ? (value as T) : nativeCustom<T>(...(args as Parameters<typeof nativeCustom<T>>));
+			};
+		}
+		ui[PATCHED] = true;
+	} catch (error) {
+		logLine(`cannot patch ctx.ui: ${errorText(error)}`);
+	}
+}
+
+/**
+ * The rpiv questionnaire protocol, as the original pi-decision-router answers it: an extension
+ * emits `rpiv:ask-user:prompt` with a questionnaire on Pi's event bus, then opens
+ * `ctx.ui.custom`. The questionnaire is sent as a `question` event (source "event"); the answer a
+ * rule gives is what that `custom` call returns, and without one Pi's own `custom` runs. When the
+ * engine fails (no result at all), `custom` returns the protocol's cancelled answer, as the
+ * original does when its decision throws. `rpiv:ask-user:blocked` with `active: false` drops a
+ * pending answer.
+ */
+export function listenToQuestionnaires(state: BridgeState): void {
+	const cancelled = () => ({ answers: [], cancelled: true });
+	attempt(() => state.pi.events.on(RPIV_PROMPT, (payload: unknown) => {
+		if (!state.subscribed.has("question")) return;
+		state.pendingCustom = state.forward("question", {
+			toolName: RPIV_PROMPT, source: "event", input: payload, excerpt: excerpt(state.ctx),
+		}, state.ctx)
+			.then((replies) => (replies === undefined ? cancelled() : (replies.answer?.value ?? null)))
+			.catch(cancelled);
+	}), undefined);
+	attempt(() => state.pi.events.on(RPIV_BLOCKED, (payload: unknown) => {
+		if (isObject(payload) && payload.active === false) state.pendingCustom = null;
+	}), undefined);
+}
+
+/** The engine's `ask`: a question to the human through Pi's own dialogs (null without a UI). */
+export async function askUser(state: BridgeState, params: AskParams): Promise<{ value: unknown }> {
+	const ui = state.nativeUi ?? state.ctx?.ui;
+	if (!state.ctx?.hasUI || !ui) return { value: null };
+	if (params.confirm) return { value: (await ui.confirm(String(params.title ?? ""), String(params.message ?? ""))) === true };
+	if (params.select) {
+		const options = Array.isArray(params.select) ? params.select.map(String) : [String(params.select)];
+		return { value: (await ui.select(String(params.title ?? ""), options)) ?? null };
+	}
+	return { value: (await ui.input(String(params.title ?? ""), params.placeholder ?? undefined)) ?? null };
+}

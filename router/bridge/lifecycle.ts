@@ -1,0 +1,215 @@
+/**
+ * The sidecar's lifecycle: the `hello` at Pi's start (preload) and in `session_start`, restarts
+ * with back-off after a failure (the user is told once per outage, and again when it is back), and
+ * the shutdown in `session_shutdown`.
+ */
+import type { ExtensionContext, HelloParams, HelloResult, Json, ModelInfo, RegistryFacts } from "./types.ts";
+import { declare } from "./declarations.ts";
+import { type BridgeState, setStatus, warn } from "./state.ts";
+import { showTrust, trustFacts } from "./trust.ts";
+import { attempt, errorText, isObject, logLine, modelInfo } from "./util.ts";
+
+export const PROTOCOL = 1;
+export const EVENT_TIMEOUT_MS = Number(process.env.ROUTER_BRIDGE_TIMEOUT_MS) || 1500;
+/** The wait for the sidecar's first word on `hello` (its answer, or the progress it sends before loading). */
+export const HELLO_TIMEOUT_MS = Number(process.env.ROUTER_BRIDGE_HELLO_TIMEOUT_MS) || 2000;
+const PRELOAD_LOAD_MS = 5000; // loading at startup delays Pi's start: at most this long
+const MAX_BACKOFF_MS = 30000;
+const SHUTDOWN_MS = 500;
+const STATE_ENTRY = "pi-policy-router.state";
+
+/** The transport lost the sidecar (crash, protocol error): restart it, telling the user once. */
+export function handleExit(state: BridgeState, reason: string): void {
+	state.ready = false;
+	if (state.preloading) {
+		logLine(`router: ${reason} (while loading the policy declarations)`);
+		return;
+	}
+	if (state.stopping) return;
+	state.failures += 1;
+	if (!state.outage) {
+		state.outage = true;
+		warn(state, `router: ${reason}; Pi continues without the policy and the router restarts`);
+		setStatus(state, "router: offline (restarting)");
+	} else {
+		logLine(`router: ${reason}`);
+	}
+	scheduleRestart(state);
+}
+
+/** An event failed (timeout, error answer): the sidecar is replaced as after a crash. */
+export function lostEngine(state: BridgeState, reason: string): void {
+	if (!state.ready) return;
+	state.ready = false;
+	state.sidecar.stop();
+	handleExit(state, reason);
+}
+
+function scheduleRestart(state: BridgeState): void {
+	if (state.restartTimer || state.stopping) return;
+	const delay = Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.max(0, state.failures - 1));
+	state.restartTimer = setTimeout(() => {
+		state.restartTimer = null;
+		void ensureStarted(state, state.ctx);
+	}, delay);
+	state.restartTimer.unref();
+}
+
+export async function ensureStarted(state: BridgeState, ctx: ExtensionContext | null): Promise<boolean> {
+	if (state.ready) return true;
+	if (state.stopping || !ctx) return false;
+	if (!state.starting) state.starting = start(state, ctx).finally(() => (state.starting = null));
+	return state.starting;
+}
+
+function checkProtocol(hello: HelloResult | null): asserts hello is HelloResult {
+	if (hello?.protocol !== PROTOCOL) throw new Error(`engine speaks protocol ${hello?.protocol}, bridge ${PROTOCOL}`);
+}
+
+async function start(state: BridgeState, ctx: ExtensionContext): Promise<boolean> {
+	if (state.preloadFailure !== null) {
+		// the sidecar just failed to say hello at startup: Pi starts without waiting once more
+		const reason = state.preloadFailure;
+		state.preloadFailure = null;
+		return failedStart(state, reason);
+	}
+	try {
+		state.sidecar.start(ctx.cwd ?? process.cwd());
+		const hello = await state.sidecar.call<HelloResult | null>("hello", await helloParams(state, ctx), HELLO_TIMEOUT_MS);
+		checkProtocol(hello);
+		declare(state, hello);
+		state.ready = true;
+		state.failures = 0;
+		showHelloWarnings(state, hello);
+		showTrust(state, hello.trust);
+		state.helloAnswered = true;
+		if (state.outage) {
+			state.outage = false;
+			logLine("router: sidecar back");
+			const now = state.ctx;
+			if (now?.hasUI) attempt(() => now.ui.notify("router: policy engine is back", "info"), undefined);
+			setStatus(state, undefined);
+		}
+		return true;
+	} catch (error) {
+		state.sidecar.stop();
+		return failedStart(state, errorText(error));
+	}
+}
+
+function failedStart(state: BridgeState, reason: string): false {
+	state.ready = false;
+	state.failures += 1;
+	if (!state.outage) {
+		state.outage = true;
+		warn(state, `router: the policy engine did not start (${reason}); Pi continues without it`);
+		setStatus(state, "router: offline (restarting)");
+	}
+	scheduleRestart(state);
+	return false;
+}
+
+/** Warnings of a `hello` answer, each shown once (a second hello repeats them). */
+function showHelloWarnings(state: BridgeState, hello: HelloResult): void {
+	for (const text of hello.warnings ?? []) {
+		if (state.shownWarnings.has(text)) continue;
+		state.shownWarnings.add(text);
+		warn(state, `router: ${text}`);
+	}
+}
+
+/**
+ * Pi resolves `--model`, `defaultModel` and a resumed session's model before `session_start`,
+ * and it only knows the virtual models registered while the factories run. So the factory starts
+ * the sidecar and says hello (no UI yet; the engine decides whether the project layer applies)
+ * to register the policy's declarations in time. `session_start` says hello again with the real context.
+ */
+export async function preload(state: BridgeState): Promise<void> {
+	const cwd = process.cwd();
+	state.preloading = true;
+	try {
+		state.sidecar.start(cwd);
+		const params: HelloParams = {
+			protocol: PROTOCOL, cwd, mode: null, hasUI: false, state: null, models: [], preload: true, ...trustFacts(state),
+		};
+		const hello = await state.sidecar.call<HelloResult | null>("hello", params, HELLO_TIMEOUT_MS, undefined, PRELOAD_LOAD_MS);
+		checkProtocol(hello);
+		declare(state, hello);
+		if (hello.trust?.state === "approved") state.approvedDigest = hello.trust.digest ?? null;
+		state.helloAnswered = true;
+		state.ready = true;
+	} catch (error) {
+		logLine(`router: could not load the policy declarations at startup: ${errorText(error)}`);
+		state.preloadFailure = errorText(error);
+		state.ready = false;
+		state.sidecar.stop();
+	} finally {
+		state.preloading = false;
+	}
+}
+
+/** `session_start`: hello again with the real context (or start the sidecar); false when it is not running. */
+export async function sessionStart(state: BridgeState, ctx: ExtensionContext): Promise<boolean> {
+	state.ctx = ctx;
+	state.stopping = false;
+	if (!state.ready) return ensureStarted(state, ctx);
+	const hello = await state.sidecar.call<HelloResult | null>("hello", await helloParams(state, ctx), HELLO_TIMEOUT_MS).catch(() => null);
+	if (hello) {
+		declare(state, hello);
+		showHelloWarnings(state, hello);
+		showTrust(state, hello.trust);
+		state.helloAnswered = true;
+	}
+	return true;
+}
+
+/** `session_shutdown`: no restarts any more; the sidecar is asked to finish, then stopped. */
+export async function shutdown(state: BridgeState): Promise<void> {
+	state.stopping = true;
+	if (state.restartTimer) clearTimeout(state.restartTimer);
+	if (state.ready) await state.sidecar.call("shutdown", {}, SHUTDOWN_MS).catch(() => undefined);
+	state.ready = false;
+	state.sidecar.stop();
+}
+
+async function helloParams(state: BridgeState, ctx: ExtensionContext): Promise<HelloParams> {
+	return {
+		protocol: PROTOCOL, cwd: ctx.cwd, mode: ctx.mode, hasUI: !!ctx.hasUI,
+		state: restoredState(ctx), models: availableModels(ctx), registry: await registryFacts(ctx), ...trustFacts(state),
+	};
+}
+
+/**
+ * What Pi's registry knows beyond the available chat models, for the engine to check refs
+ * against: the provider ids and the classifier models it lists (a provider that discovers its
+ * models at run time, such as llama.cpp, lists none until asked).
+ */
+async function registryFacts(ctx: ExtensionContext): Promise<RegistryFacts> {
+	const registry = ctx?.modelRegistry;
+	const providers = new Set<string>(attempt(() => registry.getRegisteredProviderIds(), []));
+	for (const m of attempt(() => registry.getAll(), [])) providers.add(String(m.provider));
+	let classifiers: string[] = [];
+	try {
+		classifiers = ((await registry.getModelsOfType("classifier")) ?? []).map((m) => `${m.provider}/${m.id}`);
+	} catch {
+		// an older Pi without model types: nothing to check against
+	}
+	return { providers: [...providers], classifiers };
+}
+
+/** The per-session state stored on the branch (the last `pi-policy-router.state` entry), or null. */
+function restoredState(ctx: ExtensionContext): Json {
+	const branch = attempt(() => ctx.sessionManager.getBranch(), []);
+	for (let i = branch.length - 1; i >= 0; i--) {
+		const entry = branch[i];
+		if (entry?.type === "custom" && entry.customType === STATE_ENTRY) {
+			const data: unknown = entry.data;
+			return isObject(data) && data.state !== undefined ? (data.state as Json) : null;
+		}
+	}
+	return null;
+}
+
+function availableModels(ctx: ExtensionContext): ModelInfo[] {
+	return attempt(() => ctx.modelRegistry.getAvailable(), []).map(modelInfo).filter((m): m is ModelInfo => m !== null);
+}

@@ -1,0 +1,41 @@
+/**
+ * Trust: what Pi says about it, for the engine to decide on (router/trust/store.py), and the engine's
+ * report shown in the status line. The bridge decides nothing.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import type { Json, TrustFacts, TrustReport } from "./types.ts";
+import { type BridgeState, setStatus } from "./state.ts";
+import { agentDir, isObject } from "./util.ts";
+
+/**
+ * `--approve` or `--no-approve` on Pi's command line, and `defaultProjectTrust` from the user's own
+ * `<agent dir>/settings.json` (never the merged settings: a project's `.pi/settings.json` must
+ * not vouch for itself). `approvedDigest` is the content the engine approved for this run at
+ * its first hello; a later hello (new session, restarted sidecar) approves only that content,
+ * never what the files hold by then.
+ */
+export function trustFacts(state: BridgeState, argv: readonly string[] = process.argv.slice(2)): TrustFacts {
+	let defaultProjectTrust: Json = null;
+	try {
+		const settings: unknown = JSON.parse(fs.readFileSync(path.join(agentDir(), "settings.json"), "utf8"));
+		if (isObject(settings)) defaultProjectTrust = (settings.defaultProjectTrust as Json | undefined) ?? null;
+	} catch {
+		defaultProjectTrust = null;
+	}
+	return {
+		approve: argv.includes("--approve") || argv.includes("-a"),
+		noApprove: argv.includes("--no-approve") || argv.includes("-na"),
+		settings: { defaultProjectTrust },
+		approvedDigest: state.approvedDigest, firstHello: !state.helloAnswered,
+	};
+}
+
+/** The engine's trust report: its status-line text, set when it changes (the message comes as a warning). */
+export function showTrust(state: BridgeState, trust: TrustReport | null | undefined): void {
+	if (trust?.state === "approved" && state.approvedDigest === null) state.approvedDigest = trust.digest ?? null;
+	const next: string | null = trust && typeof trust === "object" ? (trust.status ?? null) : null;
+	if (next === state.trustStatus) return;
+	state.trustStatus = next;
+	setStatus(state, next ?? undefined);
+}
