@@ -1,1 +1,2 @@
-"""testing: see docs/architecture.md."""
+"""`router test`: policy tests and inline examples run through the interpreter (`runner`).
+"""

@@ -1,1 +1,3 @@
-"""query: see docs/architecture.md."""
+"""JMESPath `match`: parsed once with the shared helper functions (`query`), compiled to closures
+(`compiler`).
+"""
