@@ -8,15 +8,10 @@ from pathlib import Path
 
 from router.commands.replay import Options as Options
 from router.commands.replay import load_policy, read_inputs, warn_problems
-from router.diagnostics.errors import RouterError
 from router.replay import diff
 from router.replay.sources import replay_all
 
 RENDER = {"text": diff.render_text, "markdown": diff.render_markdown, "json": diff.render_json}
-
-
-class RevisionError(RouterError):
-    """A git revision that could not be read."""
 
 
 def run(old: str, new: str, options: Options, *, fmt: str, fail_on_change: bool) -> tuple[int, str]:

@@ -26,6 +26,7 @@ from router.compile.compiled import (
 )
 from router.diagnostics.diagnostic import Span
 from router.lang.expr.expression import Template, compile_expression, compile_template
+from router.lang.expr.trees import map_leaves
 from router.lang.query.query import compile_query
 from router.trust.capabilities import CapabilityUse, Confinement, Refusal
 
@@ -114,24 +115,18 @@ def save(path: Path, policy: CompiledPolicy, candidates: list[Path], *,
 
 
 def _sources(tree: Any) -> Any:
-    if isinstance(tree, Template):
-        return tree.source
-    if isinstance(tree, dict):
-        return {k: _sources(v) for k, v in tree.items()}
-    if isinstance(tree, list):
-        return [_sources(v) for v in tree]
-    return tree
+    return map_leaves(tree, lambda value: value.source if isinstance(value, Template) else value)
 
 
 def _templates(tree: Any) -> Any:
-    if isinstance(tree, str):
-        template = compile_template(tree)
-        return tree if template.expression is None else template
-    if isinstance(tree, dict):
-        return {k: _templates(v) for k, v in tree.items()}
-    if isinstance(tree, list):
-        return [_templates(v) for v in tree]
-    return tree
+    return map_leaves(tree, _template)
+
+
+def _template(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    template = compile_template(value)
+    return value if template.expression is None else template
 
 
 def _span(span: Span | None) -> list[Any] | None:

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from router.compile.vars import resolve_vars
 from router.diagnostics.diagnostic import Diagnostic, Span
-from router.lang.expr.expression import Expression, Template
+from router.lang.expr.expression import Expression
 from router.lang.query.query import Query
+from router.lang.truth import expression_truthy
 from router.trust.capabilities import CapabilityUse, Confinement, Refusal
 
 if TYPE_CHECKING:  # the serve path loads compiled policies without pydantic
@@ -66,8 +67,8 @@ class CompiledRule:
         if self.match is not None:
             conditions.append(("match", self.match, self.match.run))
         if self.when is not None and self.when.run is not None:
-            run = self.when.run  # Python truthiness for expressions: 0, '' and [] are false
-            conditions.append(("when", self.when, lambda scope: bool(run(scope))))
+            run = self.when.run  # expression truthiness (router/lang/truth.py)
+            conditions.append(("when", self.when, lambda scope: expression_truthy(run(scope))))
         object.__setattr__(self, "conditions", tuple(conditions))
         runs = [(self.match.run, False)] if self.match is not None else []
         if self.when is not None and self.when.run is not None:
@@ -143,5 +144,3 @@ class CompiledPolicy:
         return next((r for r in self.rules if r.id == rule_id), None)
 
 
-def is_template(value: Any) -> bool:
-    return isinstance(value, Template)

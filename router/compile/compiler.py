@@ -45,6 +45,7 @@ from router.lang.expr.expression import (
     compile_expression,
     compile_template,
 )
+from router.lang.expr.trees import templates_in
 from router.lang.functions import FUNCTIONS
 from router.lang.query.query import JMESPATH_ARITY, JMESPATH_BUILTINS, Query, compile_query
 from router.load.loader import MAX_RULES, PolicyFile, load_layers, too_many_rules
@@ -814,13 +815,7 @@ def _signal_deps(sig: CompiledSignal) -> set[str]:
 
 
 def _templates(tree: Any) -> list[Expression | None]:
-    if isinstance(tree, Template):
-        return [tree.expression]
-    if isinstance(tree, dict):
-        return [e for v in tree.values() for e in _templates(v)]
-    if isinstance(tree, list):
-        return [e for v in tree for e in _templates(v)]
-    return []
+    return [template.expression for template in templates_in(tree)]
 
 
 def _check_signal_cycles(signals: dict[str, CompiledSignal | None], ctx: _Context) -> None:

@@ -19,10 +19,6 @@ class SourceError(RouterError):
     """A policy file could not be read or parsed as YAML."""
 
 
-class PolicyError(RouterError):
-    """A policy is structurally invalid or does not compile."""
-
-
 class EventError(RouterError):
     """An event document does not fit the normalized event model."""
 

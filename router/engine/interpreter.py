@@ -28,7 +28,9 @@ from router.engine.vars_memo import VarsMemo
 from router.lang.budget import Budget, BudgetExceeded
 from router.lang.expr.expression import Evaluator, Expression, Template, expression_error, python_error
 from router.lang.expr.layered import Layered
+from router.lang.expr.trees import map_leaves
 from router.lang.query.query import Query
+from router.lang.truth import expression_truthy, match_truthy
 from router.trust.capabilities import Confinement, Refused, check_rendered
 
 
@@ -151,6 +153,7 @@ class _Run:
                             value = run(scope)
                             if value is True:
                                 continue
+                            # lang/truth.py's two rules, inlined on the hot path
                             if value is None or value is False or (not value if python_truth else (
                                     value == "" or value == [] or value == {})):
                                 matched = False
@@ -200,7 +203,7 @@ class _Run:
                 self._error(rule, f"{kind} failed: {error.message}",
                             rule.match_span if kind == "match" else rule.when_span, error.code)
                 return False
-            if value is None or value is False or value == "" or value == [] or value == {}:
+            if not match_truthy(value):  # `when` conditions are already booleans (compiled.py)
                 if self.tracer:
                     self._trace_condition(rule, kind, cond, value, False)
                 return False
@@ -223,7 +226,7 @@ class _Run:
                     else self._evaluator(rule).value(part)
             except (ExpressionError, SignalNeeded):
                 continue
-            if not _truthy(part_value):
+            if not (match_truthy if isinstance(part, Query) else expression_truthy)(part_value):
                 self._trace("miss", rule, f"first miss: {part.source}{self._bindings(rule, part)}",
                             depth=1, span=span)
                 return
@@ -364,21 +367,8 @@ def _short(source: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _truthy(value: Any) -> bool:
-    """JMESPath truthiness: false, null, '', [] and {} are false; 0 is true."""
-    if value is None or value is False:
-        return False
-    return not (isinstance(value, (str, list, dict, tuple)) and not value)
-
-
 def _render(evaluator: Evaluator, tree: Any) -> Any:
-    if isinstance(tree, Template):
-        return evaluator.render(tree)
-    if isinstance(tree, dict):
-        return {k: _render(evaluator, v) for k, v in tree.items()}
-    if isinstance(tree, list):
-        return [_render(evaluator, v) for v in tree]
-    return tree
+    return map_leaves(tree, lambda value: evaluator.render(value) if isinstance(value, Template) else value)
 
 
 def _signal_request(spec: CompiledSignal, evaluator: Evaluator, rule_id: str,
@@ -388,7 +378,7 @@ def _signal_request(spec: CompiledSignal, evaluator: Evaluator, rule_id: str,
     params = _render(evaluator, spec.request) or {}
     questions = {}
     for q in spec.questions:
-        if q.when is not None and not _truthy(evaluator.value(q.when)):
+        if q.when is not None and not expression_truthy(evaluator.value(q.when)):
             continue
         questions[q.name] = {"type": q.type, "instructions": q.instructions, "criteria": q.criteria}
     confined = spec.confined if confinement is not None else {}

@@ -39,7 +39,6 @@ class BufferTracer:
         self.events.append(event)
 
 
-FILTERS = ("full", "fails", "matched")
 
 
 def filter_events(events: list[TraceEvent], mode: str) -> list[TraceEvent]:

@@ -10,6 +10,7 @@ from typing import Any
 from router.compile.compiled import CompiledPolicy, CompiledRule
 from router.diagnostics.diagnostic import Diagnostic, Severity, Span
 from router.lang.expr.expression import Expression, Template
+from router.lang.expr.trees import templates_in
 from router.lang.query.query import Query
 from router.lint import check
 from router.lint import readability as _readability  # noqa: F401  (registers RT332)
@@ -154,13 +155,7 @@ def _rule_paths(rule: CompiledRule) -> list[tuple[str, ...]]:
 
 
 def _templates(tree: Any) -> list[Template]:
-    if isinstance(tree, Template):
-        return [tree]
-    if isinstance(tree, dict):
-        return [t for v in tree.values() for t in _templates(v)]
-    if isinstance(tree, list):
-        return [t for v in tree for t in _templates(v)]
-    return []
+    return templates_in(tree)
 
 
 def _used_paths(policy: CompiledPolicy) -> set[tuple[str, str]]:

@@ -7,6 +7,7 @@ from typing import Any
 
 from router.compile.compiled import CompiledPolicy
 from router.diagnostics.diagnostic import Diagnostic, Severity
+from router.lang.expr.trees import leaves
 from router.lint import check
 from router.load.source import KeyPath, SourceDoc, format_key_path
 
@@ -37,14 +38,9 @@ def placeholders(text: str) -> list[str]:
 
 
 def _template_values(value: Any, key_path: KeyPath) -> Iterator[tuple[KeyPath, str]]:
-    if isinstance(value, str):
-        yield from ((key_path, p) for p in placeholders(value))
-    elif isinstance(value, dict):
-        for key, inner in value.items():
-            yield from _template_values(inner, (*key_path, key))
-    elif isinstance(value, list):
-        for index, inner in enumerate(value):
-            yield from _template_values(inner, (*key_path, index))
+    for path, leaf in leaves(value, key_path):
+        if isinstance(leaf, str):
+            yield from ((path, p) for p in placeholders(leaf))
 
 
 def _file_expressions(data: dict[str, Any]) -> Iterator[tuple[KeyPath, str]]:

@@ -27,6 +27,7 @@ from router.diagnostics.errors import ExpressionError
 from router.lang.budget import spend
 from router.lang.expr.compiler import as_text
 from router.lang.functions import type_name
+from router.lang.truth import expression_truthy
 
 if TYPE_CHECKING:
     from router.lang.expr.expression import Expression
@@ -268,7 +269,7 @@ def _render(nodes: tuple[Node, ...], scope: Mapping[str, Any], out: list[str], l
                     _render(node.body, Layered(scope, {node.name: item}), out, length)
             else:
                 for condition, body in node.branches:
-                    if condition is None or run_expression(condition, scope):
+                    if condition is None or expression_truthy(run_expression(condition, scope)):
                         _render(body, scope, out, length)
                         break
         except ExpressionError as exc:

@@ -66,10 +66,6 @@ class Layered(Mapping[str, Any]):
         """Compute the bindings again at their next read."""
         self._done.clear()
 
-    def with_values(self, values: Mapping[str, Any]) -> Layered:
-        """This scope with more fixed names on top (a template loop's name)."""
-        return Layered(self, values)
-
     def __getitem__(self, name: str) -> Any:
         if name in self.local or name in self.lazy:
             return self.get(name)
