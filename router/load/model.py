@@ -93,12 +93,34 @@ class SlotSignal(_Model):
     wait_ms: int | str = 30000
 
 
+class ProbeQuestion(_Model):
+    """The one question a probe asks a classifier (any answer proves it works)."""
+
+    instructions: str = Field(description="template: what the classifier is asked")
+    criteria: dict[str, str] | str = Field(description="the answers it may give, each with its "
+                                           "meaning (or a template that gives that object)")
+
+
 class ProbeSignal(_Model):
-    """Check models live: a classifier call or a tiny completion each; a list of results."""
+    """Check models live: a classifier call or a tiny completion each; a list of results.
+
+    The policy words both calls: `prompt` is what each chat model is sent, `question` what the
+    classifier is asked (each required when the signal names models, or a classifier)."""
 
     classifier: str | None = Field(None, description="template: a classifier model ref")
     models: list[str] | str = Field(default_factory=list, description="template: chat model refs")
+    prompt: str | None = Field(None, description="template: the completion each chat model gets")
+    question: ProbeQuestion | None = Field(None, description="the classifier's question")
     timeout_ms: int | str = 10000
+
+    @model_validator(mode="after")
+    def _worded(self) -> ProbeSignal:
+        if self.models and self.prompt is None:
+            raise ValueError("a probe of chat models needs `prompt` (what each model is sent), "
+                             "e.g. prompt: Reply with the single word OK.")
+        if self.classifier is not None and self.question is None:
+            raise ValueError("a probe of a classifier needs `question: {instructions, criteria}`")
+        return self
 
 
 class ReadSignal(_Model):
