@@ -330,7 +330,8 @@ def test_validate_answers_missing_reason_and_confidence_take_the_arguments() -> 
         "source": "child-agent"}
     plain = run("validate_answers(p, q).q1", p=bare, q=questions)
     assert (plain["reason"], plain["confidence"], plain["source"]) == (None, None, None)
-    assert run("validate_answers(p, q, null, null, 'delegate').q1", p=bare, q=questions)["source"] == "delegate"
+    named = run("validate_answers(p, q, null, null, 'delegate').q1", p=bare, q=questions)
+    assert named["source"] == "delegate"
     given = {"answers": [{"value": "mvp", "reason": " fits ", "confidence": 5}]}
     assert run("validate_answers(p, q, 'picked', 0.6).q1", p=given, q=questions)["reason"] == "fits"
     assert run("validate_answers(p, q, 'picked', 0.6).q1", p=given, q=questions)["confidence"] == 1.0
