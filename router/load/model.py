@@ -231,6 +231,10 @@ class Command(_Model):
     completions: list[dict[str, str] | str] = Field(default_factory=list)
 
 
+RouteFallback = Literal["previous", "first_available"]
+ROUTE_FALLBACKS: tuple[RouteFallback, ...] = ("previous", "first_available")
+
+
 class VirtualModel(_Model):
     """A virtual model the bridge registers; each request sends a `route` event."""
 
@@ -240,6 +244,12 @@ class VirtualModel(_Model):
     thinking_levels: list[str] = Field(default_factory=lambda: ["off", "low", "medium", "high"])
     context_window: int | None = None
     max_tokens: int | None = None
+    fallback: list[RouteFallback] = Field(
+        default_factory=lambda: list(ROUTE_FALLBACKS),
+        description="where a request goes when no rule routes it (or routes it to a model Pi does "
+        "not have), tried in order: `previous` (the request's previous physical model), "
+        "`first_available` (Pi's first available model that is not virtual); none left: the "
+        "request fails")
 
 
 class Tool(_Model):
@@ -254,6 +264,54 @@ class Tool(_Model):
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object",
                                                                  "additionalProperties": True})
     sequential: bool = True
+    no_answer: str = Field(
+        "No automated answer is available; decide yourself or ask the user.",
+        description="the error text the tool call returns when no rule answers it")
+
+
+class ConfirmOption(_Model):
+    """One option of a confirm dialog's question."""
+
+    value: str = Field(min_length=1)
+    label: str = Field(min_length=1)
+    description: str | None = None
+
+
+class DialogLines(_Model):
+    """Per dialog kind, the label of the line after the title (`''`: the value alone)."""
+
+    confirm: str | None = Field(None, description="before a confirm's message")
+    input: str | None = Field(None, description="before an input's placeholder")
+    editor: str | None = Field(None, description="before an editor's prefilled value")
+
+
+class QuestionEvents(_Model):
+    """How the engine builds `question` and `dialog` events (`question_events:`).
+
+    Any field may instead be `"{vars.NAME}"`, the value of that var (so a layer can change it
+    through `vars:`); a field left out keeps the engine's default (docs/language.md)."""
+
+    tool_name: str | None = Field(None, description="a question's tool_name when the bridge names none")
+    excerpt_entries: int | str | None = Field(
+        None, description="how many of the last session entries the conversation excerpt holds")
+    context_chars: int | str | None = Field(
+        None, description="the cap of `context` (characters, the last ones)")
+    confirm_options: list[ConfirmOption] | str | None = Field(None, description="a confirm dialog's options")
+    dialog_lines: DialogLines | str | None = None
+
+
+class BusEvents(_Model):
+    """A protocol on Pi's event bus the bridge listens to (`bus_events:`).
+
+    `questionnaire`: an extension emits `prompt` with a questionnaire, then opens ctx.ui.custom;
+    the payload is sent as a `question` event (source `event`, tool_name the event's name) and
+    the answer a rule gives is what that custom call returns. `blocked` with `active: false`
+    drops a pending answer."""
+
+    protocol: Literal["questionnaire"] = Field(description="which protocol the bridge speaks")
+    prompt: str = Field(min_length=1, description="the bus event that carries the questionnaire")
+    blocked: str | None = Field(None, min_length=1,
+                                description="the bus event whose `active: false` drops a pending answer")
 
 
 class Policy(_Model):
@@ -277,6 +335,10 @@ class Policy(_Model):
     commands: list[Command] = Field(default_factory=list)
     virtual_models: list[VirtualModel] = Field(default_factory=list)
     tools: list[Tool] = Field(default_factory=list)
+    question_events: QuestionEvents | None = Field(None, description="how question and dialog "
+                                                   "events are built (wording, excerpt sizes)")
+    bus_events: list[BusEvents] = Field(default_factory=list, description="protocols on Pi's event "
+                                        "bus the bridge listens to (their events become `question` events)")
     skills: list[str] = Field(default_factory=list, description="Pi skill directories (or SKILL.md "
                               "files), relative to this file, that Pi lists while the policy is loaded")
     project_data: list[str] = Field(
