@@ -314,6 +314,34 @@ class BusEvents(_Model):
                                 description="the bus event whose `active: false` drops a pending answer")
 
 
+class SettingsImport(_Model):
+    """What `router import` moves into router.yaml for this pack (`import:`): a JSON settings
+    file of Pi's agent dir, as one var (`var`) or key by key (`keys`: JSON key -> var name);
+    `use:` gains the pack."""
+
+    file: str = Field(min_length=1, description="the settings file's name in Pi's agent dir, "
+                      "e.g. pi-cuttle.json (the default source)")
+    var: str | None = Field(None, description="the var the whole JSON object becomes")
+    keys: dict[str, str] | None = Field(None, description="JSON key -> the var its value becomes")
+
+    @field_validator("file")
+    @classmethod
+    def _inside_agent_dir(cls, value: str) -> str:
+        if Path(value).is_absolute() or ".." in Path(value).parts or value.startswith("~"):
+            raise ValueError(f"{value!r} is not a file name inside Pi's agent dir")
+        return value
+
+    @model_validator(mode="after")
+    def _one_target(self) -> SettingsImport:
+        if (self.var is None) == (self.keys is None):
+            raise ValueError("an import needs exactly one of `var` (the whole file) or `keys` "
+                             "(key by key)")
+        for name in [self.var] if self.var is not None else list((self.keys or {}).values()):
+            if not _ENV_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not a var name (letters, digits, _)")
+        return self
+
+
 class Policy(_Model):
     """A policy file (`.pi/router.yaml`, `~/.pi/agent/router.yaml` or a pack in rules/)."""
 
@@ -335,6 +363,8 @@ class Policy(_Model):
     commands: list[Command] = Field(default_factory=list)
     virtual_models: list[VirtualModel] = Field(default_factory=list)
     tools: list[Tool] = Field(default_factory=list)
+    import_: SettingsImport | None = Field(None, alias="import", description="what `router import` "
+                                           "moves from a JSON settings file into router.yaml")
     question_events: QuestionEvents | None = Field(None, description="how question and dialog "
                                                    "events are built (wording, excerpt sizes)")
     bus_events: list[BusEvents] = Field(default_factory=list, description="protocols on Pi's event "
