@@ -55,6 +55,13 @@ def compiled(tmp_path: Path, text: str = WORDED) -> Any:
     return policy
 
 
+def pack_policy(tmp_path: Path, pack: str) -> Any:
+    policy, diagnostics = load_policy(tmp_path, agent=tmp_path / "agent",
+                                      extra=[policy_file(tmp_path, f"use: [{pack}]\n")])
+    assert policy is not None, [d.message for d in diagnostics]
+    return policy
+
+
 EXCERPT = [{"role": "user", "text": "one"}, {"role": "assistant", "text": "two"},
            {"role": "user", "text": "three"}]
 
@@ -87,7 +94,7 @@ def test_without_a_declaration_the_engine_defaults_hold(tmp_path: Path) -> None:
 
 
 def test_the_decision_pack_declares_the_values_the_engine_defaults_to(tmp_path: Path) -> None:
-    policy, _ = load_policy(tmp_path, agent=tmp_path / "agent", extra=[policy_file(tmp_path, "use: [decision]\n")])
+    policy = pack_policy(tmp_path, "decision")
     assert policy is not None
     assert policy_question_settings(policy, {}) == DEFAULT_SETTINGS
     assert set(policy.question_events) == {"tool_name", "excerpt_entries", "context_chars",
@@ -99,8 +106,8 @@ def test_the_decision_pack_declares_the_values_the_engine_defaults_to(tmp_path: 
 
 
 def test_the_cuttle_pack_declares_its_route_fallback(tmp_path: Path) -> None:
-    policy, _ = load_policy(tmp_path, agent=tmp_path / "agent", extra=[policy_file(tmp_path, "use: [cuttle]\n")])
-    assert policy is not None and len(policy.virtual_models) == 6
+    policy = pack_policy(tmp_path, "cuttle")
+    assert len(policy.virtual_models) == 6
     assert {tuple(v["fallback"]) for v in policy.virtual_models} == {("previous", "first_available")}
 
 
@@ -118,7 +125,8 @@ def test_hello_sends_bus_events_no_answer_and_fallback(tmp_path: Path) -> None:
     (agent / "router.yaml").write_text(WORDED, encoding="utf-8")
     engine = Engine(FakeConnection(), cwd=cwd, agent=agent, extra=[])  # type: ignore[arg-type]
     hello = asyncio.run(engine.hello({"cwd": str(cwd)}))
-    assert hello["bus_events"] == [{"protocol": "questionnaire", "prompt": "x:prompt", "blocked": "x:blocked"}]
+    assert hello["bus_events"] == [
+        {"protocol": "questionnaire", "prompt": "x:prompt", "blocked": "x:blocked"}]
     assert [t["no_answer"] for t in hello["tools"]] == ["Nobody answered."]
     assert [v["fallback"] for v in hello["virtual_models"]] == [["first_available"]]
     result = asyncio.run(engine.event(1, {"type": "question", "payload": {"input": {}, "excerpt": EXCERPT},
