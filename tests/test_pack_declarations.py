@@ -129,6 +129,7 @@ def test_hello_sends_bus_events_no_answer_and_fallback(tmp_path: Path) -> None:
         {"protocol": "questionnaire", "prompt": "x:prompt", "blocked": "x:blocked"}]
     assert [t["no_answer"] for t in hello["tools"]] == ["Nobody answered."]
     assert [v["fallback"] for v in hello["virtual_models"]] == [["first_available"]]
+    assert hello["excerpt_entries"] == 2
     result = asyncio.run(engine.event(1, {"type": "question", "payload": {"input": {}, "excerpt": EXCERPT},
                                           "ctx": {}}))
     assert result["actions"][0]["params"]["text"] == "three"  # the sidecar builds events as declared

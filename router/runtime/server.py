@@ -25,6 +25,7 @@ from router.diagnostics.diagnostic import Diagnostic, has_errors
 from router.engine.decision import Decision, SignalOutcome
 from router.engine.interpreter import evaluate
 from router.events.normalize import model_catalog, normalize, registry_facts
+from router.events.questions import DEFAULT_SETTINGS
 from router.lang.budget import Budget
 from router.lang.jsonout import dumps
 from router.load.paths import agent_dir as default_agent_dir
@@ -137,7 +138,7 @@ class Engine:
         engine_commands = [policy_command.DECLARATION]
         if policy is None:
             return {"events": ["command"], "commands": engine_commands, "tools": [], "virtual_models": [],
-                    "skills": [], "bus_events": []}
+                    "skills": [], "bus_events": [], "excerpt_entries": DEFAULT_SETTINGS.excerpt_entries}
         return {
             "events": sorted({*policy.event_types, "command"}),
             "commands": [*policy.commands, *engine_commands],
@@ -145,6 +146,7 @@ class Engine:
             "virtual_models": list(policy.virtual_models),
             "skills": list(policy.skills),
             "bus_events": list(policy.bus_events),
+            "excerpt_entries": policy_question_settings(policy, self.env).excerpt_entries,
         }
 
     # --- requests -----------------------------------------------------------------------------
