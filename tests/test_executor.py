@@ -253,13 +253,21 @@ def test_compute_probe_classifier_and_models(tmp_path: Path) -> None:
             return {"answers": {"probe": "yes"}}
         return {"text": "OK"} if params["model"] == "fake/up" else {"error": "401"}
 
-    executor = Executor(bridge_replying(reply, []), cwd=str(tmp_path))
-    outcome = compute(executor, "probe", {"classifier": "llama.cpp/kev", "models": ["fake/up", "fake/down"]})
+    calls: list[Any] = []
+    executor = Executor(bridge_replying(reply, calls), cwd=str(tmp_path))
+    question = {"instructions": "Probe?", "criteria": {"yes": "y", "no": "n"}}
+    outcome = compute(executor, "probe", {"classifier": "llama.cpp/kev", "models": ["fake/up", "fake/down"],
+                                          "prompt": "Say OK.", "question": question})
     assert [(r["ref"], r["kind"], r["ok"], r["error"]) for r in outcome.result] == [
         ("llama.cpp/kev", "classifier", True, None), ("fake/up", "model", True, None),
         ("fake/down", "model", False, "401")]
-    single = compute(executor, "probe", {"models": "fake/up"})
+    assert calls[0][1]["questions"] == {"probe": {"type": "choice", **question}}
+    assert [c[1]["prompt"] for c in calls[1:]] == ["Say OK.", "Say OK."]
+    single = compute(executor, "probe", {"models": "fake/up", "prompt": "Say OK."})
     assert [r["ref"] for r in single.result] == ["fake/up"]
+    unworded = compute(executor, "probe", {"classifier": "l/k", "models": "fake/up"})
+    assert [r["error"] for r in unworded.result] == ["probe: the policy declares no classifier question",
+                                                     "probe: the policy declares no prompt"]
     assert compute(executor, "shell", {}).error == "unknown signal kind 'shell'"
 
 

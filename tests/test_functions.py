@@ -325,17 +325,19 @@ def test_helpers_wrong_types_raise_expression_error(source: str) -> None:
 def test_validate_answers_missing_reason_and_confidence_take_the_arguments() -> None:
     questions = [{"id": "q1", "options": [{"value": "mvp", "label": "MVP"}], "allow_other": False}]
     bare = {"answers": [{"value": "MVP"}]}
-    assert run("validate_answers(p, q, 'picked', 0.6).q1", p=bare, q=questions) == {
+    assert run("validate_answers(p, q, 'picked', 0.6, 'child-agent').q1", p=bare, q=questions) == {
         "id": "q1", "value": "mvp", "label": "MVP", "reason": "picked", "confidence": 0.6,
         "source": "child-agent"}
     plain = run("validate_answers(p, q).q1", p=bare, q=questions)
-    assert (plain["reason"], plain["confidence"]) == (None, None)
+    assert (plain["reason"], plain["confidence"], plain["source"]) == (None, None, None)
+    named = run("validate_answers(p, q, null, null, 'delegate').q1", p=bare, q=questions)
+    assert named["source"] == "delegate"
     given = {"answers": [{"value": "mvp", "reason": " fits ", "confidence": 5}]}
     assert run("validate_answers(p, q, 'picked', 0.6).q1", p=given, q=questions)["reason"] == "fits"
     assert run("validate_answers(p, q, 'picked', 0.6).q1", p=given, q=questions)["confidence"] == 1.0
 
 
-@pytest.mark.parametrize("args", ["1, 0.6", "'picked', '0.6'"])
+@pytest.mark.parametrize("args", ["1, 0.6", "'picked', '0.6'", "'picked', 0.6, 1"])
 def test_validate_answers_wrong_default_types_rt402(args: str) -> None:
     error = fails(f"validate_answers(p, q, {args})", p={"answers": [{"value": "x"}]}, q=[{"id": "q1"}])
     assert error.code == "RT402"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from router.commands.import_ import import_cuttle
+from router.commands.import_ import ImportSpec, choose_import, import_cuttle, import_settings, pack_imports
 from router.commands.lint import lint_paths
 
 CONFIG = {
@@ -153,3 +153,55 @@ def test_import_reads_a_file_with_a_byte_order_mark(tmp_path: Path) -> None:
     code, _ = import_cuttle(source(tmp_path, text="\ufeff" + json.dumps(CONFIG)), target)
     assert code == 0
     assert load(target)["vars"]["cuttle"] == CONFIG
+
+
+# --- the pack's `import:` declaration ------------------------------------------------------------
+
+
+def test_the_cuttle_pack_declares_its_import() -> None:
+    assert pack_imports()["cuttle"] == ImportSpec("cuttle", "pi-cuttle.json", var="cuttle")
+    assert set(pack_imports()) == {"cuttle"}
+
+
+def test_choose_import_by_pack_by_file_name_or_the_only_one(tmp_path: Path) -> None:
+    assert isinstance(choose_import(None, None), ImportSpec)
+    assert choose_import(None, tmp_path / "pi-cuttle.json") == pack_imports()["cuttle"]
+    assert choose_import("decision", None) == \
+        "pack 'decision' declares no import (packs that do: cuttle)"
+
+
+def test_import_key_by_key_takes_only_the_declared_keys(tmp_path: Path) -> None:
+    spec = ImportSpec("mine", "mine.json", keys={"classifier": "my_classifier", "absent": "my_absent"})
+    target = tmp_path / "router.yaml"
+    code, message = import_settings(spec, source(tmp_path), target)
+    assert code == 0, message
+    assert load(target) == {"version": 1, "vars": {"my_classifier": CONFIG["classifier"]}, "use": ["mine"]}
+    assert "(vars.my_classifier, use: mine)" in message.splitlines()[0]
+
+
+def test_import_declaration_errors_are_located(tmp_path: Path) -> None:
+    policy = tmp_path / "pack.yaml"
+    policy.write_text("version: 1\nimport: {file: ../x.json, var: cuttle}\n")
+    [problem] = [(d.code, str(d.span), d.message) for d in lint_paths([policy])]
+    assert problem[0] == "RT111" and problem[1].startswith(f"{policy}:2:") and "agent dir" in problem[2]
+    policy.write_text("version: 1\nimport: {file: x.json, var: cuttle, keys: {a: b}}\n")
+    assert "exactly one of `var`" in lint_paths([policy])[0].message
+    policy.write_text("version: 1\nimport: {file: x.json, vars: cuttle}\n")
+    assert [d.code for d in lint_paths([policy])] == ["RT110"]
+
+
+def test_cli_import_follows_the_pack_declaration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from router.commands import cli
+
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "pi-cuttle.json").write_text(json.dumps(CONFIG), encoding="utf-8")
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
+    result = CliRunner().invoke(cli.app, ["import"])
+    assert result.exit_code == 0, result.output
+    assert load(agent / "router.yaml") == {"version": 1, "vars": {"cuttle": CONFIG}, "use": ["cuttle"]}
+    refused = CliRunner().invoke(cli.app, ["import", "--pack", "deepseek"])
+    assert (refused.exit_code, refused.output.strip()) == (
+        1, "pack 'deepseek' declares no import (packs that do: cuttle)")

@@ -399,17 +399,24 @@ def serve(
 @_command("router import ~/.pi/agent/pi-cuttle.json", name="import")
 def import_(
     source: Annotated[Path | None, typer.Argument(
-        metavar="FILE", help="pi-cuttle.json (default: the one in the agent dir)")] = None,
+        metavar="FILE", help="the settings file (default: the pack's, in the agent dir)")] = None,
+    pack: Annotated[str | None, typer.Option(
+        "--pack", metavar="NAME", help="the pack whose `import:` to follow (default: the one whose "
+        "settings file FILE is, or the only one that declares an import)")] = None,
     target: Annotated[Path | None, typer.Option(
         "--target", metavar="FILE", help="the policy to write (default: the user's router.yaml)")] = None,
-    force: Annotated[bool, typer.Option("--force", help="replace an existing vars.cuttle")] = False,
+    force: Annotated[bool, typer.Option("--force", help="replace vars the policy already has")] = False,
 ) -> None:
-    """Convert a pi-cuttle.json into the YAML policy."""
-    from router.commands.import_ import import_cuttle
+    """Convert a pack's JSON settings file (cuttle: pi-cuttle.json) into the YAML policy."""
+    from router.commands.import_ import choose_import, import_settings
     from router.load.paths import agent_dir
 
     agent = agent_dir()
-    _finish(*import_cuttle(source or agent / "pi-cuttle.json", target or agent / "router.yaml", force=force))
+    spec = choose_import(pack, source)
+    if isinstance(spec, str):
+        _finish(1, spec)
+        return
+    _finish(*import_settings(spec, source or agent / spec.file, target or agent / "router.yaml", force=force))
 
 
 @_command("router docs --check")

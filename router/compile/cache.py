@@ -30,7 +30,7 @@ from router.lang.expr.trees import map_leaves
 from router.lang.query.query import compile_query
 from router.trust.capabilities import CapabilityUse, Confinement, Refusal
 
-FORMAT = 8
+FORMAT = 9
 
 
 def cache_path(agent: Path, key: str) -> Path:
@@ -163,7 +163,9 @@ def to_ir(policy: CompiledPolicy) -> dict[str, Any]:
     return {"rules": rules, "signals": signals, "vars": dict(policy.vars),
             "env_vars": {k: dict(v) for k, v in policy.env_vars.items()},
             "commands": list(policy.commands), "virtual_models": list(policy.virtual_models),
-            "tools": list(policy.tools), "skills": list(policy.skills), "env_names": sorted(policy.env_names),
+            "tools": list(policy.tools), "bus_events": list(policy.bus_events),
+            "question_events": dict(policy.question_events),
+            "skills": list(policy.skills), "env_names": sorted(policy.env_names),
             "transient_state": sorted(policy.transient_state), "project_data": list(policy.project_data),
             "file_refs": [list(f) for f in policy.file_refs],
             "confinement": policy.confinement.to_dict() if policy.confinement else None,
@@ -270,7 +272,9 @@ def from_ir(data: dict[str, Any]) -> CompiledPolicy:
         vars=data["vars"], env_vars=data["env_vars"],
         signals=_Lazy({s["name"]: s for s in data["signals"]}, _signal),
         commands=tuple(data["commands"]), virtual_models=tuple(data["virtual_models"]),
-        tools=tuple(data["tools"]), skills=tuple(data["skills"]), env_names=frozenset(data["env_names"]),
+        tools=tuple(data["tools"]), bus_events=tuple(data["bus_events"]),
+        question_events=data["question_events"],
+        skills=tuple(data["skills"]), env_names=frozenset(data["env_names"]),
         transient_state=frozenset(data["transient_state"]), project_data=tuple(data["project_data"]),
         file_refs=tuple(tuple(f) for f in data["file_refs"]),
         confinement=Confinement.from_dict(data["confinement"]) if data["confinement"] else None,

@@ -25,6 +25,7 @@ from router.compile.compiled import (
     CompiledRule,
     CompiledSignal,
 )
+from router.compile.question_events import merge_question_events
 from router.compile.readable import (
     binding_paths,
     command_match,
@@ -185,6 +186,7 @@ def compile_policy(files: list[PolicyFile], *, agent: Path | None = None,
     confinement = _confinement(files, agent or agent_dir(), refused)
     entries = _merge_rules(files, diagnostics, refused)
     literals, env_vars = _merge_vars(files, diagnostics, refused)
+    question_events = merge_question_events(files, literals, env_vars, diagnostics)
     signals_raw = {name: (sig, f) for f in files for name, sig in f.policy.signals.items()}
     ctx = _Context(frozenset(literals) | frozenset(env_vars), frozenset(signals_raw), diagnostics,
                    commands=frozenset(c.name for f in files for c in f.policy.commands))
@@ -220,6 +222,8 @@ def compile_policy(files: list[PolicyFile], *, agent: Path | None = None,
         commands=tuple(c.model_dump() for c in _by_name(files, "commands", "name")),
         virtual_models=tuple(v.model_dump() for v in _by_name(files, "virtual_models", "ref")),
         tools=tuple(t.model_dump() for t in _by_name(files, "tools", "name")),
+        bus_events=tuple(b.model_dump() for b in _by_name(files, "bus_events", "prompt")),
+        question_events=question_events,
         skills=skills,
         env_names=frozenset(env_names),
         transient_state=frozenset(key for f in files for key in f.policy.transient_state),

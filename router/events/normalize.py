@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from router.events.questions import (
+    DEFAULT_SETTINGS,
+    QuestionSettings,
     dialog_questions,
     explicit_context,
     normalize_questions,
@@ -153,15 +155,15 @@ def _tool(p: Raw, *, result: bool) -> dict[str, Any]:
     return {"tool": tool}
 
 
-def _question(p: Raw) -> dict[str, Any]:
+def _question(p: Raw, settings: QuestionSettings = DEFAULT_SETTINGS) -> dict[str, Any]:
     raw = p.get("input")
-    excerpt = render_excerpt(_list(p.get("excerpt")))
-    return {"tool_name": p.get("toolName") or "decision_request", "source": p.get("source") or "tool",
-            "questions": normalize_questions(raw), "context": question_context(raw, excerpt),
-            "context_given": explicit_context(raw) is not None}
+    excerpt = render_excerpt(_list(p.get("excerpt")), settings=settings)
+    return {"tool_name": p.get("toolName") or settings.tool_name, "source": p.get("source") or "tool",
+            "questions": normalize_questions(raw), "context": question_context(raw, excerpt, settings),
+            "context_given": explicit_context(raw, settings) is not None}
 
 
-def _dialog(p: Raw) -> dict[str, Any]:
+def _dialog(p: Raw, settings: QuestionSettings = DEFAULT_SETTINGS) -> dict[str, Any]:
     kind = str(p.get("kind") or "select")
     options = [str(o) for o in _list(p.get("options"))]
     title = str(p.get("title") or "")
@@ -169,8 +171,8 @@ def _dialog(p: Raw) -> dict[str, Any]:
     return {"kind": kind, "title": title, "message": message, "options": options,
             "placeholder": placeholder, "prefill": prefill,
             "questions": dialog_questions(kind, title=title, message=message, options=options,
-                                          placeholder=placeholder, prefill=prefill),
-            "context": render_excerpt(_list(p.get("excerpt")))}
+                                          placeholder=placeholder, prefill=prefill, settings=settings),
+            "context": render_excerpt(_list(p.get("excerpt")), settings=settings)}
 
 
 def _text_or_none(value: Any) -> str | None:
@@ -229,10 +231,17 @@ _SPECIFIC: dict[str, Callable[[Raw], dict[str, Any]]] = {
 }
 
 
+_WORDED: dict[str, Callable[[Raw, QuestionSettings], dict[str, Any]]] = {
+    "question": _question, "dialog": _dialog}
+
+
 def normalize(event_type: str, payload: Raw, ctx: Raw, *, env: Mapping[str, str],
-              models: Mapping[str, Any], registry: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """One normalized event document; unknown types raise KeyError."""
-    specific = _SPECIFIC[event_type](_map(payload))
+              models: Mapping[str, Any], registry: Mapping[str, Any] | None = None,
+              questions: QuestionSettings = DEFAULT_SETTINGS) -> dict[str, Any]:
+    """One normalized event document; unknown types raise KeyError. `questions` is how the
+    policy builds question and dialog events (its `question_events:`)."""
+    worded = _WORDED.get(event_type)
+    specific = worded(_map(payload), questions) if worded else _SPECIFIC[event_type](_map(payload))
     event = common(_map(ctx), env=env, models=models, registry=registry)
     event.update(specific)
     event["type"] = event_type

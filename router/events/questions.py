@@ -6,7 +6,9 @@ Shapes accepted: `question` (a prompt plus options), `questionnaire` and the gst
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 PROMPT_KEYS = ("question", "prompt", "text", "message", "title", "label")
@@ -17,10 +19,54 @@ OPTION_VALUE_KEYS = ("value", "id", "key")
 OPTION_DESCRIPTION_KEYS = ("description", "help", "detail")
 EXCERPT_ENTRIES = 12
 CONTEXT_CAP = 12_000
-CONFIRM_OPTIONS = (  # as the original pi-decision-router offers a confirm to its child
+CONFIRM_OPTIONS = (  # the engine's defaults; a policy words its own (`question_events:`)
     {"value": "yes", "label": "Yes", "description": "Approve and continue."},
     {"value": "no", "label": "No", "description": "Decline and stop this action."},
 )
+DIALOG_LINES = {"confirm": "", "input": "Placeholder: ", "editor": "Prefilled value: "}
+DIALOG_FIELDS = {"confirm": "message", "input": "placeholder", "editor": "prefill"}
+VAR_REFERENCE = re.compile(r"\{vars\.([A-Za-z_][A-Za-z0-9_]*)\}")  # a declared value naming a var
+
+
+@dataclass(frozen=True)
+class QuestionSettings:
+    """How question and dialog events are built: what a policy's `question_events:` declares.
+
+    - tool_name: a question event's `tool_name` when the bridge names none;
+    - excerpt_entries, context_chars: the conversation excerpt (the last entries, the last chars);
+    - confirm_options: a confirm dialog's options;
+    - dialog_lines: per dialog kind, the label of the line added after the title for the
+      dialog's message (confirm), placeholder (input) or prefilled value (editor).
+    """
+
+    tool_name: str = "decision_request"
+    excerpt_entries: int = EXCERPT_ENTRIES
+    context_chars: int = CONTEXT_CAP
+    confirm_options: tuple[Mapping[str, Any], ...] = CONFIRM_OPTIONS
+    dialog_lines: Mapping[str, str] = field(default_factory=lambda: dict(DIALOG_LINES))
+
+
+DEFAULT_SETTINGS = QuestionSettings()
+
+
+def question_settings(values: Mapping[str, Any]) -> QuestionSettings:
+    """Settings from resolved `question_events` values; a missing or unusable value keeps the
+    engine's default (a policy that lints clean gives only usable ones)."""
+    changes: dict[str, Any] = {}
+    if isinstance(values.get("tool_name"), str) and values["tool_name"]:
+        changes["tool_name"] = values["tool_name"]
+    for name in ("excerpt_entries", "context_chars"):
+        number = values.get(name)
+        if isinstance(number, int) and not isinstance(number, bool) and number >= 0:
+            changes[name] = number
+    options = values.get("confirm_options")
+    if isinstance(options, list) and options and all(isinstance(o, Mapping) for o in options):
+        changes["confirm_options"] = tuple(normalize_options(options))
+    lines = values.get("dialog_lines")
+    if isinstance(lines, Mapping):
+        changes["dialog_lines"] = {**DIALOG_LINES, **{k: v for k, v in lines.items()
+                                                     if k in DIALOG_LINES and isinstance(v, str)}}
+    return replace(DEFAULT_SETTINGS, **changes)
 
 
 def _first_text(obj: Mapping[str, Any], keys: Sequence[str]) -> str | None:
@@ -95,11 +141,14 @@ def normalize_questions(raw: Any) -> list[dict[str, Any]]:
     return [_question(raw, 0, raw, is_root=True)]
 
 
-def render_excerpt(messages: Sequence[Any], *, max_chars: int = CONTEXT_CAP) -> str:
+def render_excerpt(messages: Sequence[Any], *, max_chars: int | None = None,
+                   settings: QuestionSettings = DEFAULT_SETTINGS) -> str:
     """The last message entries as `role: text` lines, empties (and non-objects) skipped, the last
-    chars kept."""
+    chars kept (`max_chars`, else the settings' context_chars)."""
+    max_chars = settings.context_chars if max_chars is None else max_chars
     lines = []
-    for message in list(messages)[-EXCERPT_ENTRIES:]:
+    entries = list(messages)[-settings.excerpt_entries:] if settings.excerpt_entries > 0 else []
+    for message in entries:
         if not isinstance(message, Mapping):
             continue
         text = str(message.get("text") or "").strip()
@@ -109,37 +158,41 @@ def render_excerpt(messages: Sequence[Any], *, max_chars: int = CONTEXT_CAP) -> 
     return joined[-max_chars:] if max_chars > 0 else ""
 
 
-def explicit_context(raw: Any) -> str | None:
+def explicit_context(raw: Any, settings: QuestionSettings = DEFAULT_SETTINGS) -> str | None:
     """The call's own context: the root's `context`, else its `description`; None without one."""
     if isinstance(raw, Mapping):
         for key in ("context", "description"):
             value = raw.get(key)
             if isinstance(value, str) and value.strip():
-                return value[:CONTEXT_CAP]
+                return value[:settings.context_chars]
     return None
 
 
-def question_context(raw: Any, excerpt: str) -> str:
+def question_context(raw: Any, excerpt: str, settings: QuestionSettings = DEFAULT_SETTINGS) -> str:
     """The root's `context`, else its `description`, else the conversation excerpt."""
-    explicit = explicit_context(raw)
-    return explicit if explicit is not None else excerpt[-CONTEXT_CAP:]
+    explicit = explicit_context(raw, settings)
+    if explicit is not None:
+        return explicit
+    return excerpt[-settings.context_chars:] if settings.context_chars > 0 else ""
 
 
 def dialog_questions(kind: str, *, title: str, message: str | None = None,
                      options: Sequence[str] = (), placeholder: str | None = None,
-                     prefill: str | None = None) -> list[dict[str, Any]]:
-    """The single question a UI dialog asks, built as the seed's UI shim builds it."""
+                     prefill: str | None = None,
+                     settings: QuestionSettings = DEFAULT_SETTINGS) -> list[dict[str, Any]]:
+    """The single question a UI dialog asks: the title, then for a confirm its message, for an
+    input its placeholder, for an editor its prefilled value, each on a line of its own after
+    the label the settings give it."""
     question: dict[str, Any] = {"id": "q1", "header": None, "options": [], "allow_other": True,
                                 "multi_select": False}
+    given = {"message": message, "placeholder": placeholder, "prefill": prefill}
+    extra = given.get(DIALOG_FIELDS.get(kind, ""))
+    prompt = title + (f"\n{settings.dialog_lines.get(kind, '')}{extra}" if extra else "")
     if kind == "select":
         question.update(prompt=title, options=normalize_options(list(options)), allow_other=False)
     elif kind == "confirm":
-        question.update(prompt=f"{title}\n{message}" if message else title,
-                        options=[dict(o) for o in CONFIRM_OPTIONS], allow_other=False)
-    elif kind == "input":
-        question.update(prompt=title + (f"\nPlaceholder: {placeholder}" if placeholder else ""))
-    elif kind == "editor":
-        question.update(prompt=title + (f"\nPrefilled value: {prefill}" if prefill else ""))
+        question.update(prompt=prompt, options=[dict(o) for o in settings.confirm_options],
+                        allow_other=False)
     else:
-        question.update(prompt=title)
+        question.update(prompt=prompt)
     return [question]

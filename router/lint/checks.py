@@ -9,6 +9,7 @@ from typing import Any
 
 from router.compile.compiled import CompiledPolicy, CompiledRule
 from router.diagnostics.diagnostic import Diagnostic, Severity, Span
+from router.events.questions import VAR_REFERENCE
 from router.lang.expr.expression import Expression, Template
 from router.lang.expr.trees import templates_in
 from router.lang.query.query import Query
@@ -84,6 +85,8 @@ def unused_definitions(policy: CompiledPolicy) -> Iterator[Diagnostic]:
     """Vars and signals that no rule, signal or template reads."""
     used = _used_paths(policy) | {("vars" if r.kind == "var" else "signals", r.name)
                                   for r in policy.refused if r.kind in ("var", "signal")}
+    used |= {("vars", m.group(1)) for value in policy.question_events.values()
+             if isinstance(value, str) and (m := VAR_REFERENCE.fullmatch(value))}
     for f in policy.files:
         for name in f.policy.vars:
             if ("vars", name) not in used and f.layer != "pack":

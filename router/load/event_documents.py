@@ -10,13 +10,14 @@ from router.diagnostics.diagnostic import Diagnostic, Span
 from router.diagnostics.errors import EventError
 from router.diagnostics.suggest import did_you_mean
 from router.events.catalog import EVENT_MODELS, EVENT_TYPES
-from router.events.questions import dialog_questions
+from router.events.questions import DEFAULT_SETTINGS, QuestionSettings, dialog_questions
 from router.load.source import KeyPath, SourceDoc, format_key_path
 
 
 def complete_event(data: Any, *, doc: SourceDoc | None = None, base: KeyPath = (),
-                   where: str = "event") -> dict[str, Any]:
-    """Validate a (possibly partial) event document and return it with every default filled."""
+                   where: str = "event", questions: QuestionSettings = DEFAULT_SETTINGS) -> dict[str, Any]:
+    """Validate a (possibly partial) event document and return it with every default filled
+    (a dialog's `questions` as the policy builds them: `questions`)."""
     span = doc.span(base) if doc else Span(where)
     if not isinstance(data, dict):
         raise EventError([Diagnostic("RT130", "an event must be a mapping with a `type`", span)])
@@ -35,7 +36,8 @@ def complete_event(data: Any, *, doc: SourceDoc | None = None, base: KeyPath = (
     if event_type == "dialog" and "questions" not in data:
         document["questions"] = dialog_questions(
             document["kind"], title=document["title"], message=document["message"],
-            options=document["options"], placeholder=document["placeholder"], prefill=document["prefill"])
+            options=document["options"], placeholder=document["placeholder"], prefill=document["prefill"],
+            settings=questions)
     return document
 
 

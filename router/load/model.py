@@ -95,12 +95,34 @@ class SlotSignal(_Model):
     wait_ms: int | str = 30000
 
 
+class ProbeQuestion(_Model):
+    """The one question a probe asks a classifier (any answer proves it works)."""
+
+    instructions: str = Field(description="template: what the classifier is asked")
+    criteria: dict[str, str] | str = Field(description="the answers it may give, each with its "
+                                           "meaning (or a template that gives that object)")
+
+
 class ProbeSignal(_Model):
-    """Check models live: a classifier call or a tiny completion each; a list of results."""
+    """Check models live: a classifier call or a tiny completion each; a list of results.
+
+    The policy words both calls: `prompt` is what each chat model is sent, `question` what the
+    classifier is asked (each required when the signal names models, or a classifier)."""
 
     classifier: str | None = Field(None, description="template: a classifier model ref")
     models: list[str] | str = Field(default_factory=list, description="template: chat model refs")
+    prompt: str | None = Field(None, description="template: the completion each chat model gets")
+    question: ProbeQuestion | None = Field(None, description="the classifier's question")
     timeout_ms: int | str = 10000
+
+    @model_validator(mode="after")
+    def _worded(self) -> ProbeSignal:
+        if self.models and self.prompt is None:
+            raise ValueError("a probe of chat models needs `prompt` (what each model is sent), "
+                             "e.g. prompt: Reply with the single word OK.")
+        if self.classifier is not None and self.question is None:
+            raise ValueError("a probe of a classifier needs `question: {instructions, criteria}`")
+        return self
 
 
 class ReadSignal(_Model):
@@ -239,6 +261,10 @@ class Command(_Model):
     completions: list[dict[str, str] | str] = Field(default_factory=list)
 
 
+RouteFallback = Literal["previous", "first_available"]
+ROUTE_FALLBACKS: tuple[RouteFallback, ...] = ("previous", "first_available")
+
+
 class VirtualModel(_Model):
     """A virtual model the bridge registers; each request sends a `route` event."""
 
@@ -248,6 +274,12 @@ class VirtualModel(_Model):
     thinking_levels: list[str] = Field(default_factory=lambda: ["off", "low", "medium", "high"])
     context_window: int | None = None
     max_tokens: int | None = None
+    fallback: list[RouteFallback] = Field(
+        default_factory=lambda: list(ROUTE_FALLBACKS),
+        description="where a request goes when no rule routes it (or routes it to a model Pi does "
+        "not have), tried in order: `previous` (the request's previous physical model), "
+        "`first_available` (Pi's first available model that is not virtual); none left: the "
+        "request fails")
 
 
 class Tool(_Model):
@@ -262,6 +294,82 @@ class Tool(_Model):
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object",
                                                                  "additionalProperties": True})
     sequential: bool = True
+    no_answer: str = Field(
+        "No automated answer is available; decide yourself or ask the user.",
+        description="the error text the tool call returns when no rule answers it")
+
+
+class ConfirmOption(_Model):
+    """One option of a confirm dialog's question."""
+
+    value: str = Field(min_length=1)
+    label: str = Field(min_length=1)
+    description: str | None = None
+
+
+class DialogLines(_Model):
+    """Per dialog kind, the label of the line after the title (`''`: the value alone)."""
+
+    confirm: str | None = Field(None, description="before a confirm's message")
+    input: str | None = Field(None, description="before an input's placeholder")
+    editor: str | None = Field(None, description="before an editor's prefilled value")
+
+
+class QuestionEvents(_Model):
+    """How the engine builds `question` and `dialog` events (`question_events:`).
+
+    Any field may instead be `"{vars.NAME}"`, the value of that var (so a layer can change it
+    through `vars:`); a field left out keeps the engine's default (docs/language.md)."""
+
+    tool_name: str | None = Field(None, description="a question's tool_name when the bridge names none")
+    excerpt_entries: int | str | None = Field(
+        None, description="how many of the last session entries the conversation excerpt holds")
+    context_chars: int | str | None = Field(
+        None, description="the cap of `context` (characters, the last ones)")
+    confirm_options: list[ConfirmOption] | str | None = Field(None, description="a confirm dialog's options")
+    dialog_lines: DialogLines | str | None = None
+
+
+class BusEvents(_Model):
+    """A protocol on Pi's event bus the bridge listens to (`bus_events:`).
+
+    `questionnaire`: an extension emits `prompt` with a questionnaire, then opens ctx.ui.custom;
+    the payload is sent as a `question` event (source `event`, tool_name the event's name) and
+    the answer a rule gives is what that custom call returns. `blocked` with `active: false`
+    drops a pending answer."""
+
+    protocol: Literal["questionnaire"] = Field(description="which protocol the bridge speaks")
+    prompt: str = Field(min_length=1, description="the bus event that carries the questionnaire")
+    blocked: str | None = Field(None, min_length=1,
+                                description="the bus event whose `active: false` drops a pending answer")
+
+
+class SettingsImport(_Model):
+    """What `router import` moves into router.yaml for this pack (`import:`): a JSON settings
+    file of Pi's agent dir, as one var (`var`) or key by key (`keys`: JSON key -> var name);
+    `use:` gains the pack."""
+
+    file: str = Field(min_length=1, description="the settings file's name in Pi's agent dir, "
+                      "e.g. pi-cuttle.json (the default source)")
+    var: str | None = Field(None, description="the var the whole JSON object becomes")
+    keys: dict[str, str] | None = Field(None, description="JSON key -> the var its value becomes")
+
+    @field_validator("file")
+    @classmethod
+    def _inside_agent_dir(cls, value: str) -> str:
+        if Path(value).is_absolute() or ".." in Path(value).parts or value.startswith("~"):
+            raise ValueError(f"{value!r} is not a file name inside Pi's agent dir")
+        return value
+
+    @model_validator(mode="after")
+    def _one_target(self) -> SettingsImport:
+        if (self.var is None) == (self.keys is None):
+            raise ValueError("an import needs exactly one of `var` (the whole file) or `keys` "
+                             "(key by key)")
+        for name in [self.var] if self.var is not None else list((self.keys or {}).values()):
+            if not _ENV_NAME.fullmatch(name):
+                raise ValueError(f"{name!r} is not a var name (letters, digits, _)")
+        return self
 
 
 class Policy(_Model):
@@ -288,6 +396,12 @@ class Policy(_Model):
     commands: list[Command] = Field(default_factory=list)
     virtual_models: list[VirtualModel] = Field(default_factory=list)
     tools: list[Tool] = Field(default_factory=list)
+    import_: SettingsImport | None = Field(None, alias="import", description="what `router import` "
+                                           "moves from a JSON settings file into router.yaml")
+    question_events: QuestionEvents | None = Field(None, description="how question and dialog "
+                                                   "events are built (wording, excerpt sizes)")
+    bus_events: list[BusEvents] = Field(default_factory=list, description="protocols on Pi's event "
+                                        "bus the bridge listens to (their events become `question` events)")
     skills: list[str] = Field(default_factory=list, description="Pi skill directories (or SKILL.md "
                               "files), relative to this file, that Pi lists while the policy is loaded")
     project_data: list[str] = Field(

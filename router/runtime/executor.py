@@ -300,20 +300,32 @@ class Executor:
         results = []
         if params.get("classifier"):
             started = time.perf_counter()
-            reply = await self._classify(SignalRequest("probe", "classify", {
-                "model": params["classifier"], "timeout_ms": timeout_ms},
-                {"probe": {"type": "choice", "instructions": "Is this a probe?",
-                           "criteria": {"yes": "it is a probe", "no": "it is not"}}}))
+            reply = await self._probe_classifier(params["classifier"], params.get("question"), timeout_ms)
             results.append({"ref": params["classifier"], "kind": "classifier", "ok": reply.error is None,
                             "error": reply.error, "ms": round((time.perf_counter() - started) * 1000)})
         models = params.get("models") or []
         for ref in [models] if isinstance(models, str) else models:
             started = time.perf_counter()
-            reply = await self._complete(SignalRequest("probe", "complete", {
-                "model": ref, "prompt": "Reply with the single word OK.", "timeout_ms": timeout_ms}))
+            reply = await self._probe_model(ref, params.get("prompt"), timeout_ms)
             results.append({"ref": ref, "kind": "model", "ok": reply.error is None, "error": reply.error,
                             "ms": round((time.perf_counter() - started) * 1000)})
         return SignalOutcome(result=results)
+
+    async def _probe_classifier(self, ref: Any, question: Any, timeout_ms: int) -> SignalOutcome:
+        """One classifier call with the question the policy words (`probe.question`)."""
+        if not isinstance(question, dict) or not question.get("instructions"):
+            return SignalOutcome(error="probe: the policy declares no classifier question")
+        return await self._classify(SignalRequest("probe", "classify", {
+            "model": ref, "timeout_ms": timeout_ms},
+            {"probe": {"type": "choice", "instructions": str(question["instructions"]),
+                       "criteria": question.get("criteria")}}))
+
+    async def _probe_model(self, ref: Any, prompt: Any, timeout_ms: int) -> SignalOutcome:
+        """One tiny completion with the prompt the policy words (`probe.prompt`)."""
+        if not prompt:
+            return SignalOutcome(error="probe: the policy declares no prompt")
+        return await self._complete(SignalRequest("probe", "complete", {
+            "model": ref, "prompt": str(prompt), "timeout_ms": timeout_ms}))
 
     def _read(self, request: SignalRequest) -> SignalOutcome:
         target = _path(request.params.get("file"))

@@ -20,11 +20,13 @@ from typing import Any
 
 from router.compile.capability_analysis import refusal_warnings
 from router.compile.compiled import CompiledPolicy
+from router.compile.question_settings import policy_question_settings
 from router.diagnostics.diagnostic import Diagnostic, has_errors
 from router.engine.decision import Decision, SignalOutcome
 from router.engine.interpreter import evaluate
 from router.engine.vars_memo import VarsMemo
 from router.events.normalize import model_catalog, normalize, registry_facts
+from router.events.questions import DEFAULT_SETTINGS
 from router.lang.budget import Budget
 from router.lang.jsonout import dumps
 from router.load.paths import agent_dir as default_agent_dir
@@ -139,13 +141,15 @@ class Engine:
         engine_commands = [policy_command.DECLARATION]
         if policy is None:
             return {"events": ["command"], "commands": engine_commands, "tools": [], "virtual_models": [],
-                    "skills": []}
+                    "skills": [], "bus_events": [], "excerpt_entries": DEFAULT_SETTINGS.excerpt_entries}
         return {
             "events": sorted({*policy.event_types, "command"}),
             "commands": [*policy.commands, *engine_commands],
             "tools": list(policy.tools),
             "virtual_models": list(policy.virtual_models),
             "skills": list(policy.skills),
+            "bus_events": list(policy.bus_events),
+            "excerpt_entries": policy_question_settings(policy, self.env).excerpt_entries,
         }
 
     # --- requests -----------------------------------------------------------------------------
@@ -265,7 +269,8 @@ class Engine:
             self.models = model_catalog(params["models"])
         ctx = {**(params.get("ctx") or {}), "projectTrusted": self.trust.applies}  # the engine's decision
         event = normalize(event_type, params.get("payload") or {}, ctx,
-                          env=self.env, models=self.models, registry=self.registry)
+                          env=self.env, models=self.models, registry=self.registry,
+                          questions=policy_question_settings(policy, self.env))
         decision = await self._decide(request_id, policy, event)
         trusted = self.trust.state == "trusted"
         applied = self.executor.apply(decision)

@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from router.compile.compiled import CompiledPolicy, CompiledRule
+from router.compile.question_settings import policy_question_settings
 from router.diagnostics.diagnostic import Diagnostic, Span
 from router.diagnostics.errors import EventError, SourceError
 from router.engine.decision import Decision, SignalOutcome
@@ -251,7 +252,10 @@ def _alone(source: Path | None, policy: CompiledPolicy) -> CompiledPolicy | None
 def _run(policy: CompiledPolicy, name: str, span: Span, case: Example, subject: Subject, *,
          doc: SourceDoc | None = None, base: tuple[Any, ...] = ()) -> CaseResult:
     try:
-        event = complete_event(case.event, doc=doc, base=base, where=str(span))
+        given = case.event.get("env")
+        env = {str(k): str(v) for k, v in given.items()} if isinstance(given, dict) else {}
+        event = complete_event(case.event, doc=doc, base=base, where=str(span),
+                               questions=policy_question_settings(policy, env))
     except EventError as exc:
         return CaseResult(name, span, False, [f"{d.message}" for d in exc.diagnostics])
     decision = decide(policy, event, case, subject.defaults)

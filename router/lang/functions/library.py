@@ -87,7 +87,7 @@ def _answer_values(raw: Any) -> list[str] | None:
 
 
 def _accept(answer: Any, question: Mapping[str, Any], *, reason: str | None,
-            confidence: float | None) -> dict[str, Any] | None:
+            confidence: float | None, source: str | None) -> dict[str, Any] | None:
     if not isinstance(answer, Mapping):
         return None
     raw = next((answer[k] for k in ("value", "answer", "selected") if answer.get(k) is not None), None)
@@ -114,23 +114,24 @@ def _accept(answer: Any, question: Mapping[str, Any], *, reason: str | None,
         "label": label.strip() if isinstance(label, str) and label.strip() else ", ".join(labels),
         "reason": text.strip() if isinstance(text, str) and text.strip() else reason,
         "confidence": max(0.0, min(1.0, float(given))) if finite and given is not None else confidence,
-        "source": "child-agent",
+        "source": source,
     }
 
 
-@function("validate_answers", min_args=2, max_args=4,
+@function("validate_answers", min_args=2, max_args=5,
           example="validate_answers({'answers': [{'value': 'MVP'}]}, "
                   "[{'id': 'q1', 'options': [{'value': 'mvp', 'label': 'MVP'}], 'allow_other': false}])"
                   ".q1.value == 'mvp'")
-def validate_answers(parsed: Any, questions: Any, reason: Any = None, confidence: Any = None
-                     ) -> dict[str, Any]:
+def validate_answers(parsed: Any, questions: Any, reason: Any = None, confidence: Any = None,
+                     source: Any = None) -> dict[str, Any]:
     """Check a model's JSON answers against normalized questions; all or nothing.
 
     Answers are matched to questions by position (extra ones ignored); the value comes from
     `value`, `answer` or `selected` (a non-empty string or strings); each value must equal an
     option's value or label (a label becomes its value) unless the question allows other
     answers; confidence is clamped to [0, 1]. An answer without a reason gets `reason`, one
-    without a finite confidence gets `confidence` (both null when not given). The result maps
+    without a finite confidence gets `confidence` (both null when not given); every answer's
+    `source` is `source` (null when not given: the policy names who answered). The result maps
     each answer's id (the answer's own `id` when it is a string) to the answer. Fails when any
     answer is invalid.
     """
@@ -140,9 +141,12 @@ def validate_answers(parsed: Any, questions: Any, reason: Any = None, confidence
         reason = text_arg("validate_answers", reason)
     if confidence is not None:
         confidence = number_arg("validate_answers", confidence)
+    if source is not None:
+        source = text_arg("validate_answers", source)
     asked = [q for q in list_arg("validate_answers", questions) if isinstance(q, Mapping)]
     given = parsed["answers"]
-    accepted = [_accept(given[i], q, reason=reason, confidence=confidence) if i < len(given) else None
+    accepted = [_accept(given[i], q, reason=reason, confidence=confidence, source=source)
+                if i < len(given) else None
                 for i, q in enumerate(asked)]
     if any(a is None for a in accepted):
         raise fail("validate_answers", "incomplete or invalid JSON answers")
