@@ -15,10 +15,11 @@ import itertools
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
-from router import policy_command, protocol
+from router import policy_command, policy_why, protocol
 from router.budget import Budget
 from router.capabilities import refusal_warnings
 from router.compiled import CompiledPolicy
@@ -28,6 +29,7 @@ from router.executor import Executor, budget_ms
 from router.interpreter import evaluate
 from router.jsonout import dumps
 from router.normalize import model_catalog, normalize, registry_facts
+from router.observer import Observer
 from router.paths import agent_dir as default_agent_dir
 from router.session_policy import load_session_policy, read_project_content
 from router.trust import TrustDecision, TrustStore, TrustStoreError, decide
@@ -56,6 +58,8 @@ class Engine:
         self.env: dict[str, str] = {}
         self.log_file = agent / "router" / "router.log"
         self.executor = Executor(connection.request, cwd=str(cwd), log_file=self.log_file)
+        self.observer = Observer(agent)
+        self.outcomes: dict[str, SignalOutcome] = {}  # the signals of the last decision
 
     # --- policy -------------------------------------------------------------------------------
 
@@ -81,6 +85,7 @@ class Engine:
                                                 or (loaded.last_good and self.policy is None))
         if usable and not keep and loaded.policy is not None:
             self.policy = loaded.policy
+            self.observer.policy_hash(loaded.policy)  # the content now, as it was compiled
             self.env = {n: os.environ[n] for n in loaded.policy.env_names if n in os.environ}
             self.executor.secrets = dict(self.env)
             for text in refusal_warnings(loaded.policy, limit=len(loaded.policy.refused)):
@@ -253,19 +258,23 @@ class Engine:
         payload = params.get("payload")
         if event_type == "command" and isinstance(payload, dict) and \
                 payload.get("name") == policy_command.NAME:
-            return await self.policy_command(request_id, str(payload.get("args") or ""), warnings)
+            session = str((params.get("ctx") or {}).get("sessionId") or "")
+            return await self.policy_command(request_id, str(payload.get("args") or ""), warnings, session)
         if policy is None or event_type not in policy.by_event:
             unchanged = (policy.event_types if policy else ()) == before
             return {"actions": [], "warnings": warnings + self.notices(),
                     **({} if unchanged else {"declarations": self.declarations()})}
         if isinstance(params.get("models"), list):
             self.models = model_catalog(params["models"])
+        started_ns = time.perf_counter_ns()
         ctx = {**(params.get("ctx") or {}), "projectTrusted": self.trust.applies}  # the engine's decision
         event = normalize(event_type, params.get("payload") or {}, ctx,
                           env=self.env, models=self.models, registry=self.registry)
+        state_before = self.state
         decision = await self._decide(request_id, policy, event)
         trusted = self.trust.state == "trusted"
         applied = self.executor.apply(decision)
+        applied.warnings += self.observe(policy, event, decision, state_before, started_ns)
         if trusted and event_type == "command":
             self.keep_trust_after_own_writes(decision)
         result: dict[str, Any] = {"actions": applied.actions, "fired": list(decision.fired),
@@ -282,8 +291,24 @@ class Engine:
             result["declarations"] = self.declarations()
         return result
 
-    async def policy_command(self, request_id: Any, args: str, warnings: list[str]) -> dict[str, Any]:
-        """`/policy [status|trust|untrust]`: the engine's own command."""
+    def observe(self, policy: CompiledPolicy, event: dict[str, Any], decision: Decision,
+                state_before: dict[str, Any], started_ns: int) -> list[str]:
+        """Log the decision and export its telemetry; a failure there never fails the event."""
+        try:
+            return self.observer.observe(policy=policy, event=event, decision=decision,
+                                         state_before=state_before, outcomes=self.outcomes,
+                                         started_ns=started_ns, secrets=self.executor.secrets)
+        except Exception as exc:  # a bug in recording must not take the decision with it
+            text = f"decision log: internal error {type(exc).__name__}: {exc}"
+            if text in self.observer.told:
+                return []
+            self.observer.told.add(text)
+            self.executor.log(text)
+            return [text]
+
+    async def policy_command(self, request_id: Any, args: str, warnings: list[str],
+                             session: str = "") -> dict[str, Any]:
+        """`/policy [status|why|trust|untrust]`: the engine's own command."""
         word = (args.split() or ["status"])[0]
         if word == "trust":
             self.connection.notify(protocol.PROGRESS, {
@@ -298,6 +323,8 @@ class Engine:
         elif word == "status":
             files = [path for path, _ in self.policy.file_refs] if self.policy else []
             text = policy_command.status_text(self.cwd, self.trust, files)
+        elif word == "why":
+            text = self.executor.redact(policy_why.why_text(self.observer.last.get(session)))
         else:
             text = policy_command.usage()
         notify = {"action": "notify", "params": {"text": text, "level": "info"}, "rule": "policy"}
@@ -306,6 +333,7 @@ class Engine:
 
     async def _decide(self, request_id: Any, policy: CompiledPolicy, event: dict[str, Any]) -> Decision:
         outcomes: dict[str, SignalOutcome] = {}
+        self.outcomes = outcomes
         budget = Budget()  # one for the event: every evaluation while its signals are computed
         for _ in range(MAX_SIGNALS):
             decision = evaluate(policy, event, state=self.state, outcomes=outcomes, budget=budget)
@@ -315,8 +343,8 @@ class Engine:
             self.connection.notify(protocol.PROGRESS, {
                 "id": request_id, "budget_ms": budget_ms(pending) + 1000, "signal": pending.name})
             outcomes[pending.name] = await self.executor.compute(pending)
-        return evaluate(policy, event, state=self.state, budget=budget, outcomes={
-            **outcomes, **{n: SignalOutcome(error="too many signals") for n in policy.signals}})
+        self.outcomes = {**outcomes, **{n: SignalOutcome(error="too many signals") for n in policy.signals}}
+        return evaluate(policy, event, state=self.state, budget=budget, outcomes=self.outcomes)
 
 
 class Connection:
@@ -501,6 +529,7 @@ async def _run(args: argparse.Namespace) -> int:
         handle_line(connection, line)
     if connection.tasks:
         await asyncio.wait(connection.tasks, timeout=2)
+    connection.engine.observer.close()
     return 0
 
 
