@@ -158,7 +158,8 @@ def test_shadow_report_counts_would_fire_and_agreement(tmp_path: Path) -> None:
     directory = tmp_path / "log"
     agree = {"id": "try-small", "would": [{"action": "model", "params": {"ref": "a"}}], "agrees": True}
     differ = {**agree, "agrees": False}
-    rules = [{"id": "live", "origin": "x:1", "fired": True}, {"id": "try-small", "origin": "x:5", "fired": False}]
+    rules = [{"id": "live", "origin": "x:1", "fired": True},
+             {"id": "try-small", "origin": "x:5", "fired": False}]
     write_log(directory, record(0, rules=rules, shadow=[agree]), record(1, rules=rules, shadow=[differ]),
               record(2, rules=rules, shadow=[agree]), record(3, rules=rules))
     done = router("shadow-report", "--log", str(directory), "--format", "json")

@@ -23,7 +23,8 @@ from router.report_html import render
 from tests.test_log_cli import record, router, write_log
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install chromium)")
+pytestmark = pytest.mark.skipif(CHROMIUM is None,
+                                reason="chromium is not installed (apt-get install chromium)")
 QUIET = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
          "--disable-background-networking", "--disable-component-update", "--disable-default-apps",
          "--disable-domain-reliability", "--disable-extensions", "--metrics-recording-only",
