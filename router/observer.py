@@ -38,7 +38,8 @@ class Observer:
     agent: Path
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     counters: dict[tuple[str, str], int] = field(default_factory=dict)
-    last: dict[str, LastDecision] = field(default_factory=dict)
+    last: dict[str, LastDecision] = field(default_factory=dict)  # by session
+    last_of_type: dict[tuple[str, str], LastDecision] = field(default_factory=dict)  # (session, event)
     telemetry: Telemetry | None = None
     told: set[str] = field(default_factory=set)
     _log: DecisionLog | None = None
@@ -90,7 +91,8 @@ class Observer:
             seq=self.next_seq(session, str(event.get("type"))),
             latency_ms=(ended_ns - started_ns) / 1e6, policy_hash=self.policy_hash(policy),
             settings=settings, secrets=secrets)
-        self.last[session] = LastDecision(policy, event, state_before, dict(outcomes), record)
+        last = LastDecision(policy, event, state_before, dict(outcomes), record)
+        self.last[session] = self.last_of_type[(session, record["event"])] = last
         if settings.enabled:
             problem = self.log_for(settings).write(record)
             if problem:
@@ -101,6 +103,12 @@ class Observer:
                 self.told.add(problem)
                 warnings.append(problem)
         return warnings
+
+    def last_decision(self, session: str, event_type: str | None = None) -> LastDecision | None:
+        """The session's last decision, or its last one of `event_type`."""
+        if event_type:
+            return self.last_of_type.get((session, event_type))
+        return self.last.get(session)
 
     def close(self) -> None:
         """Flush and stop the telemetry exporters (at the sidecar's exit)."""

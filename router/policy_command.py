@@ -26,7 +26,7 @@ Ask = Callable[[dict[str, Any], float], Awaitable[Any]]
 
 
 def usage() -> str:
-    return "usage: /policy [status|why|trust|untrust]"
+    return "usage: /policy [status|why [EVENT]|trust|untrust]"
 
 
 def status_text(cwd: Path, trust: TrustDecision, files: list[str]) -> str:

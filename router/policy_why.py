@@ -19,10 +19,11 @@ VERDICTS = {"fire": "fired", "shadow": "would fire (shadow: not applied)", "skip
             "error": "error", "pending": "waiting for a signal"}
 
 
-def why_text(last: LastDecision | None) -> str:
-    """The text `/policy why` shows."""
+def why_text(last: LastDecision | None, event_type: str | None = None) -> str:
+    """The text `/policy why [EVENT]` shows."""
     if last is None:
-        return "no decision yet in this session: the router has evaluated no event of it"
+        what = f"no {event_type} event" if event_type else "no event"
+        return f"no decision yet in this session: the router has evaluated {what} of it"
     tracer = BufferTracer()
     decision = evaluate(last.policy, last.event, state=last.state, outcomes=last.outcomes, tracer=tracer)
     record = last.record
