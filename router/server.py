@@ -324,7 +324,7 @@ class Engine:
             files = [path for path, _ in self.policy.file_refs] if self.policy else []
             text = policy_command.status_text(self.cwd, self.trust, files)
         elif word == "why":
-            event_type = (args.split() + [""])[1] or None
+            event_type = [*args.split(), ""][1] or None
             last = self.observer.last_decision(session, event_type)
             text = self.executor.redact(policy_why.why_text(last, event_type))
         else:

@@ -59,7 +59,8 @@ def test_a_pi_run_writes_records_that_router_log_reads_back(rig: RouterRig) -> N
     records = router_log(rig)
     [entry] = [r for r in records if r["event"] == "input"]
     assert entry["rules"] == ["pick-cloud"] and entry["shadow"] == ["try-local"]
-    assert entry["actions"] == [{"action": "model", "params": {"ref": "fake/fake-cloud"}, "rule": "pick-cloud"}]
+    assert entry["actions"] == [
+        {"action": "model", "params": {"ref": "fake/fake-cloud"}, "rule": "pick-cloud"}]
     assert entry["model"] == "fake/fake-cloud" and entry["session"]
     [blocked] = [r for r in records if r["event"] == "tool_call"]
     assert blocked["rules"] == ["no-rm"] and blocked["session"] == entry["session"]
@@ -99,4 +100,5 @@ def test_policy_why_in_pi_explains_the_last_decisions(rig: RouterRig) -> None:
     [latest] = helpers_router.command(rpc, "/policy why")
     assert latest.startswith("last decision: ")
     [nothing] = helpers_router.command(rpc, "/policy why compaction_done")
-    assert nothing == "no decision yet in this session: the router has evaluated no compaction_done event of it"
+    assert nothing == ("no decision yet in this session: the router has evaluated no compaction_done "
+                       "event of it")
