@@ -11,6 +11,7 @@ policy hash.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -86,8 +87,6 @@ class Telemetry:
         return None
 
     def _export(self, record: Mapping[str, Any], latency_ns: int) -> None:
-        import time
-
         event = str(record.get("event") or "")
         fired = [str(r["id"]) for r in record.get("rules") or [] if r.get("fired")]
         model = record.get("model")

@@ -114,10 +114,10 @@ def _slowest(records: Sequence[dict[str, Any]]) -> str:
     if not slow:
         return ""
     rows = "".join(
-        f"<tr class=\"slow\"><td>{_e(r.get('time'))}</td>"
+        f"<tr class=\"slow\" data-slow=\"{rank}\"><td>{_e(r.get('time'))}</td>"
         f"<td>{_e(str(r.get('session') or '')[:12])}</td>"
         f"<td>{_e(r.get('event'))} #{_e(r.get('seq'))}</td><td>{_e(', '.join(fired_ids(r)) or '-')}</td>"
-        f"<td class=\"n latency\">{float(r['latency_ms']):.2f}</td></tr>" for r in slow)
+        f"<td class=\"n latency\">{float(r['latency_ms']):.2f}</td></tr>" for rank, r in enumerate(slow, 1))
     return ("<section id=\"slowest\"><h2>Slowest decisions</h2><table><tr><th>time</th><th>session</th>"
             f"<th>event</th><th>rules fired</th><th class=\"n\">ms</th></tr>{rows}</table></section>")
 

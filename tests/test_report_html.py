@@ -177,6 +177,9 @@ def test_report_page_shows_models_tiers_rules_cost_and_slowest(tmp_path: Path, t
     assert cells.rows[("data-rule", "route-local")] == ["route-local", "8", "0"]
     assert cells.rows[("data-rule", "notify-<b>")] == ["notify-<b>", "4", "0"]  # escaped, shown as text
     assert cells.rows[("data-rule", "try-judge")] == ["try-judge", "0", "1"]
+    assert cells.rows[("data-slow", "1")] == ["2026-12-01T10:05:00.000Z", "s-aaaa1111", "turn_end #5",
+                                              "route-local", "812.50"]
+    assert len([key for key in cells.rows if key[0] == "data-slow"]) == 10
     assert cells.svgs >= 4
     assert trap.page_requests == [], "the page tried to reach the network"
 
