@@ -252,15 +252,16 @@ def signal_entries(policy: CompiledPolicy, decision: Decision, *, prompts: bool,
 
 def build_record(*, policy: CompiledPolicy, event: Mapping[str, Any], decision: Decision,
                  session: str, seq: int, latency_ms: float, policy_hash: str,
-                 settings: LogSettings, secrets: Mapping[str, str],
+                 settings: LogSettings, secrets: Mapping[str, str], refused: frozenset[str] = frozenset(),
                  moment: datetime | None = None) -> dict[str, Any]:
-    """The decision-log record of one evaluated event (docs/observability.md)."""
+    """The decision-log record of one evaluated event (docs/observability.md); `refused`: rules
+    the executor did not carry out (a confined path out of bounds), not `fired`, no actions."""
     event_type = str(event.get("type") or decision.event_type)
     texts = [] if settings.prompts else event_texts(event)
-    fired = set(decision.fired)
+    fired = set(decision.fired) - refused
     rules = [{"id": r.id, "origin": rule_origin(r), "fired": r.id in fired and not r.shadow}
              for r in evaluated_rules(policy.by_event.get(event_type, ()), decision)]
-    actions = [scrub(action_dict(e), texts, secrets) for e in decision.effects]
+    actions = [scrub(action_dict(e), texts, secrets) for e in decision.effects if e.rule_id not in refused]
     shadow = []
     for rule_id in dict.fromkeys(e.rule_id for e in decision.shadowed):
         would = [scrub(action_dict(e), texts, secrets) for e in decision.shadowed if e.rule_id == rule_id]
@@ -281,6 +282,8 @@ def build_record(*, policy: CompiledPolicy, event: Mapping[str, Any], decision: 
         record["tier"] = tier
     if cost is not None:
         record["cost"] = cost
+    if refused:
+        record["refused"] = sorted(refused)
     if decision.errors:
         record["errors"] = [scrub(f"{e.code} {e.message}", texts, secrets) for e in decision.errors]
     text = prompt_text(event) if settings.prompts else None

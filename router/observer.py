@@ -79,7 +79,8 @@ class Observer:
 
     def observe(self, *, policy: CompiledPolicy, event: dict[str, Any], decision: Decision,
                 state_before: Mapping[str, Any], outcomes: dict[str, SignalOutcome],
-                started_ns: int, secrets: Mapping[str, str]) -> list[str]:
+                started_ns: int, secrets: Mapping[str, str],
+                refused: frozenset[str] = frozenset()) -> list[str]:
         """Record one decision; the warnings for the user (each problem once)."""
         warnings, self._pending_warnings = self._pending_warnings, []
         ended_ns = time.perf_counter_ns()
@@ -90,7 +91,7 @@ class Observer:
             policy=policy, event=event, decision=decision, session=session,
             seq=self.next_seq(session, str(event.get("type"))),
             latency_ms=(ended_ns - started_ns) / 1e6, policy_hash=self.policy_hash(policy),
-            settings=settings, secrets=secrets)
+            settings=settings, secrets=secrets, refused=refused)
         last = LastDecision(policy, event, state_before, dict(outcomes), record)
         self.last[session] = self.last_of_type[(session, record["event"])] = last
         if settings.enabled:

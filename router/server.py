@@ -274,7 +274,7 @@ class Engine:
         decision = await self._decide(request_id, policy, event)
         trusted = self.trust.state == "trusted"
         applied = self.executor.apply(decision)
-        applied.warnings += self.observe(policy, event, decision, state_before, started_ns)
+        applied.warnings += self.observe(policy, event, decision, state_before, started_ns, applied.refused)
         if trusted and event_type == "command":
             self.keep_trust_after_own_writes(decision)
         result: dict[str, Any] = {"actions": applied.actions, "fired": list(decision.fired),
@@ -292,12 +292,13 @@ class Engine:
         return result
 
     def observe(self, policy: CompiledPolicy, event: dict[str, Any], decision: Decision,
-                state_before: dict[str, Any], started_ns: int) -> list[str]:
+                state_before: dict[str, Any], started_ns: int, refused: frozenset[str]) -> list[str]:
         """Log the decision and export its telemetry; a failure there never fails the event."""
         try:
             return self.observer.observe(policy=policy, event=event, decision=decision,
                                          state_before=state_before, outcomes=self.outcomes,
-                                         started_ns=started_ns, secrets=self.executor.secrets)
+                                         started_ns=started_ns, secrets=self.executor.secrets,
+                                         refused=refused)
         except Exception as exc:  # a bug in recording must not take the decision with it
             text = f"decision log: internal error {type(exc).__name__}: {exc}"
             if text in self.observer.told:

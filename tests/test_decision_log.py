@@ -223,3 +223,21 @@ def test_record_files_are_not_world_readable_even_with_a_loose_umask(rig: Rig) -
         os.umask(old)
     path = rig.agent / "router" / "log" / "decisions.jsonl"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_a_rule_the_executor_refuses_is_not_fired_and_has_no_actions(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, "version: 1\n")
+    (rig.cwd / ".pi").mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (rig.cwd / "logs").symlink_to(outside)  # inside by name, outside once the link is followed
+    (rig.cwd / ".pi" / "router.yaml").write_text(
+        "version: 1\nrules:\n  - {id: p, on: input, do: [{log: {file: \"logs/{text}.log\", text: hi}}]}\n")
+    trust_project(rig)
+    rig.hello()
+    result = rig.event(event())
+    assert [w for w in result["warnings"] if "rule 'p' refused" in w]
+    [record] = records(rig.agent)
+    assert [(r["id"], r["fired"]) for r in record["rules"]] == [("p", False)]
+    assert record["actions"] == [] and record["refused"] == ["p"]
+    assert list(outside.iterdir()) == []
