@@ -258,7 +258,8 @@ class Engine:
         payload = params.get("payload")
         if event_type == "command" and isinstance(payload, dict) and \
                 payload.get("name") == policy_command.NAME:
-            session = str((params.get("ctx") or {}).get("sessionId") or "")
+            raw_ctx = params.get("ctx")
+            session = str(raw_ctx.get("sessionId") or "") if isinstance(raw_ctx, dict) else ""
             return await self.policy_command(request_id, str(payload.get("args") or ""), warnings, session)
         if policy is None or event_type not in policy.by_event:
             unchanged = (policy.event_types if policy else ()) == before
