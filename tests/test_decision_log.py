@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from router.decision_log import DecisionLog, LogSettings, log_files
+from router.decision_log import DecisionLog, LogSettings, event_texts, log_files, scrub
 from router.log_reader import ReadStats, read_records
 from tests.test_server import Rig, trust_project
 
@@ -241,3 +243,14 @@ def test_a_rule_the_executor_refuses_is_not_fired_and_has_no_actions(tmp_path: P
     assert [(r["id"], r["fired"]) for r in record["rules"]] == [("p", False)]
     assert record["actions"] == [] and record["refused"] == ["p"]
     assert list(outside.iterdir()) == []
+
+
+@given(prompt=st.text(min_size=8, max_size=60).filter(lambda t: t.strip() == t and len(set(t)) > 3),
+       before=st.text(max_size=10), after=st.text(max_size=10))
+def test_scrubbed_parameters_never_hold_the_prompt(prompt: str, before: str, after: str) -> None:
+    event = {"type": "input", "text": prompt, "messages": [{"role": "user", "text": prompt}]}
+    params = {"text": before + prompt + after, "list": [prompt], "nested": {"k": f"<{prompt}>"}}
+    cleaned = scrub(params, event_texts(event), {})
+    strings = [cleaned["text"], *cleaned["list"], cleaned["nested"]["k"]]
+    assert not [text for text in strings if prompt in text], strings
+    assert cleaned["list"] == ["<text>"]
