@@ -71,6 +71,32 @@ def log_files(directory: Path) -> list[Path]:
     return files
 
 
+def logged_seqs(directory: Path, session: str) -> dict[str, int]:
+    """The highest `seq` per event type the log holds for `session` (lines of other sessions are
+    skipped before they are parsed)."""
+    needle = json.dumps(session).encode()
+    found: dict[str, int] = {}
+    for path in log_files(directory):
+        try:
+            handle = path.open("rb")
+        except OSError:
+            continue
+        with handle:
+            for line in handle:
+                if needle not in line:
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(record, dict) or record.get("session") != session:
+                    continue
+                kind, seq = record.get("event"), record.get("seq")
+                if isinstance(kind, str) and isinstance(seq, int) and seq >= found.get(kind, -1):
+                    found[kind] = seq
+    return found
+
+
 # --- the record -------------------------------------------------------------------------------
 
 

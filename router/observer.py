@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from router.compiled import CompiledPolicy
 from router.decision import Decision, SignalOutcome
-from router.decision_log import DecisionLog, LogSettings, build_record, log_dir, policy_digest
+from router.decision_log import (
+    DecisionLog,
+    LogSettings,
+    build_record,
+    log_dir,
+    logged_seqs,
+    policy_digest,
+)
 
 if TYPE_CHECKING:
     from router.otel import Telemetry
@@ -38,6 +45,7 @@ class Observer:
     agent: Path
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     counters: dict[tuple[str, str], int] = field(default_factory=dict)
+    seen_sessions: set[str] = field(default_factory=set)
     last: dict[str, LastDecision] = field(default_factory=dict)  # by session
     last_of_type: dict[tuple[str, str], LastDecision] = field(default_factory=dict)  # (session, event)
     telemetry: Telemetry | None = None
@@ -72,6 +80,12 @@ class Observer:
         return self._log
 
     def next_seq(self, session: str, event_type: str) -> int:
+        """The ordinal of this event type in the session; a session this sidecar has not seen yet
+        (a resumed one, a restarted sidecar) continues from what the log already holds."""
+        if session and session not in self.seen_sessions:
+            self.seen_sessions.add(session)
+            for kind, last in logged_seqs(log_dir(self.agent), session).items():
+                self.counters[(session, kind)] = max(self.counters.get((session, kind), 0), last + 1)
         key = (session, event_type)
         seq = self.counters.get(key, 0)
         self.counters[key] = seq + 1

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from router.decision_log import DecisionLog, LogSettings, event_texts, log_files, scrub
 from router.log_reader import ReadStats, read_records
-from tests.test_server import Rig, trust_project
+from router.server import Engine
+from tests.test_server import FakeConnection, Rig, trust_project
 
 PROMPT = "please refactor the parser module"
 POLICY = """\
@@ -254,3 +255,19 @@ def test_scrubbed_parameters_never_hold_the_prompt(prompt: str, before: str, aft
     strings = [cleaned["text"], *cleaned["list"], cleaned["nested"]["k"]]
     assert not [text for text in strings if prompt in text], strings
     assert cleaned["list"] == ["<text>"]
+
+
+def test_a_resumed_session_continues_its_seq_in_a_new_sidecar(rig: Rig) -> None:
+    rig.event(event())
+    rig.event(event())
+    rig.event(event(session="other"))
+    again = Rig.__new__(Rig)  # a second sidecar on the same agent dir and project
+    again.__dict__.update(rig.__dict__)
+    again.engine = Engine(FakeConnection({"complete": {"text": "high"}}), cwd=rig.cwd,  # type: ignore[arg-type]
+                          agent=rig.agent, extra=[])
+    again.hello()
+    again.event(event())
+    again.event(event(event_type="tool_call"))
+    assert [(r["session"], r["event"], r["seq"]) for r in records(rig.agent)] == [
+        ("s-1", "input", 0), ("s-1", "input", 1), ("other", "input", 0), ("s-1", "input", 2),
+        ("s-1", "tool_call", 0)]
