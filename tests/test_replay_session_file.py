@@ -8,7 +8,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from router.replay.log_reader import parse_record, read_logs, rotation_order
+from router.load.paths import log_order as rotation_order
+from router.replay.log_reader import parse_record, read_logs
 from router.replay.rebuild import rebuild
 from router.replay.session_file import parse_session, read_session, session_paths
 from tests.replay_sessions import SessionWriter, record, write_log

@@ -468,6 +468,102 @@ def untrust(directory: Directory = None) -> None:
     _finish(*command.untrust(directory or Path.cwd(), agent_dir()))
 
 
+LogOption = Annotated[Path | None, typer.Option(
+    "--log", metavar="PATH", help="a log directory or file (default: the agent dir's router/log)")]
+SinceOption = Annotated[str | None, typer.Option(
+    "--since", metavar="T", help="only decisions since T: a duration (10m, 2h, 1d) or an ISO time")]
+
+
+def _log_records(log: Path | None, since: str | None) -> tuple[list[dict[str, Any]], str]:
+    """The decision records of the log (filtered by `since`) and a note on skipped lines."""
+    from router.commands.log import default_location
+    from router.replay.log_files import Filter, ReadStats, read_records, resolve_files
+
+    keep = Filter(since=_since(since))
+    stats = ReadStats()
+    records = [r for r in read_records(resolve_files(log or default_location()), stats) if keep(r)]
+    return records, (f"skipped {stats.skipped} line(s) that are not JSON records" if stats.skipped else "")
+
+
+def _since(text: str | None) -> Any:
+    from router.replay.log_files import SinceError, parse_since
+
+    if text is None:
+        return None
+    try:
+        return parse_since(text)
+    except SinceError as exc:
+        raise UsageMistake(str(exc), "router log --since 2h") from None
+
+
+@_command("router log --since 2h --rule block-rm", name="log")
+def log_(
+    follow: Annotated[bool, typer.Option(
+        "--follow", "-F", help="keep printing decisions as they come")] = False,
+    session: Annotated[str | None, typer.Option(
+        "--session", metavar="S", help="only this session (an id or its first characters)")] = None,
+    rule: Annotated[str | None, typer.Option(
+        "--rule", metavar="R", help="only decisions where rule R fired (or would, shadow)")] = None,
+    since: SinceOption = None,
+    fmt: Annotated[str, _format_option("text", "json")] = "text",
+    log: LogOption = None,
+) -> None:
+    """Show the decision log, one line per decision.
+
+    Reads the rotated files oldest first; --format json prints one object per decision.
+    """
+    from router.commands import log as command
+    from router.replay.log_files import Filter
+
+    keep = Filter(session=session, rule=rule, since=_since(since))
+    try:
+        code, note = command.run(log or command.default_location(), keep=keep, fmt=fmt, follow_log=follow)
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
+    _finish(code, note, err=True)
+
+
+@_command("router shadow-report --since 7d", name="shadow-report")
+def shadow_report(fmt: Annotated[str, _format_option("text", "json")] = "text", log: LogOption = None,
+                  since: SinceOption = None) -> None:
+    """How the rules marked `shadow: true` would have done.
+
+    From the decision log: how often each would have fired, and how often it agreed with what was applied.
+    """
+    from router.commands import shadow_report as command
+
+    records, note = _log_records(log, since)
+    if note:
+        typer.echo(note, err=True)
+    stats = command.shadow_stats(records)
+    render = command.render_json if fmt == "json" else command.render_text
+    _finish(0, render(stats, decisions=len(records)))
+
+
+@_command("router report --html report.html --since 7d", name="report")
+def report(
+    html: Annotated[Path, typer.Option("--html", metavar="FILE", help="the HTML file to write")],
+    log: LogOption = None,
+    since: SinceOption = None,
+    title: Annotated[str, typer.Option(
+        "--title", metavar="TEXT", help="the page's title")] = "Router decisions",
+) -> None:
+    """Write one self-contained HTML page about the decision log.
+
+    Model and tier share, cost over time, hits per rule, the slowest decisions; no network needed.
+    """
+    from router.replay.report_html import render
+
+    records, note = _log_records(log, since)
+    if note:
+        typer.echo(note, err=True)
+    try:
+        html.write_text(render(records, title), encoding="utf-8")
+    except OSError as exc:
+        _finish(1, f"error: cannot write {html}: {exc.strerror or exc}", err=True)
+    _finish(0, f"wrote {html} ({len(records)} decisions)")
+
+
 def _confirm_trust(yes: bool) -> Callable[[str], bool]:
     def confirm(summary: str) -> bool:
         typer.echo(summary)
@@ -507,8 +603,6 @@ def packs(fmt: Annotated[str, _format_option("text", "json")] = "text") -> None:
 
 SessionPaths = Annotated[list[Path], typer.Argument(
     metavar="PATH", help="Pi session files or directories (searched recursively)")]
-LogOption = Annotated[Path | None, typer.Option(
-    "--log", metavar="PATH", help="the decision log file or directory (default: the agent dir's)")]
 SessionOption = Annotated[str | None, typer.Option(
     "--session", metavar="S", help="only sessions whose id or path contains S")]
 ModelsOption = Annotated[Path | None, typer.Option(

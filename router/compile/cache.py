@@ -170,7 +170,8 @@ def to_ir(policy: CompiledPolicy) -> dict[str, Any]:
             "file_refs": [list(f) for f in policy.file_refs],
             "confinement": policy.confinement.to_dict() if policy.confinement else None,
             "refused": [r.to_dict() for r in policy.refused],
-            "capabilities": [u.to_dict() for u in policy.capabilities]}
+            "capabilities": [u.to_dict() for u in policy.capabilities],
+            "decision_log": dict(policy.decision_log)}
 
 
 def _expr(source: str | None) -> Any:
@@ -280,4 +281,5 @@ def from_ir(data: dict[str, Any]) -> CompiledPolicy:
         confinement=Confinement.from_dict(data["confinement"]) if data["confinement"] else None,
         refused=tuple(Refusal.from_dict(r) for r in data["refused"]),
         capabilities=tuple(CapabilityUse(**u) for u in data["capabilities"]),
+        decision_log=data.get("decision_log") or {},
     )

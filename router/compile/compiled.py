@@ -130,6 +130,7 @@ class CompiledPolicy:
     confinement: Confinement | None = None  # the project layer's bounds (None: no project layer)
     refused: tuple[Refusal, ...] = ()  # what the layers may not do, left out of the policy
     capabilities: tuple[CapabilityUse, ...] = ()  # every use of a capability, per layer
+    decision_log: Mapping[str, Any] = field(default_factory=dict)  # the user's own settings only
 
     def vars_for(self, env: Mapping[str, str]) -> dict[str, Any]:
         """The vars with environment-bound ones resolved from `env`."""

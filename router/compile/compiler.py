@@ -213,6 +213,7 @@ def compile_policy(files: list[PolicyFile], *, agent: Path | None = None,
         for event_type in rule.on:
             by_event.setdefault(event_type, []).append(rule)
     env_names = {spec.env for spec in env_vars.values()} | _env_list(files, confinement, refused)
+    log_settings = _decision_log(files, agent or agent_dir(), refused)
     compiled = CompiledPolicy(
         rules=rules,
         by_event={k: tuple(v) for k, v in by_event.items()},
@@ -234,6 +235,7 @@ def compile_policy(files: list[PolicyFile], *, agent: Path | None = None,
         confinement=confinement,
         refused=tuple(refused),
         capabilities=tuple(_policy_uses(files) + analysis.uses),
+        decision_log=log_settings,
     )
     return compiled, ctx.diagnostics
 
@@ -285,6 +287,23 @@ def _confinement(files: list[PolicyFile], agent: Path, refused: list[Refusal]) -
     if not any(f.layer in GRANT_LAYERS for f in files):  # a project file compiled on its own
         grant.update(_user_grant(agent))
     return Confinement(str(project.root), str(agent.absolute()), str(Path.home()), frozenset(grant))
+
+
+def _decision_log(files: list[PolicyFile], agent: Path, refused: list[Refusal]) -> dict[str, Any]:
+    """`decision_log:` settings of the user's own files (later ones win); elsewhere refused."""
+    settings: dict[str, Any] = {}
+    for f in files:
+        if f.policy.decision_log is None:
+            continue
+        if f.layer in GRANT_LAYERS:
+            settings.update(f.policy.decision_log.model_dump(exclude_unset=True))
+            continue
+        refused.append(Refusal(
+            "setting", "decision_log", f.layer, GRANT_CODE,
+            "only your own router.yaml configures the decision log (a project cannot turn prompt "
+            "logging on); this entry is ignored", f.doc.span(("decision_log",), key=True),
+            help=f"move `decision_log:` to {display_path(agent / 'router.yaml')}"))
+    return settings
 
 
 def _user_grant(agent: Path) -> list[str]:

@@ -325,13 +325,13 @@ _ENTRIES = [
              "file is not read at all. Built-in packs by name (`use: [decision]`) stay allowed.",
              "`use:` would read any file as a policy, and show parts of it in diagnostics.",
              "use: [/etc/shadow.yaml]", "use: [decision, ./.pi/team.yaml]"),
-    CodeInfo("RT606", "`project_env` outside your own file",
-             "`project_env:` appears in a file other than your own router.yaml (or a file it "
-             "uses, or a `--policy` file). It is ignored.",
-             "Only you grant environment variables to project policies; a project cannot grant "
-             "them to itself.",
+    CodeInfo("RT606", "`project_env` or `decision_log` outside your own file",
+             "`project_env:` or `decision_log:` appears in a file other than your own router.yaml "
+             "(or a file it uses, or a `--policy` file). It is ignored.",
+             "Only you grant environment variables to project policies, and only you decide what "
+             "the decision log records (prompt text included); a project cannot decide either.",
              "# .pi/router.yaml\nproject_env: [AWS_SECRET_ACCESS_KEY]",
-             "Put `project_env:` in ~/.pi/agent/router.yaml."),
+             "Put `project_env:` (or `decision_log:`) in ~/.pi/agent/router.yaml."),
     CodeInfo("RT607", "file is a symbolic link",
              "A file the router writes (a log, audit or saved-settings file, a lock file) or a file a "
              "project policy reads is a symbolic link. The router opens such files without "

@@ -372,6 +372,15 @@ class SettingsImport(_Model):
         return self
 
 
+class DecisionLogSettings(_Model):
+    """The decision log (docs/observability.md); only your own router.yaml may set it."""
+
+    enabled: bool = Field(True, description="write one record per decision to <agent dir>/router/log/")
+    prompts: bool = Field(False, description="also record the prompt text (off: never written)")
+    max_bytes: int = Field(10 * 1024 * 1024, ge=4096, description="rotate the file past this size")
+    keep: int = Field(5, ge=1, le=100, description="rotated files kept (decisions.1.jsonl, …)")
+
+
 class Policy(_Model):
     """A policy file (`.pi/router.yaml`, `~/.pi/agent/router.yaml` or a pack in rules/)."""
 
@@ -383,6 +392,8 @@ class Policy(_Model):
     env: list[str] = Field(default_factory=list, description="environment variables events carry")
     project_env: list[str] = Field(default_factory=list, description="environment variables a "
                                    "project policy may read (only in your own router.yaml)")
+    decision_log: DecisionLogSettings | None = Field(
+        None, description="the decision log's settings (only in your own router.yaml)")
     vars: dict[str, Any] = Field(default_factory=dict)
     defaults: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="default parameters per action for this file's rules "

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterable
 from pathlib import Path
 
 PACKS_DIR = Path(__file__).resolve().parents[2] / "rules"
@@ -80,3 +82,33 @@ def project_policy_above(cwd: Path) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+# --- the decision log: `<agent dir>/router/log/decisions.jsonl` and its rotations ----------------
+
+LOG_NAME = "decisions.jsonl"
+ROTATED_LOG = re.compile(r"^decisions(?:\.(\d+))?\.jsonl$")  # the live file (no number) or a rotation
+
+
+def log_dir(agent: Path) -> Path:
+    """Where the decision log lives."""
+    return agent / "router" / "log"
+
+
+def log_order(paths: Iterable[Path]) -> list[Path]:
+    """Log files oldest first: a higher rotation number is older; the live file comes last."""
+    def key(path: Path) -> tuple[str, int]:
+        match = ROTATED_LOG.match(path.name)
+        number = int(match.group(1)) if match and match.group(1) else 0
+        return (str(path.parent), -number)
+
+    return sorted(dict.fromkeys(paths), key=key)
+
+
+def log_files(directory: Path) -> list[Path]:
+    """The live log and its rotations in `directory`, oldest first (none when it does not exist)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    return log_order(directory / name for name in names if ROTATED_LOG.match(name))

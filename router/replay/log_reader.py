@@ -9,16 +9,14 @@ Rotated files are read oldest first: `decisions.N.jsonl` ... `decisions.1.jsonl`
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from router.load.paths import display_path
+from router.load.paths import display_path, log_order
 from router.replay.session_file import Problem
 
-_ROTATED = re.compile(r"^decisions(?:\.(\d+))?\.jsonl$")
 MAX_PROBLEMS = 20  # problems kept for the report; the rest are only counted
 
 
@@ -70,27 +68,10 @@ class DecisionLog:
             self.problems.append(problem)
 
 
-def rotation_order(paths: Iterable[Path]) -> list[Path]:
-    """Log files oldest first: a higher rotation number is older; the live file comes last."""
-    def key(path: Path) -> tuple[str, int]:
-        match = _ROTATED.match(path.name)
-        number = int(match.group(1)) if match and match.group(1) else 0
-        return (str(path.parent), -number)
-
-    return sorted(dict.fromkeys(paths), key=key)
-
-
-def log_files(directory: Path) -> list[Path]:
-    """The live log and its rotations in `directory` (none when it does not exist)."""
-    if not directory.is_dir():
-        return []
-    return rotation_order(p for p in directory.iterdir() if _ROTATED.match(p.name) and p.is_file())
-
-
 def read_logs(paths: Iterable[Path]) -> DecisionLog:
     """Read log files in rotation order; a later record of the same key replaces an earlier one."""
     log = DecisionLog()
-    for path in rotation_order(paths):
+    for path in log_order(paths):
         shown = display_path(path)
         log.files.append(shown)
         try:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from router.compile.compiled import CompiledPolicy
 from router.load.paths import agent_dir as default_agent_dir
-from router.replay.log_reader import DecisionLog, log_files, read_logs
+from router.load.paths import log_files
+from router.replay.log_reader import DecisionLog, read_logs
 from router.replay.prices import Catalog, read_catalog
 from router.replay.progress import Progress
 from router.replay.runner import Replayer, SessionRun

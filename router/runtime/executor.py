@@ -74,6 +74,7 @@ class Applied:
 
     actions: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    refused: frozenset[str] = frozenset()  # rules none of whose effects were carried out
 
 
 class Executor:
@@ -357,6 +358,7 @@ class Executor:
         applied.warnings += [f"{e.message} [{e.code}]" for e in decision.errors if e.code in CAPABILITY_CODES]
         applied.warnings += self.evaluation_warnings(decision)
         targets, refused = self._check_confined(decision.effects)
+        applied.refused = frozenset(refused)
         for rule_id, refusal in refused.items():
             text = f"rule '{rule_id}' refused: {refusal.message} [{refusal.code}]"
             applied.warnings.append(text)

@@ -1,4 +1,4 @@
-"""`/policy` in Pi: the engine's own command (status, trust, untrust), handled by the sidecar.
+"""`/policy` in Pi: the engine's own command (status, why, trust, untrust), handled by the sidecar.
 
 The trust decision stays in Python: the bridge only shows the confirm dialog the engine asks for
 (the `ask` request with `confirm`) and the notification it sends back.
@@ -16,8 +16,9 @@ from router.trust.store import TrustDecision, TrustStore, TrustStoreError, decid
 NAME = "policy"
 DECLARATION = {
     "name": NAME,
-    "description": "The router's policy: status, or trust / untrust this project's .pi/router.yaml",
-    "completions": ["status", "trust", "untrust"],
+    "description": "The router's policy: status, why (the last decision), or trust / untrust this "
+                   "project's .pi/router.yaml",
+    "completions": ["status", "why", "trust", "untrust"],
 }
 CONFIRM_BUDGET_MS = 600_000
 
@@ -25,7 +26,7 @@ Ask = Callable[[dict[str, Any], float], Awaitable[Any]]
 
 
 def usage() -> str:
-    return "usage: /policy [status|trust|untrust]"
+    return "usage: /policy [status|why [EVENT]|trust|untrust]"
 
 
 def status_text(cwd: Path, trust: TrustDecision, files: list[str]) -> str:

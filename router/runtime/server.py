@@ -15,6 +15,7 @@ import itertools
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,9 @@ from router.events.questions import DEFAULT_SETTINGS
 from router.lang.budget import Budget
 from router.lang.jsonout import dumps
 from router.load.paths import agent_dir as default_agent_dir
-from router.runtime import policy_command, protocol
+from router.runtime import policy_command, policy_why, protocol
 from router.runtime.executor import Executor, budget_ms
+from router.runtime.observer import Observer
 from router.runtime.session_policy import load_session_policy, read_project_content
 from router.trust.store import TrustDecision, TrustStore, TrustStoreError, decide
 
@@ -60,6 +62,8 @@ class Engine:
         self.env: dict[str, str] = {}
         self.log_file = agent / "router" / "router.log"
         self.executor = Executor(connection.request, cwd=str(cwd), log_file=self.log_file)
+        self.observer = Observer(agent)
+        self.outcomes: dict[str, SignalOutcome] = {}  # the signals of the last decision
 
     # --- policy -------------------------------------------------------------------------------
 
@@ -85,6 +89,7 @@ class Engine:
                                                 or (loaded.last_good and self.policy is None))
         if usable and not keep and loaded.policy is not None:
             self.policy = loaded.policy
+            self.observer.policy_hash(loaded.policy)  # the content now, as it was compiled
             self.env = {n: os.environ[n] for n in loaded.policy.env_names if n in os.environ}
             self.executor.secrets = dict(self.env)
             self.executor.reported.clear()  # a new policy: warn of its evaluation errors afresh
@@ -260,20 +265,25 @@ class Engine:
         payload = params.get("payload")
         if event_type == "command" and isinstance(payload, dict) and \
                 payload.get("name") == policy_command.NAME:
-            return await self.policy_command(request_id, str(payload.get("args") or ""), warnings)
+            raw_ctx = params.get("ctx")
+            session = str(raw_ctx.get("sessionId") or "") if isinstance(raw_ctx, dict) else ""
+            return await self.policy_command(request_id, str(payload.get("args") or ""), warnings, session)
         if policy is None or event_type not in policy.by_event:
             unchanged = (policy.event_types if policy else ()) == before
             return {"actions": [], "warnings": warnings + self.notices(),
                     **({} if unchanged else {"declarations": self.declarations()})}
         if isinstance(params.get("models"), list):
             self.models = model_catalog(params["models"])
+        started_ns = time.perf_counter_ns()
         ctx = {**(params.get("ctx") or {}), "projectTrusted": self.trust.applies}  # the engine's decision
         event = normalize(event_type, params.get("payload") or {}, ctx,
                           env=self.env, models=self.models, registry=self.registry,
                           questions=policy_question_settings(policy, self.env))
+        state_before = self.state
         decision = await self._decide(request_id, policy, event)
         trusted = self.trust.state == "trusted"
         applied = self.executor.apply(decision)
+        applied.warnings += self.observe(policy, event, decision, state_before, started_ns, applied.refused)
         if trusted and event_type == "command":
             self.keep_trust_after_own_writes(decision)
         result: dict[str, Any] = {"actions": applied.actions, "fired": list(decision.fired),
@@ -290,8 +300,25 @@ class Engine:
             result["declarations"] = self.declarations()
         return result
 
-    async def policy_command(self, request_id: Any, args: str, warnings: list[str]) -> dict[str, Any]:
-        """`/policy [status|trust|untrust]`: the engine's own command."""
+    def observe(self, policy: CompiledPolicy, event: dict[str, Any], decision: Decision,
+                state_before: dict[str, Any], started_ns: int, refused: frozenset[str]) -> list[str]:
+        """Log the decision and export its telemetry; a failure there never fails the event."""
+        try:
+            return self.observer.observe(policy=policy, event=event, decision=decision,
+                                         state_before=state_before, outcomes=self.outcomes,
+                                         started_ns=started_ns, secrets=self.executor.secrets,
+                                         refused=refused)
+        except Exception as exc:  # a bug in recording must not take the decision with it
+            text = f"decision log: internal error {type(exc).__name__}: {exc}"
+            if text in self.observer.told:
+                return []
+            self.observer.told.add(text)
+            self.executor.log(text)
+            return [text]
+
+    async def policy_command(self, request_id: Any, args: str, warnings: list[str],
+                             session: str = "") -> dict[str, Any]:
+        """`/policy [status|why|trust|untrust]`: the engine's own command."""
         word = (args.split() or ["status"])[0]
         if word == "trust":
             self.connection.notify(protocol.PROGRESS, {
@@ -306,6 +333,10 @@ class Engine:
         elif word == "status":
             files = [path for path, _ in self.policy.file_refs] if self.policy else []
             text = policy_command.status_text(self.cwd, self.trust, files)
+        elif word == "why":
+            event_type = [*args.split(), ""][1] or None
+            last = self.observer.last_decision(session, event_type)
+            text = self.executor.redact(policy_why.why_text(last, event_type))
         else:
             text = policy_command.usage()
         notify = {"action": "notify", "params": {"text": text, "level": "info"}, "rule": "policy"}
@@ -314,6 +345,7 @@ class Engine:
 
     async def _decide(self, request_id: Any, policy: CompiledPolicy, event: dict[str, Any]) -> Decision:
         outcomes: dict[str, SignalOutcome] = {}
+        self.outcomes = outcomes
         budget = Budget()  # one for the event: every evaluation while its signals are computed
         memo = self._vars_memo(policy)
         for _ in range(MAX_SIGNALS):
@@ -325,8 +357,9 @@ class Engine:
             self.connection.notify(protocol.PROGRESS, {
                 "id": request_id, "budget_ms": budget_ms(pending) + 1000, "signal": pending.name})
             outcomes[pending.name] = await self.executor.compute(pending)
-        return evaluate(policy, event, state=self.state, budget=budget, vars_memo=memo, outcomes={
-            **outcomes, **{n: SignalOutcome(error="too many signals") for n in policy.signals}})
+        self.outcomes = {**outcomes, **{n: SignalOutcome(error="too many signals") for n in policy.signals}}
+        return evaluate(policy, event, state=self.state, budget=budget, vars_memo=memo,
+                        outcomes=self.outcomes)
 
     def _vars_memo(self, policy: CompiledPolicy) -> VarsMemo:
         """The resolved-vars memo of `policy` (a new one when the policy changed)."""
@@ -517,6 +550,7 @@ async def _run(args: argparse.Namespace) -> int:
         handle_line(connection, line)
     if connection.tasks:
         await asyncio.wait(connection.tasks, timeout=2)
+    connection.engine.observer.close()
     return 0
 
 

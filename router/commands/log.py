@@ -1,0 +1,102 @@
+"""`router log`: the decision log, one line (or one JSON object) per decision."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from router.load.paths import LOG_NAME, agent_dir, log_dir
+from router.replay.log_files import (
+    Filter,
+    ReadStats,
+    actions_of,
+    fired_ids,
+    follow,
+    read_records,
+    resolve_files,
+    shadow_ids,
+)
+
+PARAM_WIDTH = 60
+
+
+def default_location() -> Path:
+    return log_dir(agent_dir())
+
+
+def summary(record: dict[str, Any]) -> dict[str, Any]:
+    """What `--format json` prints for a decision: the record's main fields, `rules` as the ids
+    that fired."""
+    shown = {"time": record.get("time"), "session": record.get("session"), "event": record.get("event"),
+             "seq": record.get("seq"), "rules": fired_ids(record),
+             "actions": [{"action": a.get("action"), "params": a.get("params"), "rule": a.get("rule")}
+                         for a in actions_of(record)],
+             "model": record.get("model"), "latency_ms": record.get("latency_ms"),
+             "shadow": shadow_ids(record), "policy": record.get("policy")}
+    for key in ("tier", "cost", "errors", "text"):
+        if key in record:
+            shown[key] = record[key]
+    return shown
+
+
+def text_line(record: dict[str, Any]) -> str:
+    """`11:00:00.123 3f2a9c1e tool_call#3 block-rm: block(reason=…) [fake/m1] 1.2ms`."""
+    moment = str(record.get("time") or "?")
+    session = str(record.get("session") or "-")[:8]
+    event = f"{record.get('event')}#{record.get('seq')}"
+    fired = fired_ids(record)
+    actions = ", ".join(_action(a) for a in actions_of(record)) or "no action"
+    head = f"{moment} {session} {event}"
+    body = f"{','.join(fired)}: {actions}" if fired else "no rule fired"
+    extra = [f"[{record['model']}]"] if record.get("model") else []
+    shadow = shadow_ids(record)
+    if shadow:
+        extra.append("shadow:" + ",".join(shadow))
+    latency = record.get("latency_ms")
+    if isinstance(latency, (int, float)):
+        extra.append(f"{latency:.1f}ms")
+    return " ".join([head, body, *extra])
+
+
+def _action(action: dict[str, Any]) -> str:
+    params = action.get("params")
+    if params is None or params == {}:
+        return str(action.get("action"))
+    text = json.dumps(params, ensure_ascii=False, separators=(",", ":"), default=str)
+    if len(text) > PARAM_WIDTH:
+        text = text[: PARAM_WIDTH - 1] + "…"
+    return f"{action.get('action')}({text})"
+
+
+def render(record: dict[str, Any], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(summary(record), ensure_ascii=False, separators=(",", ":"), default=str)
+    return text_line(record)
+
+
+def run(location: Path, *, keep: Filter, fmt: str, follow_log: bool, out: TextIO = sys.stdout,
+        stop: Callable[[], bool] = lambda: False) -> tuple[int, str]:
+    """Print the matching decisions (then, with `follow_log`, each new one as it comes)."""
+    stats = ReadStats()
+
+    def emit(record: dict[str, Any]) -> None:
+        if keep(record):
+            out.write(render(record, fmt) + "\n")
+            out.flush()
+
+    files = resolve_files(location)
+    if follow_log and location.is_dir():
+        files = [f for f in files if f.name != LOG_NAME]  # the live file is read by `follow`
+    elif follow_log:
+        return 2, "error: --follow needs the log's directory, not one file\n  help: router log --follow"
+    for record in read_records(files, stats):
+        emit(record)
+    if follow_log:
+        follow(location, emit, start_at_end=False, stop=stop, stats=stats)
+    if not files and not follow_log and not location.exists():
+        return 0, f"no decision log at {location} (the sidecar writes it once a decision was made)"
+    note = f"skipped {stats.skipped} line(s) that are not JSON records" if stats.skipped else ""
+    return 0, note

@@ -1,0 +1,131 @@
+"""What the sidecar records about each decision: the decision log, OpenTelemetry, `/policy why`.
+
+The server owns one `Observer` and hands it every evaluated event after the executor applied it.
+The observer is the only writer of the decision log and the only exporter of telemetry; whatever
+goes wrong here never changes or delays a decision beyond a warning (given once).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from router.compile.compiled import CompiledPolicy
+from router.engine.decision import Decision, SignalOutcome
+from router.load.paths import log_dir
+from router.runtime.decision_log import (
+    DecisionLog,
+    LogSettings,
+    build_record,
+    logged_seqs,
+    policy_digest,
+)
+
+if TYPE_CHECKING:
+    from router.runtime.otel import Telemetry
+
+
+@dataclass
+class LastDecision:
+    """Enough to evaluate the session's last decision again, with a tracer (`/policy why`)."""
+
+    policy: CompiledPolicy
+    event: dict[str, Any]
+    state: Mapping[str, Any]
+    outcomes: dict[str, SignalOutcome]
+    record: dict[str, Any]
+
+
+@dataclass
+class Observer:
+    agent: Path
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    counters: dict[tuple[str, str], int] = field(default_factory=dict)
+    seen_sessions: set[str] = field(default_factory=set)
+    last: dict[str, LastDecision] = field(default_factory=dict)  # by session
+    last_of_type: dict[tuple[str, str], LastDecision] = field(default_factory=dict)  # (session, event)
+    telemetry: Telemetry | None = None
+    told: set[str] = field(default_factory=set)
+    _log: DecisionLog | None = None
+    _hashes: dict[int, str] = field(default_factory=dict)
+    _pending_warnings: list[str] = field(default_factory=list)  # told at the next decision
+
+    def __post_init__(self) -> None:
+        from router.runtime import otel
+        if otel.wanted(self.environ):  # only then is OpenTelemetry imported
+            started = otel.start(self.environ)
+            if isinstance(started, str):
+                self.told.add(started)
+                self._pending_warnings.append(started)
+            else:
+                self.telemetry = started
+
+    def policy_hash(self, policy: CompiledPolicy) -> str:
+        key = id(policy)
+        if key not in self._hashes:
+            self._hashes.clear()  # one policy in force at a time
+            self._hashes[key] = policy_digest(policy)
+        return self._hashes[key]
+
+    def log_for(self, settings: LogSettings) -> DecisionLog:
+        if self._log is None or self._log.settings != settings:
+            failing = self._log.failing if self._log is not None else False
+            self._log = DecisionLog(log_dir(self.agent), settings)
+            self._log.failing = failing
+        return self._log
+
+    def next_seq(self, session: str, event_type: str) -> int:
+        """The ordinal of this event type in the session; a session this sidecar has not seen yet
+        (a resumed one, a restarted sidecar) continues from what the log already holds."""
+        if session and session not in self.seen_sessions:
+            self.seen_sessions.add(session)
+            for kind, last in logged_seqs(log_dir(self.agent), session).items():
+                self.counters[(session, kind)] = max(self.counters.get((session, kind), 0), last + 1)
+        key = (session, event_type)
+        seq = self.counters.get(key, 0)
+        self.counters[key] = seq + 1
+        return seq
+
+    def observe(self, *, policy: CompiledPolicy, event: dict[str, Any], decision: Decision,
+                state_before: Mapping[str, Any], outcomes: dict[str, SignalOutcome],
+                started_ns: int, secrets: Mapping[str, str],
+                refused: frozenset[str] = frozenset()) -> list[str]:
+        """Record one decision; the warnings for the user (each problem once)."""
+        warnings, self._pending_warnings = self._pending_warnings, []
+        ended_ns = time.perf_counter_ns()
+        session_info = event.get("session")
+        session = str(session_info.get("id") or "") if isinstance(session_info, Mapping) else ""
+        settings = LogSettings.of(policy)
+        record = build_record(
+            policy=policy, event=event, decision=decision, session=session,
+            seq=self.next_seq(session, str(event.get("type"))),
+            latency_ms=(ended_ns - started_ns) / 1e6, policy_hash=self.policy_hash(policy),
+            settings=settings, secrets=secrets, refused=refused)
+        last = LastDecision(policy, event, state_before, dict(outcomes), record)
+        self.last[session] = self.last_of_type[(session, record["event"])] = last
+        if settings.enabled:
+            problem = self.log_for(settings).write(record)
+            if problem:
+                warnings.append(problem)
+        if self.telemetry is not None:
+            problem = self.telemetry.decision(record, latency_ns=ended_ns - started_ns)
+            if problem and problem not in self.told:
+                self.told.add(problem)
+                warnings.append(problem)
+        return warnings
+
+    def last_decision(self, session: str, event_type: str | None = None) -> LastDecision | None:
+        """The session's last decision, or its last one of `event_type`."""
+        if event_type:
+            return self.last_of_type.get((session, event_type))
+        return self.last.get(session)
+
+    def close(self) -> None:
+        """Flush and stop the telemetry exporters (at the sidecar's exit)."""
+        if self.telemetry is not None:
+            self.telemetry.shutdown()
+            self.telemetry = None

@@ -1,0 +1,186 @@
+"""`router log`, `router shadow-report` and `router report` through the installed console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from router.replay.log_files import SinceError, parse_since
+from router.runtime.decision_log import DecisionLog, LogSettings, now_iso
+
+ROUTER = Path(sys.executable).parent / "router"
+
+
+def record(seq: int, *, session: str = "s-aaaa1111", event: str = "input", fired: tuple[str, ...] = ("r1",),
+           when: datetime | None = None, **extra: Any) -> dict[str, Any]:
+    return {"v": 1, "time": now_iso(when or datetime.now(UTC)), "session": session, "event": event,
+            "seq": seq, "event_digest": "sha256:00", "policy": "sha256:11",
+            "rules": [{"id": r, "origin": "router.yaml:3", "fired": True} for r in fired],
+            "actions": [{"action": "notify", "params": {"text": f"n{seq}"}, "rule": r} for r in fired],
+            "signals": {}, "latency_ms": 1.5, "shadow": [], "model": "fake/m1", **extra}
+
+
+def write_log(directory: Path, *records: dict[str, Any]) -> DecisionLog:
+    log = DecisionLog(directory, LogSettings())
+    for item in records:
+        assert log.write(item) is None
+    return log
+
+
+def router(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(ROUTER), *args], capture_output=True, text=True, timeout=60, check=False,
+                          env={**os.environ, "NO_COLOR": "1", **(env or {})})
+
+
+def test_the_console_script_is_installed() -> None:
+    assert ROUTER.is_file(), f"no console script at {ROUTER}: install with pip install -e ."
+
+
+def test_log_text_shows_one_line_per_decision(tmp_path: Path) -> None:
+    directory = tmp_path / "log"
+    write_log(directory, record(0), record(1, event="tool_call", fired=()))
+    done = router("log", "--log", str(directory))
+    assert done.returncode == 0, done.stderr
+    first, second = done.stdout.splitlines()
+    assert " s-aaaa11 input#0 r1: notify({\"text\":\"n0\"}) [fake/m1] 1.5ms" in first
+    assert " s-aaaa11 tool_call#1 no rule fired [fake/m1] 1.5ms" in second
+
+
+def test_log_reads_the_agent_dirs_log_by_default_and_rotated_files_in_order(tmp_path: Path) -> None:
+    agent = tmp_path / "agent"
+    log = DecisionLog(agent / "router" / "log", LogSettings(max_bytes=4096, keep=3))
+    for seq in range(60):
+        log.write(record(seq))
+    assert (agent / "router" / "log" / "decisions.3.jsonl").exists()
+    done = router("log", "--format", "json", env={"PI_CODING_AGENT_DIR": str(agent)})
+    seqs = [json.loads(line)["seq"] for line in done.stdout.splitlines()]
+    assert seqs == list(range(seqs[0], 60)) and len(seqs) > 30
+
+
+def test_log_json_has_the_fields_and_filters_apply(tmp_path: Path) -> None:
+    directory = tmp_path / "log"
+    old = datetime.now(UTC) - timedelta(hours=3)
+    write_log(directory, record(0, when=old), record(1, fired=("r2",)), record(2, session="s-bbbb2222"),
+              record(3, fired=(), shadow=[{"id": "try", "would": [], "agrees": True}]))
+    (directory / "decisions.jsonl").open("a").write("not json\n")
+    done = router("log", "--log", str(directory), "--format", "json")
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["seq"] for r in rows] == [0, 1, 2, 3]
+    assert set(rows[0]) >= {"time", "session", "event", "rules", "actions", "model", "latency_ms"}
+    assert rows[1]["rules"] == ["r2"] and rows[1]["actions"] == [
+        {"action": "notify", "params": {"text": "n1"}, "rule": "r2"}]
+    assert "skipped 1 line(s) that are not JSON records" in done.stderr
+
+    def seqs(*args: str) -> list[int]:
+        out = router("log", "--log", str(directory), "--format", "json", *args).stdout
+        return [json.loads(line)["seq"] for line in out.splitlines()]
+
+    assert seqs("--session", "s-bbbb") == [2]
+    assert seqs("--rule", "r2") == [1]
+    assert seqs("--rule", "try") == [3]
+    assert seqs("--since", "2h") == [1, 2, 3]
+    assert seqs("--since", now_iso(old - timedelta(minutes=1))) == [0, 1, 2, 3]
+
+
+def test_log_bad_since_is_a_usage_error_without_traceback(tmp_path: Path) -> None:
+    done = router("log", "--log", str(tmp_path), "--since", "yesterday")
+    assert done.returncode == 2
+    assert "--since 'yesterday' is neither a duration nor a time" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_parse_since_durations_and_times() -> None:
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    assert parse_since("10m", now) == now - timedelta(minutes=10)
+    assert parse_since("2h", now) == now - timedelta(hours=2)
+    assert parse_since("1d", now) == now - timedelta(days=1)
+    assert parse_since("1.5h", now) == now - timedelta(minutes=90)
+    assert parse_since("2026-12-01T11:00:00Z", now) == datetime(2026, 12, 1, 11, tzinfo=UTC)
+    assert parse_since("2026-12-01", now) == datetime(2026, 12, 1, tzinfo=UTC)
+    with pytest.raises(SinceError):
+        parse_since("10 parsecs", now)
+
+
+class Lines:
+    """Lines of a child's stdout with a deadline per line (no sleeps: wait on output)."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        assert process.stdout is not None
+        self.fd, self.buffer = process.stdout.fileno(), b""
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.fd, selectors.EVENT_READ)
+
+    def next(self, timeout: float = 20) -> str:
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            remaining = deadline - time.monotonic()
+            assert remaining > 0 and self.selector.select(remaining), "no line from router log in time"
+            chunk = os.read(self.fd, 65536)
+            assert chunk, "router log closed its output"
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line.decode()
+
+
+def test_log_follow_prints_appends_across_rotations(tmp_path: Path) -> None:
+    directory = tmp_path / "log"
+    log = DecisionLog(directory, LogSettings(max_bytes=4096, keep=5))
+    log.write(record(0))
+    argv = [str(ROUTER), "log", "--follow", "--format", "json", "--log", str(directory), "--rule", "r1"]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        try:
+            lines = Lines(process)
+            assert json.loads(lines.next())["seq"] == 0
+            log.write(record(1, fired=("other",)))  # filtered out
+            log.write(record(2))
+            assert json.loads(lines.next())["seq"] == 2
+            for seq in range(3, 40):  # several rotations while it follows
+                log.write(record(seq))
+                assert json.loads(lines.next())["seq"] == seq
+            assert (directory / "decisions.2.jsonl").exists()
+        finally:
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=20)
+    assert process.returncode == 0
+
+
+def test_shadow_report_counts_would_fire_and_agreement(tmp_path: Path) -> None:
+    directory = tmp_path / "log"
+    agree = {"id": "try-small", "would": [{"action": "model", "params": {"ref": "a"}}], "agrees": True}
+    differ = {**agree, "agrees": False}
+    rules = [{"id": "live", "origin": "x:1", "fired": True},
+             {"id": "try-small", "origin": "x:5", "fired": False}]
+    write_log(directory, record(0, rules=rules, shadow=[agree]), record(1, rules=rules, shadow=[differ]),
+              record(2, rules=rules, shadow=[agree]), record(3, rules=rules))
+    done = router("shadow-report", "--log", str(directory), "--format", "json")
+    report = json.loads(done.stdout)
+    assert report == {"decisions": 4, "rules": [
+        {"id": "try-small", "evaluated": 4, "would_fire": 3, "agreed": 2, "disagreed": 1,
+         "agreement": pytest.approx(2 / 3)}]}
+    text = router("shadow-report", "--log", str(directory)).stdout.splitlines()
+    assert text[0] == "shadow rules, 4 decision(s):"
+    assert text[2].split() == ["try-small", "4", "3", "2", "1", "67%"]
+    empty = router("shadow-report", "--log", str(tmp_path / "none"))
+    assert empty.returncode == 0 and "no shadow rule fired in 0 decision(s)" in empty.stdout
+
+
+def test_report_writes_a_self_contained_page(tmp_path: Path) -> None:
+    directory = tmp_path / "log"
+    write_log(directory, record(0), record(1, event="turn_end", cost=0.25), record(2, model="fake/big"))
+    page = tmp_path / "report.html"
+    done = router("report", "--html", str(page), "--log", str(directory))
+    assert done.returncode == 0 and done.stdout.strip() == f"wrote {page} (3 decisions)"
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>") and "<svg" in text
+    assert "http://" not in text.replace("http://www.w3.org/2000/svg", "") and "https://" not in text
+    assert "<script src" not in text and "<link" not in text
