@@ -183,6 +183,11 @@ def _block_template(source: str) -> Template:
     return Template(source, expression=expression, block=block)
 
 
+def compile_part(tree: ast.AST) -> Run:
+    """The closures of a subtree of a compiled (checked, prepared) expression."""
+    return _closures(tree)
+
+
 def _closures(tree: ast.AST) -> Run:
     limits = DEFAULT_LIMITS
 
