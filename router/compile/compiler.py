@@ -158,13 +158,19 @@ def rule_limit(files: list[PolicyFile]) -> Diagnostic | None:
 @contextmanager
 def without_gc() -> Iterator[None]:
     """Pause the cyclic garbage collector: compiling makes many long-lived objects and few cycles,
-    and the collector's passes over them took two thirds of a 20,000-rule compile."""
+    and the collector's passes over them took two thirds of a 20,000-rule compile.
+
+    On the way out the new objects go straight to the oldest generation (freeze, then unfreeze),
+    so the first collection afterwards does not scan them all as young ones (130 ms at 1,000 rules);
+    a later full collection still finds any cycle among them."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import functools
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jmespath.exceptions import JMESPathError
@@ -21,6 +21,7 @@ from jmespath.exceptions import JMESPathError
 from router.compile.compiled import CompiledAction, CompiledPolicy, CompiledRule, CompiledSignal
 from router.diagnostics.diagnostic import Diagnostic, Span
 from router.diagnostics.errors import ExpressionError
+from router.engine import rule_index
 from router.engine.decision import Decision, Effect, SignalOutcome, SignalRequest
 from router.engine.scope import SignalErrors, SignalNeeded, Signals, lookup, show_value
 from router.engine.trace import TraceEvent, Tracer
@@ -135,7 +136,7 @@ class _Run:
         self.budget = budget
         decided: dict[str, str] = {}
         tracer, clock, deadline = self.tracer, time.perf_counter, budget.deadline
-        for rule in self.policy.by_event.get(self.event_type, ()):
+        for rule in self._rules():
             if rule.group in decided:
                 if tracer:
                     self._trace("skip", rule, f"rule {rule.id}: skipped, group '{rule.group}' "
@@ -176,6 +177,14 @@ class _Run:
             if matched and not rule.shadow and not rule.continue_:
                 decided[rule.group] = rule.id
         return self._decision()
+
+    def _rules(self) -> Sequence[CompiledRule]:
+        """The event type's rules in order; without a tracer, only those the index cannot rule out."""
+        rules = self.policy.by_event.get(self.event_type, ())
+        if self.tracer is not None or not rule_index.enabled:
+            return rules
+        index = rule_index.index_for(self.policy, self.event_type)
+        return rules if index is None else index.candidates(self.scope, lambda: self.sandbox)
 
     def _decision(self) -> Decision:
         return Decision(

@@ -194,6 +194,8 @@ def _owned_expressions(policy: CompiledPolicy) -> Iterator[tuple[str, Span, str 
 def _pattern_args(cond: Expression | Query) -> Iterator[tuple[str, str]]:
     """The pattern of each regex()/regex_find() call: ("literal", text), ("var", name) for
     `vars.name`, or ("data", source) for anything computed while evaluating."""
+    if not any(name in _REGEX_FUNCTIONS for name, _ in cond.calls):
+        return
     if isinstance(cond, Query):
         yield from _jmespath_patterns(cond.parsed.parsed)
         return

@@ -10,6 +10,7 @@ yields the value itself, not its text.
 from __future__ import annotations
 
 import ast
+import functools
 import operator as op
 import re
 import warnings
@@ -124,7 +125,7 @@ def compile_expression(source: str) -> Expression:
         raise ExpressionSyntaxError(f"invalid expression: {exc.msg}", offset) from None
     except (RecursionError, MemoryError, ValueError):
         raise ExpressionSyntaxError("expression is nested too deeply") from None
-    nodes = list(ast.walk(tree))
+    nodes = _all_nodes(tree)
     _check_tree(nodes, lead - 1)  # the parse added "(" in front
     expression = _from_tree(text, tree, nodes)
     _prepare_calls(nodes, lead - 1)
@@ -156,7 +157,7 @@ def compile_text(source: str) -> Template:
     except SyntaxError as exc:
         offset = min(len(source), max(0, (exc.offset or 2) - 3))
         raise ExpressionSyntaxError(f"invalid template: {exc.msg}", offset, code="RT204") from None
-    nodes = list(ast.walk(tree))
+    nodes = _all_nodes(tree)
     _check_tree(nodes, 0)
     expression = _from_tree(source, tree, nodes)
     _prepare_calls(nodes, 0)
@@ -183,14 +184,37 @@ def _block_template(source: str) -> Template:
     return Template(source, expression=expression, block=block)
 
 
+def compile_part(tree: ast.AST) -> Run:
+    """The closures of a subtree of a compiled (checked, prepared) expression."""
+    return _closures(tree)
+
+
 def _closures(tree: ast.AST) -> Run:
-    limits = DEFAULT_LIMITS
+    return compile_tree(tree, operators=_default_operators(), constants=CONSTANTS, fallback=_fallback,
+                        max_string=DEFAULT_LIMITS.max_string)
 
-    def fallback(scope: Mapping[str, Any], node: ast.AST) -> Any:
-        return Evaluator(scope, limits=limits)._eval(node)
 
-    return compile_tree(tree, operators=_limited(limits), constants=CONSTANTS, fallback=fallback,
-                        max_string=limits.max_string)
+def _fallback(scope: Mapping[str, Any], node: ast.AST) -> Any:
+    return Evaluator(scope, limits=DEFAULT_LIMITS)._eval(node)
+
+
+@functools.cache
+def _default_operators() -> dict[type[ast.AST], Callable[..., Any]]:
+    """The operators of DEFAULT_LIMITS, made once (they keep no state)."""
+    return _limited(DEFAULT_LIMITS)
+
+
+def _all_nodes(tree: ast.AST) -> list[ast.AST]:
+    """The nodes of `tree` in `ast.walk`'s order (breadth first), without its generator overhead."""
+    nodes = [tree]
+    for node in nodes:  # the loop also visits the children appended while it runs
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, ast.AST):
+                nodes.append(value)
+            elif isinstance(value, list):
+                nodes.extend(v for v in value if isinstance(v, ast.AST))
+    return nodes
 
 
 def _literal(node: ast.expr) -> Any:
@@ -245,38 +269,48 @@ def _outside_brackets(text: str) -> str:
     return "".join(text[i] for i in top_level(text))
 
 
+# Allowed node types that need no check of their own (most nodes: the loop below skips them).
+_PLAIN_NODES = frozenset(_ALLOWED_NODES) - {ast.Attribute, ast.Name, ast.Call, ast.FormattedValue}
+
+
 def _check_tree(nodes: list[ast.AST], lead: int) -> None:
+    plain = _PLAIN_NODES
     for node in nodes:
-        offset = max(0, lead + getattr(node, "col_offset", 0))
-        if not isinstance(node, _ALLOWED_NODES):
-            raise ExpressionSyntaxError(f"{_describe(node)} is not allowed in expressions", offset,
-                                        code="RT203")
-        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
-            raise ExpressionSyntaxError(f"field '{node.attr}' is not accessible (leading '_')",
+        if type(node) not in plain:
+            _check_node(node, lead)
+
+
+def _check_node(node: ast.AST, lead: int) -> None:
+    offset = max(0, lead + getattr(node, "col_offset", 0))
+    if not isinstance(node, _ALLOWED_NODES):
+        raise ExpressionSyntaxError(f"{_describe(node)} is not allowed in expressions", offset,
+                                    code="RT203")
+    if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+        raise ExpressionSyntaxError(f"field '{node.attr}' is not accessible (leading '_')",
+                                    offset, code="RT203")
+    if isinstance(node, ast.Name) and node.id.startswith("__"):
+        raise ExpressionSyntaxError(f"name '{node.id}' is not accessible", offset, code="RT203")
+    if isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name):
+            raise ExpressionSyntaxError("only helper functions can be called (no methods)",
                                         offset, code="RT203")
-        if isinstance(node, ast.Name) and node.id.startswith("__"):
-            raise ExpressionSyntaxError(f"name '{node.id}' is not accessible", offset, code="RT203")
-        if isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Name):
-                raise ExpressionSyntaxError("only helper functions can be called (no methods)",
-                                            offset, code="RT203")
-            if node.keywords:
-                raise ExpressionSyntaxError("keyword arguments are not supported", offset,
-                                            code="RT203")
-            if any(isinstance(a, ast.Starred) for a in node.args):
-                raise ExpressionSyntaxError("*args are not supported", offset, code="RT203")
-        if isinstance(node, ast.FormattedValue) and node.conversion != -1:
-            raise ExpressionSyntaxError("conversions such as !r and !s are not supported in templates",
+        if node.keywords:
+            raise ExpressionSyntaxError("keyword arguments are not supported", offset,
+                                        code="RT203")
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise ExpressionSyntaxError("*args are not supported", offset, code="RT203")
+    if isinstance(node, ast.FormattedValue) and node.conversion != -1:
+        raise ExpressionSyntaxError("conversions such as !r and !s are not supported in templates",
+                                    offset, code="RT204")
+    if isinstance(node, ast.FormattedValue) and node.format_spec is not None:
+        spec = node.format_spec
+        if not all(isinstance(v, ast.Constant) for v in getattr(spec, "values", [])):
+            raise ExpressionSyntaxError("nested placeholders in a format spec are not allowed",
                                         offset, code="RT204")
-        if isinstance(node, ast.FormattedValue) and node.format_spec is not None:
-            spec = node.format_spec
-            if not all(isinstance(v, ast.Constant) for v in getattr(spec, "values", [])):
-                raise ExpressionSyntaxError("nested placeholders in a format spec are not allowed",
-                                            offset, code="RT204")
-            text = "".join(str(v.value) for v in getattr(spec, "values", []))
-            if re.search(r"\d{4,}", text):
-                raise ExpressionSyntaxError(f"format spec '{text}' asks for a width over 999",
-                                            offset, code="RT204")
+        text = "".join(str(v.value) for v in getattr(spec, "values", []))
+        if re.search(r"\d{4,}", text):
+            raise ExpressionSyntaxError(f"format spec '{text}' asks for a width over 999",
+                                        offset, code="RT204")
 
 
 def _describe(node: ast.AST) -> str:
@@ -289,7 +323,7 @@ def _describe(node: ast.AST) -> str:
 
 
 def _from_tree(source: str, tree: ast.expr, nodes: list[ast.AST] | None = None) -> Expression:
-    nodes = list(ast.walk(tree)) if nodes is None else nodes
+    nodes = _all_nodes(tree) if nodes is None else nodes
     bound = {t.id for c in nodes if isinstance(c, ast.comprehension)
              for t in ast.walk(c.target) if isinstance(t, ast.Name)}
     names = set()

@@ -120,6 +120,11 @@ def compile_query(source: str) -> Query:
     return Query(source, parsed, tuple(_root_paths(tree)), tuple(calls), tuple(literal_args), run)
 
 
+def compile_subtree(node: dict[str, Any]) -> Compiled:
+    """The closures of a subtree of a parsed JMESPath expression."""
+    return compile_node(node, _FUNCTIONS, _FALLBACK)
+
+
 def _parse_message(exc: jexc.ParseError) -> str:
     token = getattr(exc, "token_value", None)
     kind = getattr(exc, "msg", None) or "syntax error"
