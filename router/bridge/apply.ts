@@ -259,11 +259,9 @@ export function withContextMessages<M extends ContextMessage>(messages: readonly
 }
 
 /** The tool result of a policy-declared question tool, from its `answer`. */
-export function toolAnswer(replies: Replies | undefined): { content: { type: "text"; text: string }[]; details: unknown; isError?: boolean } {
+export function toolAnswer(replies: Replies | undefined, noAnswer: string): { content: { type: "text"; text: string }[]; details: unknown; isError?: boolean } {
 	const answer = replies?.answer;
-	if (!answer) {
-		return { content: [{ type: "text", text: "No automated answer is available; decide yourself or ask the user." }], details: {}, isError: true };
-	}
+	if (!answer) return { content: [{ type: "text", text: noAnswer }], details: {}, isError: true };
 	const text = answer.text ?? (typeof answer.value === "string" ? answer.value : JSON.stringify(answer.value));
 	return { content: [{ type: "text", text: String(text) }], details: answer.details ?? {} };
 }

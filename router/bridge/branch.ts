@@ -2,7 +2,6 @@
 import type { ExtensionContext } from "./types.ts";
 import { attempt, textOf } from "./util.ts";
 
-const EXCERPT_ENTRIES = 12; // only bounds the payload: router/events/questions.py decides what the excerpt holds
 
 interface MessageEntry {
 	type: "message";
@@ -20,7 +19,8 @@ export function history(ctx: ExtensionContext | null): { userMessages: number; f
 	return { userMessages: texts.length, firstUserText: texts[0] ?? null, lastUserText: texts[texts.length - 1] ?? null };
 }
 
-/** The last messages of the branch (role and text), for a question's or dialog's context. */
-export function excerpt(ctx: ExtensionContext | null): { role: string | undefined; text: string }[] {
-	return messageEntries(ctx).slice(-EXCERPT_ENTRIES).map((e) => ({ role: e.message?.role, text: textOf(e.message?.content) }));
+/** The last `entries` messages of the branch (role and text), for a question's or dialog's context
+ * (the policy's `excerpt_entries`; router/events/questions.py decides what the excerpt holds). */
+export function excerpt(ctx: ExtensionContext | null, entries: number): { role: string | undefined; text: string }[] {
+	return messageEntries(ctx).slice(-Math.max(0, entries)).map((e) => ({ role: e.message?.role, text: textOf(e.message?.content) }));
 }

@@ -7,12 +7,14 @@ import type { ModelRoute, ModelRouteRequest } from "@earendil-works/pi-coding-ag
 import type { CommandDeclaration, Declarations, ExtensionContext, PiModel, ToolDeclaration, VirtualModelDeclaration } from "./types.ts";
 import { findModel, toolAnswer } from "./apply.ts";
 import { excerpt } from "./branch.ts";
-import { patchUi } from "./dialogs.ts";
+import { listenToQuestionnaires, patchUi } from "./dialogs.ts";
 import { type BridgeState, warn } from "./state.ts";
 import { attempt, modelInfo, textOf } from "./util.ts";
 
 export function declare(state: BridgeState, declared: Declarations): void {
 	state.subscribed = new Set<string>(declared.events ?? []);
+	if (typeof declared.excerpt_entries === "number") state.excerptEntries = declared.excerpt_entries;
+	listenToQuestionnaires(state, declared.bus_events ?? []);
 	for (const command of declared.commands ?? []) registerCommand(state, command);
 	for (const tool of declared.tools ?? []) registerTool(state, tool);
 	for (const model of declared.virtual_models ?? []) registerVirtualModel(state, model);
@@ -48,9 +50,11 @@ function registerTool(state: BridgeState, tool: ToolDeclaration): void {
 		promptSnippet: tool.prompt_snippet ?? undefined, promptGuidelines: tool.guidelines ?? [],
 		parameters: tool.parameters, executionMode: tool.sequential ? "sequential" : "parallel",
 		async execute(_id, params, signal, _update, ctx) {
-			const replies = await state.forward("question", { toolName: tool.name, source: "tool", input: params, excerpt: excerpt(ctx) }, ctx, { signal });
+			const replies = await state.forward("question", {
+				toolName: tool.name, source: "tool", input: params, excerpt: excerpt(ctx, state.excerptEntries),
+			}, ctx, { signal });
 			if (signal?.aborted) return { content: [{ type: "text", text: "aborted" }], details: {}, isError: true };
-			return toolAnswer(replies);
+			return toolAnswer(replies, tool.no_answer);
 		},
 	});
 }
@@ -98,9 +102,14 @@ async function route(state: BridgeState, model: VirtualModelDeclaration, request
 		return routed;
 	}
 	if (chosen) warn(state, `router: route to unknown model ${chosen.model}; using a fallback`);
-	const fallback = request.previous?.model ?? firstPhysical(state);
-	if (!fallback) throw new Error(`router: no model to route ${model.provider}/${model.id} to`);
-	return { model: fallback, thinkingLevel: request.previous?.thinkingLevel ?? request.thinkingLevel };
+	for (const step of model.fallback) {
+		if (step === "previous" && request.previous?.model) {
+			return { model: request.previous.model, thinkingLevel: request.previous.thinkingLevel ?? request.thinkingLevel };
+		}
+		const first = step === "first_available" ? firstPhysical(state) : undefined;
+		if (first) return { model: first, thinkingLevel: request.thinkingLevel };
+	}
+	throw new Error(`router: no model to route ${model.provider}/${model.id} to`);
 }
 
 function firstPhysical(state: BridgeState): PiModel | undefined {

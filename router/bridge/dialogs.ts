@@ -3,14 +3,12 @@
  * (`dialog` events), the rpiv questionnaire bus (`question` events from `rpiv:ask-user:prompt`),
  * and the engine's own `ask` request, which always goes to Pi's native dialogs.
  */
-import type { AskParams, ExtensionContext, ExtensionUIContext } from "./types.ts";
+import type { AskParams, BusEventDeclaration, ExtensionContext, ExtensionUIContext } from "./types.ts";
 import { answerValue } from "./apply.ts";
 import { excerpt } from "./branch.ts";
 import type { BridgeState, NativeUi } from "./state.ts";
 import { attempt, errorText, isObject, logLine } from "./util.ts";
 
-const RPIV_PROMPT = "rpiv:ask-user:prompt";
-const RPIV_BLOCKED = "rpiv:ask-user:blocked";
 const PATCHED = "__routerPatched";
 
 type PatchedUi = ExtensionUIContext & { [PATCHED]?: boolean };
@@ -24,7 +22,7 @@ export function patchUi(state: BridgeState, ctx: ExtensionContext | null): void 
 	};
 	state.nativeUi = native;
 	const ask = async <T>(kind: string, payload: object, fallback: () => Promise<T>): Promise<T> => {
-		const replies = await state.forward("dialog", { kind, ...payload, excerpt: excerpt(state.ctx) }, state.ctx);
+		const replies = await state.forward("dialog", { kind, ...payload, excerpt: excerpt(state.ctx, state.excerptEntries) }, state.ctx);
 		const value = answerValue(replies);
 		return value !== undefined ? (value as T) : fallback();
 	};
@@ -50,27 +48,38 @@ export function patchUi(state: BridgeState, ctx: ExtensionContext | null): void 
 }
 
 /**
- * The rpiv questionnaire protocol, as the original pi-decision-router answers it: an extension
- * emits `rpiv:ask-user:prompt` with a questionnaire on Pi's event bus, then opens
- * `ctx.ui.custom`. The questionnaire is sent as a `question` event (source "event"); the answer a
- * rule gives is what that `custom` call returns, and without one Pi's own `custom` runs. When the
- * engine fails (no result at all), `custom` returns the protocol's cancelled answer, as the
- * original does when its decision throws. `rpiv:ask-user:blocked` with `active: false` drops a
- * pending answer.
+ * The questionnaire protocols the policy declares (`bus_events:`; the decision pack declares
+ * rpiv's): an extension emits the `prompt` event with a questionnaire on Pi's event bus, then
+ * opens `ctx.ui.custom`. The questionnaire is sent as a `question` event (source "event"); the
+ * answer a rule gives is what that `custom` call returns, and without one Pi's own `custom` runs.
+ * When the engine fails (no result at all), `custom` returns the protocol's cancelled answer, as
+ * the original does when its decision throws. The `blocked` event with `active: false` drops a
+ * pending answer. Each event name is subscribed once per loaded bridge.
  */
-export function listenToQuestionnaires(state: BridgeState): void {
+export function listenToQuestionnaires(state: BridgeState, declared: BusEventDeclaration[]): void {
 	const cancelled = () => ({ answers: [], cancelled: true });
-	attempt(() => state.pi.events.on(RPIV_PROMPT, (payload: unknown) => {
-		if (!state.subscribed.has("question")) return;
-		state.pendingCustom = state.forward("question", {
-			toolName: RPIV_PROMPT, source: "event", input: payload, excerpt: excerpt(state.ctx),
-		}, state.ctx)
-			.then((replies) => (replies === undefined ? cancelled() : (replies.answer?.value ?? null)))
-			.catch(cancelled);
-	}), undefined);
-	attempt(() => state.pi.events.on(RPIV_BLOCKED, (payload: unknown) => {
-		if (isObject(payload) && payload.active === false) state.pendingCustom = null;
-	}), undefined);
+	for (const bus of declared) {
+		if (bus.protocol !== "questionnaire") continue;
+		const prompt = bus.prompt;
+		if (!state.registered.busEvents.has(prompt)) {
+			state.registered.busEvents.add(prompt);
+			attempt(() => state.pi.events.on(prompt, (payload: unknown) => {
+				if (!state.subscribed.has("question")) return;
+				state.pendingCustom = state.forward("question", {
+					toolName: prompt, source: "event", input: payload, excerpt: excerpt(state.ctx, state.excerptEntries),
+				}, state.ctx)
+					.then((replies) => (replies === undefined ? cancelled() : (replies.answer?.value ?? null)))
+					.catch(cancelled);
+			}), undefined);
+		}
+		const blocked = bus.blocked;
+		if (blocked && !state.registered.busEvents.has(blocked)) {
+			state.registered.busEvents.add(blocked);
+			attempt(() => state.pi.events.on(blocked, (payload: unknown) => {
+				if (isObject(payload) && payload.active === false) state.pendingCustom = null;
+			}), undefined);
+		}
+	}
 }
 
 /** The engine's `ask`: a question to the human through Pi's own dialogs (null without a UI). */

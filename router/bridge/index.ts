@@ -14,7 +14,6 @@
  * models), dialogs.ts, panel.ts, requests.ts (the engine's requests), trust.ts, state.ts, types.ts.
  */
 import type { PiApi } from "./types.ts";
-import { listenToQuestionnaires } from "./dialogs.ts";
 import { forward } from "./forward.ts";
 import { registerHooks } from "./hooks.ts";
 import { handleExit, preload } from "./lifecycle.ts";
@@ -60,6 +59,5 @@ export default async function (pi: PiApi): Promise<void> {
 	if (!claimProcess(pi)) return;
 	const state = connect(pi);
 	registerHooks(state);
-	listenToQuestionnaires(state);
 	await preload(state);
 }

@@ -26,6 +26,9 @@ export interface ForwardOptions {
 /** Send one event to the engine; undefined: no decision (Pi keeps its native behaviour). */
 export type Forward = (type: string, payload: object, ctx: ExtensionContext | null, options?: ForwardOptions) => Promise<Replies | undefined>;
 
+/** The excerpt size until the policy declares one (the engine's default, router/events/questions.py). */
+export const DEFAULT_EXCERPT_ENTRIES = 12;
+
 export interface BridgeState {
 	readonly pi: PiApi;
 	readonly sidecar: Sidecar;
@@ -46,7 +49,9 @@ export interface BridgeState {
 	preloading: boolean;
 	/** Why the startup hello failed, until session_start reports it. */
 	preloadFailure: string | null;
-	registered: { commands: Set<string>; tools: Set<string>; models: Set<string> };
+	registered: { commands: Set<string>; tools: Set<string>; models: Set<string>; busEvents: Set<string> };
+	/** The excerpt size the policy declares (`excerpt_entries`). */
+	excerptEntries: number;
 	nativeUi: NativeUi | null;
 	toolActivity: boolean;
 	/** A compaction a `compact` action started is running. */
@@ -74,7 +79,8 @@ export function createState(pi: PiApi, sidecar: Sidecar = new Sidecar()): Bridge
 		pi, sidecar, forward: async () => undefined, ctx: null, subscribed: new Set(), skillPaths: [],
 		ready: false, outage: false, failures: 0, restartTimer: null, stopping: false, starting: null,
 		preloading: false, preloadFailure: null,
-		registered: { commands: new Set(), tools: new Set(), models: new Set() },
+		registered: { commands: new Set(), tools: new Set(), models: new Set(), busEvents: new Set() },
+		excerptEntries: DEFAULT_EXCERPT_ENTRIES,
 		nativeUi: null, toolActivity: false, routerCompaction: false, compactionQueued: null,
 		pendingCustom: null, tuiKit: null, openPanels: new Map(), refreshing: new Set(),
 		shownWarnings: new Set(), unknownActions: new Set(), trustStatus: null, approvedDigest: null,

@@ -122,6 +122,8 @@ export interface ToolDeclaration {
 	guidelines?: string[] | null;
 	parameters: ToolSchema;
 	sequential?: boolean;
+	/** The tool result when no rule answers (the policy's wording; the engine fills its default). */
+	no_answer: string;
 }
 
 export interface VirtualModelDeclaration {
@@ -131,6 +133,17 @@ export interface VirtualModelDeclaration {
 	thinking_levels?: ThinkingLevels;
 	context_window?: number | null;
 	max_tokens?: number | null;
+	/** Where a request no rule routes goes, tried in order (the engine fills its default). */
+	fallback: RouteFallback[];
+}
+
+export type RouteFallback = "previous" | "first_available";
+
+/** An event-bus protocol the policy answers: a questionnaire announced on `prompt`. */
+export interface BusEventDeclaration {
+	protocol: string;
+	prompt: string;
+	blocked?: string | null;
 }
 
 /** The policy's declarations: the `hello` result, and an event result's `declarations`. */
@@ -140,6 +153,9 @@ export interface Declarations {
 	tools?: ToolDeclaration[];
 	virtual_models?: VirtualModelDeclaration[];
 	skills?: string[];
+	bus_events?: BusEventDeclaration[];
+	/** How many of the branch's last messages a question's or dialog's excerpt carries. */
+	excerpt_entries?: number;
 }
 
 export interface HelloResult extends Declarations {

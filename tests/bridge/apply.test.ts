@@ -38,7 +38,7 @@ const CASES: Record<ActionName, (r: Rig) => Promise<void>> = {
 	answer: async (r) => {
 		await apply(r, { action: "answer", params: { value: "Beta", text: null, details: null } }, { action: "answer", params: { value: "later" } });
 		assert.equal(answerValue(r.replies), "Beta"); // the first answer counts
-		assert.deepEqual(toolAnswer(r.replies), { content: [{ type: "text", text: "Beta" }], details: {} });
+		assert.deepEqual(toolAnswer(r.replies, "no answer"), { content: [{ type: "text", text: "Beta" }], details: {} });
 	},
 	block: async (r) => {
 		await apply(r, { action: "block", params: { reason: "no force pushes" } });
@@ -196,7 +196,8 @@ test("without a UI a notification goes to stderr and a status nowhere", async ()
 
 test("no answer: the question tool says so, dialogs and hooks keep Pi's behaviour", () => {
 	const none = emptyReplies();
-	assert.equal(toolAnswer(undefined).isError, true);
+	assert.equal(toolAnswer(undefined, "no answer").isError, true);
+	assert.equal(toolAnswer(undefined, "no answer").content[0]?.text, "no answer");
 	assert.equal(answerValue(none), undefined);
 	assert.equal(resultPatch(none), undefined);
 	assert.equal(inputAnswer(none, "x"), undefined);

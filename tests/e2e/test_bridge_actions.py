@@ -143,6 +143,21 @@ def test_question_tool_without_answer_reports_error_text(rig: RouterRig) -> None
     assert second.texts("tool") == ["No automated answer is available; decide yourself or ask the user."]
 
 
+def test_question_tool_without_answer_says_what_the_policy_declares(rig: RouterRig) -> None:
+    policy = QUESTION_TOOL.replace("tool_name == 'decision_request'", "tool_name == 'other'")
+    policy = policy.replace("    description: Ask for a decision instead of asking the user.\n",
+                            "    description: Ask for a decision instead of asking the user.\n"
+                            "    no_answer: \"Nobody answered: pick the safest option.\"\n")
+    rig.policy(policy)
+    rig.fake.script.push(tool_call("decision_request", {"question": "A?"}), Reply(text="fine"))
+
+    done = rig.print("decide something")
+
+    assert done.returncode == 0, done.stderr
+    _, second = rig.fake.chat_requests()
+    assert second.texts("tool") == ["Nobody answered: pick the safest option."]
+
+
 def test_compaction_cancelled_by_rule(rig: RouterRig) -> None:
     rig.settings(compaction={"keepRecentTokens": 10})
     rig.policy("""
