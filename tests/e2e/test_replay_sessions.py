@@ -1,22 +1,19 @@
 """`router replay` and `router diff` read back the session files of a real Pi 1.6.0 run.
 
 The run's policy cuts the tools on every prompt and sends hard prompts to the cloud model, its
-classify signal failing live (no classifier). The decision log of the run is written here in
-the shared record format (docs/replay.md) when the router did not write one: the writer is a
-separate part of the sidecar.
+classify signal failing live (no classifier, so its fallback decides). The replay reads the
+decision log the sidecar wrote during the run and must decide what the live sidecar decided.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from tests.e2e import helpers_router
 from tests.e2e.fake_provider import Reply
 from tests.e2e.helpers_router import RouterRig, read_call, session_files
-from tests.replay_sessions import record, write_log
 
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
@@ -56,30 +53,29 @@ def run_pi(rig: RouterRig) -> str:
     return str(json.loads(path.read_text().splitlines()[0])["id"])
 
 
-def fake_log(rig: RouterRig, session: str) -> Path:
-    """The run's decision log (the router's own when it wrote one)."""
+def live_log(rig: RouterRig) -> list[dict[str, object]]:
+    """The decision log the sidecar wrote during the run."""
     log = rig.agent / "router" / "log" / "decisions.jsonl"
-    if log.is_file():
-        return log
-    failed = {"hard": {"value": False, "source": "fallback", "error": "classifier model not found"}}
-    return write_log(log, [
-        record(session, "input", 0, fired=("only-read", "local-otherwise"), signals=failed,
-               actions=[{"action": "tools", "params": {"only": ["read"]}},
-                        {"action": "model", "params": {"ref": "fake/fake-local"}}]),
-        record(session, "input", 1, fired=("only-read", "cloud-for-hard"),
-               signals={"hard": {"value": True, "source": "live"}},
-               actions=[{"action": "tools", "params": {"only": ["read"]}},
-                        {"action": "model", "params": {"ref": "fake/fake-cloud"}}])])
+    assert log.is_file(), "the sidecar wrote no decision log"
+    return [json.loads(line) for line in log.read_text().splitlines()]
 
 
 def test_replay_reads_back_a_real_session_with_its_decision_log(rig: RouterRig) -> None:
     session = run_pi(rig)
-    fake_log(rig, session)
-    done = rig.router("replay", str(rig.session_dir), "-f", "json")
+    live = live_log(rig)
+    assert {r["session"] for r in live} == {session}
+    done = rig.router("replay", str(rig.session_dir), "--log", str(rig.agent / "router" / "log"),
+                      "-f", "json")
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stdout)
     assert (body["sessions"], body["turns"]) == (1, 3)
     assert body["rules"] == {"only-read": 2, "local-otherwise": 1, "cloud-for-hard": 1}
+    fired_live: dict[str, int] = {}
+    for entry in live:
+        for rule in entry["rules"]:  # type: ignore[attr-defined]
+            if rule["fired"]:
+                fired_live[rule["id"]] = fired_live.get(rule["id"], 0) + 1
+    assert body["rules"] == fired_live  # the replay decides what the live sidecar decided
     assert body["models"] == {"fake/fake-local": 2, "fake/fake-cloud": 1}
     assert body["recorded_models"] == body["models"]
     assert body["tools"] == {"read": 3}
