@@ -101,7 +101,8 @@ def run(name: str, scenario: Scenario, tmp: Path, out: Path) -> None:
         suffix = f"-{index + 1}" if len(files) > 1 else ""
         (out / f"{name}{suffix}.jsonl").write_text(scrub(path.read_text(), places))
     for log in sorted((tmp / "agent" / "router" / "log").glob("decisions*.jsonl")):
-        (out / f"{name}.{log.name}").write_text(scrub(log.read_text(), places))
+        target = out / log.name.replace("decisions", f"decisions.{name}", 1)  # decisions.<scenario>.jsonl
+        target.write_text(scrub(log.read_text(), places))
     if name == "cuttle":  # the widest catalog: every model the scenarios use, with prices
         write_models(tmp / "agent" / "models.json", out / "models.json", places)
 
