@@ -1,0 +1,177 @@
+"""The commands over recorded sessions and decisions: replay, diff, log, shadow-report, report."""
+
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from router.commands.app import (
+    UsageMistake,
+    _command,
+    _finish,
+    _format_option,
+)
+
+SessionPaths = Annotated[list[Path], typer.Argument(
+    metavar="PATH", help="Pi session files or directories (searched recursively)")]
+
+
+SessionOption = Annotated[str | None, typer.Option(
+    "--session", metavar="S", help="only sessions whose id or path contains S")]
+
+
+ModelsOption = Annotated[Path | None, typer.Option(
+    "--models", metavar="FILE", help="Pi's models.json for prices (default: the agent dir's)")]
+
+
+BaselineOption = Annotated[str | None, typer.Option(
+    "--baseline", metavar="REF", help="the model of the all-cloud cost baseline (default: the priciest)")]
+
+
+LogOption = Annotated[Path | None, typer.Option(
+    "--log", metavar="PATH", help="a log directory or file (default: the agent dir's router/log)")]
+
+
+SinceOption = Annotated[str | None, typer.Option(
+    "--since", metavar="T", help="only decisions since T: a duration (10m, 2h, 1d) or an ISO time")]
+
+
+@_command("router replay ~/.pi/agent/sessions --format json")
+def replay(
+    paths: SessionPaths,
+    policy: Annotated[list[Path] | None, typer.Option(
+        "--policy", "-p", metavar="FILE",
+        help="policy file instead of the layered policy (repeatable)")] = None,
+    log: LogOption = None,
+    fmt: Annotated[str, _format_option("text", "json")] = "text",
+    session: SessionOption = None,
+    models: ModelsOption = None,
+    baseline: BaselineOption = None,
+) -> None:
+    """Replay recorded Pi sessions through the policy, offline.
+
+    Rebuilds each session's events from Pi's session files, evaluates them with recorded signal
+    values (the decision log) or the signals' fallbacks, and totals rules, models, tools and cost.
+    """
+    from router.commands import replay as command
+
+    options = command.Options(list(paths), log=log, session=session, models=models, baseline=baseline)
+    _finish(*command.run(options, policy_files=policy or [], fmt=fmt))
+
+
+@_command("router diff main:.pi/router.yaml .pi/router.yaml --sessions sessions/")
+def diff(
+    old: Annotated[str, typer.Argument(metavar="OLD", help="policy file or git revision (REV:PATH)")],
+    new: Annotated[str, typer.Argument(metavar="NEW", help="policy file or git revision (REV:PATH)")],
+    sessions: Annotated[list[Path] | None, typer.Option(
+        "--sessions", metavar="PATH", help="Pi session files or directories (repeatable)")] = None,
+    log: LogOption = None,
+    fmt: Annotated[str, _format_option("text", "markdown", "json")] = "text",
+    fail_on_change: Annotated[bool, typer.Option(
+        "--fail-on-change", help="exit 1 when any turn changes")] = False,
+    session: SessionOption = None,
+    models: ModelsOption = None,
+) -> None:
+    """Compare two policies on recorded sessions, turn by turn.
+
+    Shows each turn whose model, tools, compaction or answer changes, and the cost delta.
+    """
+    from router.commands import diff as command
+
+    if not sessions:
+        raise UsageMistake("diff needs recorded sessions", "router diff OLD NEW --sessions PATH")
+    options = command.Options(list(sessions), log=log, session=session, models=models)
+    _finish(*command.run(old, new, options, fmt=fmt, fail_on_change=fail_on_change))
+
+
+def _log_records(log: Path | None, since: str | None) -> tuple[list[dict[str, Any]], str]:
+    """The decision records of the log (filtered by `since`) and a note on skipped lines."""
+    from router.commands.log import default_location
+    from router.replay.log_files import Filter, ReadStats, read_records, resolve_files
+
+    keep = Filter(since=_since(since))
+    stats = ReadStats()
+    records = [r for r in read_records(resolve_files(log or default_location()), stats) if keep(r)]
+    return records, (f"skipped {stats.skipped} line(s) that are not JSON records" if stats.skipped else "")
+
+
+def _since(text: str | None) -> Any:
+    from router.replay.log_files import SinceError, parse_since
+
+    if text is None:
+        return None
+    try:
+        return parse_since(text)
+    except SinceError as exc:
+        raise UsageMistake(str(exc), "router log --since 2h") from None
+
+
+@_command("router log --since 2h --rule block-rm", name="log")
+def log_(
+    follow: Annotated[bool, typer.Option(
+        "--follow", "-F", help="keep printing decisions as they come")] = False,
+    session: Annotated[str | None, typer.Option(
+        "--session", metavar="S", help="only this session (an id or its first characters)")] = None,
+    rule: Annotated[str | None, typer.Option(
+        "--rule", metavar="R", help="only decisions where rule R fired (or would, shadow)")] = None,
+    since: SinceOption = None,
+    fmt: Annotated[str, _format_option("text", "json")] = "text",
+    log: LogOption = None,
+) -> None:
+    """Show the decision log, one line per decision.
+
+    Reads the rotated files oldest first; --format json prints one object per decision.
+    """
+    from router.commands import log as command
+    from router.replay.log_files import Filter
+
+    keep = Filter(session=session, rule=rule, since=_since(since))
+    try:
+        code, note = command.run(log or command.default_location(), keep=keep, fmt=fmt, follow_log=follow)
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
+    _finish(code, note, err=True)
+
+
+@_command("router shadow-report --since 7d", name="shadow-report")
+def shadow_report(fmt: Annotated[str, _format_option("text", "json")] = "text", log: LogOption = None,
+                  since: SinceOption = None) -> None:
+    """How the rules marked `shadow: true` would have done.
+
+    From the decision log: how often each would have fired, and how often it agreed with what was applied.
+    """
+    from router.commands import shadow_report as command
+
+    records, note = _log_records(log, since)
+    if note:
+        typer.echo(note, err=True)
+    stats = command.shadow_stats(records)
+    render = command.render_json if fmt == "json" else command.render_text
+    _finish(0, render(stats, decisions=len(records)))
+
+
+@_command("router report --html report.html --since 7d", name="report")
+def report(
+    html: Annotated[Path, typer.Option("--html", metavar="FILE", help="the HTML file to write")],
+    log: LogOption = None,
+    since: SinceOption = None,
+    title: Annotated[str, typer.Option(
+        "--title", metavar="TEXT", help="the page's title")] = "Router decisions",
+) -> None:
+    """Write one self-contained HTML page about the decision log.
+
+    Model and tier share, cost over time, hits per rule, the slowest decisions; no network needed.
+    """
+    from router.replay.report_html import render
+
+    records, note = _log_records(log, since)
+    if note:
+        typer.echo(note, err=True)
+    try:
+        html.write_text(render(records, title), encoding="utf-8")
+    except OSError as exc:
+        _finish(1, f"error: cannot write {html}: {exc.strerror or exc}", err=True)
+    _finish(0, f"wrote {html} ({len(records)} decisions)")
