@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import signal
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ import pytest
 
 from router.replay.log_files import SinceError, parse_since
 from router.runtime.decision_log import DecisionLog, LogSettings, now_iso
+from tests.pipe_lines import PipeLines
 
 ROUTER = Path(sys.executable).parent / "router"
 
@@ -111,25 +110,14 @@ def test_parse_since_durations_and_times() -> None:
         parse_since("10 parsecs", now)
 
 
-class Lines:
-    """Lines of a child's stdout with a deadline per line (no sleeps: wait on output)."""
+class Lines(PipeLines):
+    """Lines of `router log --follow`, each within a deadline."""
 
     def __init__(self, process: subprocess.Popen[bytes]) -> None:
-        assert process.stdout is not None
-        self.fd, self.buffer = process.stdout.fileno(), b""
-        self.selector = selectors.DefaultSelector()
-        self.selector.register(self.fd, selectors.EVENT_READ)
+        super().__init__(process.stdout, "router log")
 
     def next(self, timeout: float = 20) -> str:
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self.buffer:
-            remaining = deadline - time.monotonic()
-            assert remaining > 0 and self.selector.select(remaining), "no line from router log in time"
-            chunk = os.read(self.fd, 65536)
-            assert chunk, "router log closed its output"
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return line.decode()
+        return self.line(timeout).decode()
 
 
 def test_log_follow_prints_appends_across_rotations(tmp_path: Path) -> None:

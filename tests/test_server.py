@@ -7,7 +7,6 @@ import errno
 import io
 import json
 import os
-import selectors
 import subprocess
 import sys
 import threading
@@ -30,6 +29,7 @@ from router.runtime.server import Lines as LineReader
 from router.runtime.session_policy import read_project_content
 from router.trust.store import TrustStore
 from tests.helpers import HANGING_PI, assert_group_gone, stub
+from tests.pipe_lines import PipeLines
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_EVENTS = compile_files([("pack", packs_dir() / "default.yaml")])[0].event_types  # type: ignore[union-attr]
@@ -525,24 +525,14 @@ def test_no_environment_value_reaches_a_log(tmp_path: Path, monkeypatch: pytest.
 # --- `python -m router serve` over stdio --------------------------------------------------------------
 
 
-class Reader:
-    """Protocol lines from a pipe, with a deadline instead of a blocking read."""
+class Reader(PipeLines):
+    """Protocol lines from the sidecar's stdout, each within a deadline."""
 
     def __init__(self, stream: Any) -> None:
-        self.fd, self.buffer = stream.fileno(), b""
-        self.selector = selectors.DefaultSelector()
-        self.selector.register(self.fd, selectors.EVENT_READ)
+        super().__init__(stream, "the sidecar")
 
     def message(self, timeout: float = 30) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self.buffer:
-            remaining = deadline - time.monotonic()
-            assert remaining > 0 and self.selector.select(remaining), "no line from the sidecar in time"
-            chunk = os.read(self.fd, 65536)
-            assert chunk, "the sidecar closed its stdout"
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return protocol.decode(line)
+        return protocol.decode(self.line(timeout))
 
     def answer(self, timeout: float = 30) -> dict[str, Any]:
         """The next message that is not a progress note."""
