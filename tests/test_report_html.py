@@ -200,3 +200,24 @@ def test_the_trap_sees_a_page_that_loads_from_the_network(tmp_path: Path, trap: 
     dump_dom(page, trap, tmp_path / "profile")
     assert trap.page_requests == ["example.invalid"], "the trap must see the page's request, or the "\
         "no-network check above would prove nothing"
+
+
+def test_a_replay_writes_the_same_report_from_recorded_sessions(tmp_path: Path, trap: Trap) -> None:
+    sessions = Path(__file__).resolve().parent.parent / "examples" / "sessions"
+    cuttle = Path(__file__).resolve().parent.parent / "rules" / "cuttle.yaml"
+    page = tmp_path / "replay.html"
+    done = router("replay", str(sessions), "--policy", str(cuttle), "--html", str(page), "-f", "json")
+    assert done.returncode == 0, done.stderr
+    cells = parsed(dump_dom(page, trap, tmp_path / "profile"))
+    assert cells.headings[:2] == ["Summary", "Models"] and "Hits per rule" in cells.headings
+    assert cells.summary["sessions"] == "3"
+    assert cells.rows[("data-rule", "cu-route")][0] == "cu-route"
+    assert any(key[0] == "data-model" for key in cells.rows)
+    assert trap.page_requests == [], "the page tried to reach the network"
+
+
+def test_a_replay_report_that_cannot_be_written_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    sessions = Path(__file__).resolve().parent.parent / "examples" / "sessions"
+    done = router("replay", str(sessions), "--html", str(tmp_path / "missing" / "r.html"))
+    assert done.returncode == 1 and "error: cannot write" in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr

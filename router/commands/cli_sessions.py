@@ -50,6 +50,8 @@ def replay(
     session: SessionOption = None,
     models: ModelsOption = None,
     baseline: BaselineOption = None,
+    html: Annotated[Path | None, typer.Option(
+        "--html", metavar="FILE", help="also write the replayed decisions as one HTML page")] = None,
 ) -> None:
     """Replay recorded Pi sessions through the policy, offline.
 
@@ -58,7 +60,8 @@ def replay(
     """
     from router.commands import replay as command
 
-    options = command.Options(list(paths), log=log, session=session, models=models, baseline=baseline)
+    options = command.Options(list(paths), log=log, session=session, models=models, baseline=baseline,
+                              html=html)
     _finish(*command.run(options, policy_files=policy or [], fmt=fmt))
 
 

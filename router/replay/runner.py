@@ -9,12 +9,14 @@ policy itself made. External signals take the value recorded in the decision log
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from router.compile.compiled import CompiledPolicy
+from router.engine.choices import chosen_model, chosen_tier
 from router.engine.decision import Decision, Effect, SignalOutcome
 from router.engine.interpreter import evaluate
 from router.events.normalize import normalize, registry_facts
@@ -71,6 +73,7 @@ class SessionRun:
     recorded_rules: Counter[str] = field(default_factory=Counter)  # from the decision log
     problems: list[Problem] = field(default_factory=list)
     logged: bool = False  # the decision log has records of this session
+    records: list[dict[str, Any]] = field(default_factory=list)  # one per decision, as the log writes them
 
     def turn(self, number: int) -> Turn:
         found = self.turns.get(number)
@@ -226,7 +229,9 @@ class _Session:
         result.decisions += 1
         event = normalize(step.type, self._payload(step), self._ctx(), env={}, models=self.r.models,
                           registry=self.r.registry)
+        started = time.perf_counter()
         decision = self._decide(event, self.r.log.get(self.session.id, step.type, seq))
+        result.records.append(_record(result.id, step, seq, event, decision, time.perf_counter() - started))
         world.state = decision.state
         for rule_id in decision.fired:
             (result.shadow if rule_id in self.r.shadow_ids else result.rules)[rule_id] += 1
@@ -340,3 +345,13 @@ def _is_virtual_ref(replayer: Replayer, ref: str | None) -> bool:
 _PSEUDO: dict[str, Callable[[_Session, Step], None]] = {
     ANSWER: _Session._answer, MODEL: _Session._model, THINKING: _Session._thinking,
 }
+
+
+def _record(session: str, step: Step, seq: int, event: Mapping[str, Any], decision: Decision,
+            seconds: float) -> dict[str, Any]:
+    """The replayed decision in the decision log's shape (docs/observability.md), for the report."""
+    return {"session": session, "event": step.type, "seq": seq, "turn": step.turn,
+            "rules": [{"id": rule_id, "fired": True} for rule_id in decision.fired],
+            "actions": [{"action": e.action, "params": e.params} for e in decision.effects],
+            "model": chosen_model(event, decision.effects), "tier": chosen_tier(decision.effects),
+            "latency_ms": round(seconds * 1000, 3)}

@@ -14,13 +14,14 @@ import fcntl
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from router.compile.compiled import CompiledPolicy, CompiledRule
+from router.engine.choices import chosen_model, chosen_tier
 from router.engine.decision import Decision, Effect
 from router.load.paths import LOG_NAME, ROTATED_LOG, log_files
 from router.runtime.filelock import append_line, read_text
@@ -142,32 +143,6 @@ def agrees(would: Sequence[Mapping[str, Any]], applied: Sequence[Mapping[str, An
     action with the same parameters (ignoring which rule asked for it)."""
     done = [(a.get("action"), canonical(a.get("params"))) for a in applied]
     return all((w.get("action"), canonical(w.get("params"))) in done for w in would)
-
-
-def chosen_model(event: Mapping[str, Any], effects: Iterable[Effect]) -> str | None:
-    """The model of the turn: the one the decision switches or routes to, else the event's."""
-    chosen = None
-    for effect in effects:
-        params = effect.params if isinstance(effect.params, Mapping) else {}
-        if effect.action == "model" and params.get("ref"):
-            chosen = str(params["ref"])
-        elif effect.action == "route" and params.get("model"):
-            chosen = str(params["model"])
-    if chosen is not None:
-        return chosen
-    model = event.get("model")
-    return str(model["ref"]) if isinstance(model, Mapping) and model.get("ref") else None
-
-
-def chosen_tier(effects: Iterable[Effect]) -> str | None:
-    """A tier the decision writes to state (a `set` of a key named `tier`, e.g. `cu.tier`)."""
-    tier = None
-    for effect in effects:
-        if effect.action == "set" and isinstance(effect.params, Mapping):
-            for key, value in effect.params.items():
-                if str(key).split(".")[-1] == "tier" and isinstance(value, str):
-                    tier = value
-    return tier
 
 
 def event_cost(event: Mapping[str, Any]) -> float | None:

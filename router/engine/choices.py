@@ -1,0 +1,38 @@
+"""What a decision chose, read from its effects: the model of the turn and a tier it records.
+
+Shared by the decision log (router/runtime/decision_log.py) and the replay's report, so a live
+record and a replayed one say the same thing about the same decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from router.engine.decision import Effect
+
+
+def chosen_model(event: Mapping[str, Any], effects: Iterable[Effect]) -> str | None:
+    """The model of the turn: the one the decision switches or routes to, else the event's."""
+    chosen = None
+    for effect in effects:
+        params = effect.params if isinstance(effect.params, Mapping) else {}
+        if effect.action == "model" and params.get("ref"):
+            chosen = str(params["ref"])
+        elif effect.action == "route" and params.get("model"):
+            chosen = str(params["model"])
+    if chosen is not None:
+        return chosen
+    model = event.get("model")
+    return str(model["ref"]) if isinstance(model, Mapping) and model.get("ref") else None
+
+
+def chosen_tier(effects: Iterable[Effect]) -> str | None:
+    """A tier the decision writes to state (a `set` of a key named `tier`, e.g. `cu.tier`)."""
+    tier = None
+    for effect in effects:
+        if effect.action == "set" and isinstance(effect.params, Mapping):
+            for key, value in effect.params.items():
+                if str(key).split(".")[-1] == "tier" and isinstance(value, str):
+                    tier = value
+    return tier
