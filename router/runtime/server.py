@@ -28,7 +28,7 @@ from router.events.normalize import model_catalog, normalize, registry_facts
 from router.lang.budget import Budget
 from router.lang.jsonout import dumps
 from router.load.paths import agent_dir as default_agent_dir
-from router.runtime import policy_command, protocol
+from router.runtime import declarations_cache, policy_command, protocol
 from router.runtime.executor import Executor, budget_ms
 from router.runtime.session_policy import load_session_policy, read_project_content
 from router.trust.store import TrustDecision, TrustStore, TrustStoreError, decide
@@ -169,9 +169,21 @@ class Engine:
         if params.get("preload") is not True:  # the factory's hello shows nothing: tell at session_start
             warnings += self.trust_warnings()
             warnings += refusal_warnings(self.policy)
+        if params.get("preload") is True:
+            self.cache_declarations(params.get("declarationsKey"))
         return {"protocol": protocol.PROTOCOL_VERSION, "engine": _version(), **self.declarations(),
                 "warnings": warnings, "trust": self.trust_report(),
                 "files": [path for path, _ in self.policy.file_refs] if self.policy else []}
+
+    def cache_declarations(self, key: Any) -> None:
+        """Store the declarations for the bridge's next start under its `key` (the bridge sends one
+        at its startup hello), with the digests of the files they depend on and the trust store."""
+        if declarations_cache.entry_path(self.agent, key) is None:
+            return
+        files = [Path(p) for p in self.watched] + [TrustStore(self.agent).path]
+        value = declarations_cache.entry(key, _version(), self.declarations(), files)
+        if not declarations_cache.write(self.agent, key, value):
+            self.executor.log("the declarations cache could not be written (the next start waits)")
 
     def keep_trust_after_own_writes(self, decision: Decision) -> None:
         """A command the user typed saved into a project data file of a trusted project (say,
