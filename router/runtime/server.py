@@ -28,7 +28,7 @@ from router.events.normalize import model_catalog, normalize, registry_facts
 from router.lang.budget import Budget
 from router.lang.jsonout import dumps
 from router.load.paths import agent_dir as default_agent_dir
-from router.runtime import declarations_cache, policy_command, protocol
+from router.runtime import declarations_cache, lean, policy_command, protocol
 from router.runtime.executor import Executor, budget_ms
 from router.runtime.session_policy import load_session_policy, read_project_content
 from router.trust.store import TrustDecision, TrustStore, TrustStoreError, decide
@@ -162,6 +162,7 @@ class Engine:
         self.registry = registry_facts(params.get("registry"))
         restored = params.get("state")
         diagnostics = self.load()
+        lean.settle()
         self.restore(restored if isinstance(restored, dict) else {})
         warnings = [_render(d) for d in diagnostics if d.severity == "error"][:5] + self.notices()
         if self.policy is None:
