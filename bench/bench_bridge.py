@@ -1,6 +1,7 @@
 """Bridge and sidecar costs inside and around a real Pi 1.6.0 (figures printed, nothing asserted).
 
-Run: python bench/bench_bridge.py [--only a1,a2,b,c] [--calls 200] [--batches 1,10] [--events 2000]
+Run: python bench/bench_bridge.py [--only a1,a2,b,c,d] [--calls 200] [--batches 1,10] [--events 2000]
+     [--repeat 5]
 
 (a1) tool_call overhead inside Pi: a scripted provider makes the model call `read` on a tiny
      file `--calls` times (1 and 10 calls per assistant message by default). Per call, the time
@@ -25,6 +26,9 @@ Run: python bench/bench_bridge.py [--only a1,a2,b,c] [--calls 200] [--batches 1,
      (interleaved); the same with 1 prompt separates the one-off start-up cost (sidecar spawn)
      from the per-turn cost; and 1 prompt with the declarations cache removed before each run
      (the bridge waits for the sidecar's hello, as before the cache). Target: ratio <= 1.03.
+(d)  where that start-up time goes: `pi -p` with 1 prompt and stand-ins that each take one cost
+     away (an empty extension, the bridge with no sidecar, an instant fake sidecar, the real one
+     with no rule on an event of the run, the real one at nice 19), median of --repeat.
 """
 
 from __future__ import annotations
@@ -382,9 +386,72 @@ def bench_c(install: PiInstall, repeat: int) -> None:
           f"(3-prompt minus 1-prompt added, / 2): {(added3 - added1) / 2:+.1f} ms per extra turn")
 
 
+# -- (d) ----------------------------------------------------------------------------------------
+
+INSTANT_SIDECAR = r"""
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message or "method" not in message:
+        continue
+    method = message["method"]
+    hello = {"protocol": 1, "events": ["command"], "commands": [], "tools": [], "virtual_models": [],
+             "skills": [], "warnings": []}
+    result = hello if method == "hello" else {"actions": []} if method == "event" else {}
+    sys.stdout.write(json.dumps({"id": message["id"], "result": result}) + "\n")
+    sys.stdout.flush()
+    if method == "shutdown":
+        break
+"""
+QUIET_POLICY = "version: 1\ndisable: [default-warn-context-full, default-rearm-context-warning]\n"
+
+
+def bench_d(install: PiInstall, repeat: int) -> None:
+    """Where the start-up time goes: `pi -p` (1 prompt) with stand-ins that remove one cost each."""
+    with tempfile.TemporaryDirectory(prefix="bench-d-") as tmp, FakeProvider() as fake:
+        base = Path(tmp)
+        agent = make_agent_dir(base, fake, settings={"retry": {"enabled": False}})
+        quiet = make_agent_dir(base / "quiet", fake, settings={"retry": {"enabled": False}})
+        (quiet / "router.yaml").write_text(QUIET_POLICY)
+        work = base / "work"
+        work.mkdir()
+        (base / "instant.py").write_text(INSTANT_SIDECAR)
+        (base / "empty.ts").write_text("export default function (): void {}\n")
+        env, quiet_env = router_env(agent, install), router_env(quiet, install)
+        niced = json.dumps(["nice", "-n", "19", *SERVE_ARGV])
+        bridge = ["-e", str(BRIDGE)]
+        configs: dict[str, tuple[list[str], dict[str, str]]] = {
+            "no extension": ([], env),
+            "an empty extension (Pi's cost of any extension)": (["-e", str(base / "empty.ts")], env),
+            "the bridge, its sidecar missing (module loading)": (
+                bridge, {**env, "ROUTER_SERVE": '["/nonexistent"]'}),
+            "the bridge, an instant stand-in sidecar": (bridge, {**env, "ROUTER_SERVE": json.dumps(
+                [sys.executable, "-S", "-I", str(base / "instant.py")])}),
+            "the bridge, the real sidecar (default pack)": (bridge, env),
+            "the same, no turn_end rules (nothing waits for it)": (bridge, quiet_env),
+            "the same, its sidecar at nice 19 (no CPU contention)": (
+                bridge, {**quiet_env, "ROUTER_SERVE": niced}),
+        }
+        times: dict[str, list[float]] = {label: [] for label in configs}
+        for round_ in range(repeat + 1):
+            for label, (args, run_env) in configs.items():
+                started = time.perf_counter()
+                done = run_print([*args, "--no-session", "hello"], cwd=work, env=run_env, install=install,
+                                 timeout=120)
+                if done.returncode != 0:
+                    raise RuntimeError(f"{label}: {done.stderr[-2000:]}")
+                if round_ > 0:
+                    times[label].append((time.perf_counter() - started) * 1000)
+    base_ms = statistics.median(times["no extension"])
+    print(f"(d)  where the start-up goes: `pi -p` with 1 prompt, median of {repeat} (interleaved)")
+    for label, samples in times.items():
+        median = statistics.median(samples)
+        print(f"  {label:54s} {median:7.1f} ms  added {median - base_ms:+7.1f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.add_argument("--only", default="a1,a2,b,c", help="comma-separated parts to run")
+    parser.add_argument("--only", default="a1,a2,b,c,d", help="comma-separated parts to run")
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--batches", default="1,10", help="read calls per assistant message")
     parser.add_argument("--events", type=int, default=2000)
@@ -399,6 +466,8 @@ def main() -> None:
         bench_a2_b(install, args.events, parts)
     if "c" in parts:
         bench_c(install, args.repeat)
+    if "d" in parts:
+        bench_d(install, args.repeat)
 
 
 if __name__ == "__main__":
