@@ -173,7 +173,7 @@ async function preloadHello(state: BridgeState, cwd: string, key: string | null)
 	}
 }
 
-/** The engine's declarations, authoritative: what the cache registered but the engine no longer declares is said. */
+/** The engine's declarations, authoritative, registered; a difference from the cached ones is logged (bridge.log). */
 function reconcile(state: BridgeState, hello: HelloResult): void {
 	const cached = state.fromCache;
 	state.fromCache = null;
