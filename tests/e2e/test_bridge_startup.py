@@ -13,7 +13,7 @@ import pytest
 
 from tests.e2e import helpers_router
 from tests.e2e.fake_provider import Reply
-from tests.e2e.helpers_router import RouterRig
+from tests.e2e.helpers_router import RouterRig, write_policy
 
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
@@ -36,6 +36,11 @@ def routing(model_id: str, target: str) -> str:
 def entries(rig: RouterRig) -> list[Path]:
     directory = rig.agent / "router" / "declarations"
     return sorted(directory.glob("*.json")) if directory.is_dir() else []
+
+
+def cached_models(entry: Path) -> list[str]:
+    declared = json.loads(json.loads(entry.read_text())["declarations"])
+    return [m["id"] for m in declared["virtual_models"]]
 
 
 def gated_env(rig: RouterRig, gate: Path) -> dict[str, str]:
@@ -121,3 +126,22 @@ def test_a_corrupt_cache_costs_only_the_wait(rig: RouterRig) -> None:
     assert (cut.returncode, wrong.returncode) == (0, 0), cut.stderr + wrong.stderr
     assert [c.model for c in rig.fake.chat_requests()] == ["fake-cloud"] * 3
     assert json.loads(json.loads(entry.read_text())["declarations"])["virtual_models"][0]["id"] == "auto"
+
+
+def test_trusting_the_project_is_picked_up_in_the_next_run(rig: RouterRig) -> None:
+    """The project declares its own virtual model: untrusted, the cache holds the user's
+    declarations only; `router trust` changes the trust store, so the next run waits for the
+    engine and registers the project's model."""
+    rig.policy(routing("auto", "fake/fake-local"))
+    write_policy(rig.work / ".pi" / "router.yaml", routing("project", "fake/fake-cloud"))
+    rig.fake.script.push(Reply(text="one"), Reply(text="two"))
+    untrusted = rig.print("--model", "router/auto", "hello")
+    [entry] = entries(rig)
+    assert cached_models(entry) == ["auto"]
+
+    assert rig.router("trust", "--yes").returncode == 0
+    trusted = rig.print("--model", "router/project", "hello again")
+
+    assert (untrusted.returncode, trusted.returncode) == (0, 0), untrusted.stderr + trusted.stderr
+    assert [c.model for c in rig.fake.chat_requests()] == ["fake-local", "fake-cloud"]
+    assert cached_models(entry) == ["auto", "project"]
