@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import hashlib
 import io
 import json
 import os
+import stat
 import subprocess
 import sys
 import threading
@@ -893,8 +895,33 @@ def test_a_sidecar_started_on_a_cached_policy_imports_no_validation_or_yaml_libr
     imported = {line.rsplit("|", 1)[-1].strip() for line in _serve_once(rig, "-X", "importtime").splitlines()
                 if line.startswith("import time:")}
     assert {"router.runtime.server", "router.compile.cache"} <= imported
-    heavy = {m for m in imported if m.split(".")[0] in {"pydantic", "ruamel", "typer", "click"}}
-    assert heavy == set()
+    heavy = {m for m in imported if m.split(".")[0] in {"pydantic", "ruamel", "typer", "click", "asyncio",
+                                                         "ssl", "_ssl"}}
+    assert heavy == set()  # the sidecar's loop is router/runtime/loop.py
+
+
+def test_startup_hello_writes_the_declarations_cache_with_every_file_it_depends_on(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, POLICY)
+    key = "ab" * 32
+    hello = rig.hello(preload=True, declarationsKey=key)
+    entry = rig.agent / "router" / "declarations" / f"{key}.json"
+    data = json.loads(entry.read_text())
+    assert stat.S_IMODE(entry.stat().st_mode) == 0o600
+    assert json.loads(data["declarations"]) == {name: hello[name] for name in (
+        "events", "commands", "tools", "virtual_models", "skills", "bus_events", "excerpt_entries")}
+    assert data["digest"] == hashlib.sha256(data["declarations"].encode()).hexdigest()
+    files = dict(data["files"])
+    assert files[str(rig.policy)] == hashlib.sha256(rig.policy.read_bytes()).hexdigest()
+    assert files[str(rig.agent / "router" / "trust.json")] is None  # no trust store yet: its absence counts
+    assert files[str((rig.cwd / ".pi" / "router.yaml").absolute())] is None  # a project policy would count
+
+
+def test_no_declarations_cache_for_a_key_that_is_no_digest_or_a_hello_after_startup(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, POLICY)
+    rig.hello(preload=True, declarationsKey="../../escape")
+    rig.hello(declarationsKey="cd" * 32)  # the session's hello: the startup one already wrote it
+    assert not (rig.agent / "router" / "declarations").exists()
+    assert not (tmp_path / "escape.json").exists()
 
 
 BROKEN_RULES = """\

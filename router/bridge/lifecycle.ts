@@ -5,9 +5,10 @@
  */
 import type { ExtensionContext, HelloParams, HelloResult, Json, ModelInfo, RegistryFacts } from "./types.ts";
 import { declare } from "./declarations.ts";
+import { cachedDeclarations, declarationsKey, declarationsText } from "./startup.ts";
 import { type BridgeState, setStatus, warn } from "./state.ts";
 import { showTrust, trustFacts } from "./trust.ts";
-import { attempt, errorText, isObject, logLine, modelInfo } from "./util.ts";
+import { agentDir, attempt, errorText, isObject, logLine, modelInfo } from "./util.ts";
 
 export const PROTOCOL = 1;
 export const EVENT_TIMEOUT_MS = Number(process.env.ROUTER_BRIDGE_TIMEOUT_MS) || 1500;
@@ -56,6 +57,7 @@ function scheduleRestart(state: BridgeState): void {
 }
 
 export async function ensureStarted(state: BridgeState, ctx: ExtensionContext | null): Promise<boolean> {
+	if (state.starting) return state.starting; // a hello in flight (a start, or the session's after a cached start)
 	if (state.ready) return true;
 	if (state.stopping || !ctx) return false;
 	if (!state.starting) state.starting = start(state, ctx).finally(() => (state.starting = null));
@@ -120,39 +122,85 @@ function showHelloWarnings(state: BridgeState, hello: HelloResult): void {
 
 /**
  * Pi resolves `--model`, `defaultModel` and a resumed session's model before `session_start`,
- * and it only knows the virtual models registered while the factories run. So the factory starts
- * the sidecar and says hello (no UI yet; the engine decides whether the project layer applies)
- * to register the policy's declarations in time. `session_start` says hello again with the real context.
+ * and it only knows the virtual models registered while the factories run. So the factory
+ * registers the policy's declarations from the cache the last sidecar wrote (startup.ts) and says
+ * hello in the background while Pi goes on starting; without a valid cache entry it waits for the
+ * hello (no UI yet; the engine decides whether the project layer applies). `session_start` says
+ * hello again with the real context.
  */
 export async function preload(state: BridgeState): Promise<void> {
 	const cwd = process.cwd();
+	const key = attempt(() => declarationsKey(cwd, agentDir(), state.sidecar.command(), trustFacts(state)), null);
+	const cached = key ? attempt(() => cachedDeclarations(agentDir(), key), null) : null;
+	if (!cached) {
+		await preloadHello(state, cwd, key);
+		return;
+	}
+	declare(state, cached);
+	state.fromCache = declarationsText(cached);
+	state.cachedStart = true;
+	const started = preloadHello(state, cwd, key);
+	state.starting = started;
+	void started.finally(() => {
+		if (state.starting === started) state.starting = null;
+	});
+}
+
+/** The startup hello; true when the engine answered. */
+async function preloadHello(state: BridgeState, cwd: string, key: string | null): Promise<boolean> {
 	state.preloading = true;
 	try {
 		state.sidecar.start(cwd);
 		const params: HelloParams = {
 			protocol: PROTOCOL, cwd, mode: null, hasUI: false, state: null, models: [], preload: true, ...trustFacts(state),
+			...(key ? { declarationsKey: key } : {}),
 		};
 		const hello = await state.sidecar.call<HelloResult | null>("hello", params, HELLO_TIMEOUT_MS, undefined, PRELOAD_LOAD_MS);
 		checkProtocol(hello);
-		declare(state, hello);
+		reconcile(state, hello);
 		if (hello.trust?.state === "approved") state.approvedDigest = hello.trust.digest ?? null;
 		state.helloAnswered = true;
 		state.ready = true;
+		return true;
 	} catch (error) {
 		logLine(`router: could not load the policy declarations at startup: ${errorText(error)}`);
 		state.preloadFailure = errorText(error);
 		state.ready = false;
 		state.sidecar.stop();
+		return false;
 	} finally {
 		state.preloading = false;
 	}
+}
+
+/** The engine's declarations, authoritative, registered; a difference from the cached ones is logged (bridge.log). */
+function reconcile(state: BridgeState, hello: HelloResult): void {
+	const cached = state.fromCache;
+	state.fromCache = null;
+	declare(state, hello);
+	if (cached === null || cached === declarationsText(hello)) return;
+	logLine("router: the engine's declarations differ from the cached ones; registered the engine's");
 }
 
 /** `session_start`: hello again with the real context (or start the sidecar); false when it is not running. */
 export async function sessionStart(state: BridgeState, ctx: ExtensionContext): Promise<boolean> {
 	state.ctx = ctx;
 	state.stopping = false;
-	if (!state.ready) return ensureStarted(state, ctx);
+	if (state.cachedStart) {
+		// Pi goes on: this hello follows the startup hello (if still in flight), and events wait for both
+		const before = state.starting ?? Promise.resolve(true);
+		const after = before.then(() => (state.stopping ? false : sessionHello(state, ctx, true)));
+		state.starting = after;
+		void after.finally(() => {
+			if (state.starting === after) state.starting = null;
+		});
+		return true;
+	}
+	return sessionHello(state, ctx, false);
+}
+
+async function sessionHello(state: BridgeState, ctx: ExtensionContext, chained: boolean): Promise<boolean> {
+	if (!state.ready) return chained ? start(state, ctx) : ensureStarted(state, ctx);
 	const hello = await state.sidecar.call<HelloResult | null>("hello", await helloParams(state, ctx), HELLO_TIMEOUT_MS).catch(() => null);
 	if (hello) {
 		declare(state, hello);

@@ -47,6 +47,10 @@ export interface BridgeState {
 	stopping: boolean;
 	starting: Promise<boolean> | null;
 	preloading: boolean;
+	/** The declarations registered from the cache (declarationsText), until the engine's hello confirms them. */
+	fromCache: string | null;
+	/** The factory registered from the cache: hellos run in the background (events wait for them). */
+	cachedStart: boolean;
 	/** Why the startup hello failed, until session_start reports it. */
 	preloadFailure: string | null;
 	registered: { commands: Set<string>; tools: Set<string>; models: Set<string>; busEvents: Set<string> };
@@ -78,7 +82,7 @@ export function createState(pi: PiApi, sidecar: Sidecar = new Sidecar()): Bridge
 	return {
 		pi, sidecar, forward: async () => undefined, ctx: null, subscribed: new Set(), skillPaths: [],
 		ready: false, outage: false, failures: 0, restartTimer: null, stopping: false, starting: null,
-		preloading: false, preloadFailure: null,
+		preloading: false, fromCache: null, cachedStart: false, preloadFailure: null,
 		registered: { commands: new Set(), tools: new Set(), models: new Set(), busEvents: new Set() },
 		excerptEntries: DEFAULT_EXCERPT_ENTRIES,
 		nativeUi: null, toolActivity: false, routerCompaction: false, compactionQueued: null,

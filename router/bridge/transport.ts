@@ -48,6 +48,11 @@ export class Sidecar {
 		this.maxLineChars = options.maxLineChars ?? MAX_LINE_CHARS;
 	}
 
+	/** The command that starts the sidecar (resolved anew each time: the user may change it). */
+	command(): string[] {
+		return this.resolveCommand().command;
+	}
+
 	start(cwd: string): void {
 		const { command: [program = "router", ...args], via } = this.resolveCommand();
 		// Never run in the project: `python -m` would import a module the repository ships
@@ -137,6 +142,8 @@ export class Sidecar {
 		} catch {
 			// already closed
 		}
+		// Pi need not wait for a stopped sidecar to exit (it finishes on its own, or is killed below)
+		attempt(() => (proc.unref(), proc.stdout?.destroy(), proc.stderr?.destroy(), true), false);
 		const kill = () => attempt(() => proc.kill("SIGKILL"), false);
 		const killer = setTimeout(kill, KILL_AFTER_MS);
 		killer.unref();

@@ -77,6 +77,8 @@ export interface HelloParams extends TrustFacts {
 	models: ModelInfo[];
 	registry?: RegistryFacts;
 	preload?: boolean;
+	/** At the startup hello: the bridge's key of the declarations cache (startup.ts), for the engine to write. */
+	declarationsKey?: string;
 }
 
 /** The context every event carries (`ctx` of an `event` request). */

@@ -17,9 +17,9 @@ def runs_serve_directly(argv: list[str]) -> bool:
 def main() -> None:
     """Dispatch: the sidecar directly, anything else through the command line."""
     if runs_serve_directly(sys.argv):
-        from router.runtime.server import main as serve
+        from router.runtime.lean import import_server
 
-        sys.exit(serve(sys.argv[2:]))
+        sys.exit(import_server().main(sys.argv[2:]))
     from router.commands.cli import main as cli_main
 
     cli_main()

@@ -23,7 +23,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 from collections.abc import Iterator
 from contextvars import ContextVar
@@ -268,6 +267,8 @@ class Cache:
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         temp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".export-"))
         try:
+            import tarfile  # only when a source is fetched
+
             with tarfile.open(fileobj=io.BytesIO(data)) as archive:
                 archive.extractall(temp, filter="data")
             os.replace(temp, target)

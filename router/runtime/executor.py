@@ -7,16 +7,15 @@ actions the bridge applies inside Pi. Failures never raise: they become warnings
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import fcntl
 import json
 import os
 import shutil
-import signal as signals
 import tempfile
 import time
+import types
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,6 +26,7 @@ from router.actions.signal_kinds import LOCAL_BUDGET_MS, SIGNAL_KINDS
 from router.engine.decision import Decision, Effect, SignalOutcome, SignalRequest
 from router.lang.functions import cap_level
 from router.lang.jsonout import dumps
+from router.runtime import loop
 from router.runtime.filelock import (
     JsonFileError,
     append_line,
@@ -122,7 +122,7 @@ class Executor:
         if handler is None:
             return SignalOutcome(error=f"unknown signal kind {request.kind!r}")
         outcome = handler(request)
-        return await outcome if asyncio.iscoroutine(outcome) else outcome  # type: ignore[no-any-return]
+        return await outcome if isinstance(outcome, types.CoroutineType) else outcome  # type: ignore[no-any-return]
 
     def _confine(self, request: SignalRequest) -> SignalRequest:
         """Check a confined request's fields (paths resolved, links followed) before any I/O; the
@@ -201,24 +201,15 @@ class Executor:
     async def _run_child(self, argv: list[str], stdin: bytes, timeout_ms: int) -> SignalOutcome:
         """Run `argv` with `stdin` written and closed; kill its process group at the deadline."""
         try:
-            process = await asyncio.create_subprocess_exec(
-                *argv, cwd=self.cwd or None, stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
+            done = await loop.run_process(argv, stdin, cwd=self.cwd or None, timeout=timeout_ms / 1000)
         except OSError as exc:  # the name, not the path: the path may come from the environment
             return SignalOutcome(error=f"child failed to start: {Path(argv[0]).name}: {exc.strerror or exc}")
-        try:
-            # communicate() writes the prompt, closes stdin (EOF ends Pi's read) and reads both pipes
-            out, err = await asyncio.wait_for(process.communicate(stdin), timeout_ms / 1000)
-        except TimeoutError:
-            _kill_group(process)
-            await process.wait()
+        if done is None:
             return SignalOutcome(error=f"timeout after {timeout_ms}ms")
-        except asyncio.CancelledError:
-            _kill_group(process)
-            raise
-        if process.returncode != 0:
+        code, out, err = done
+        if code != 0:
             detail = err.decode(errors="replace").strip().splitlines()[-1:] or [""]
-            return SignalOutcome(error=f"child exited with code {process.returncode}"
+            return SignalOutcome(error=f"child exited with code {code}"
                                  + (f": {detail[0]}" if detail[0] else ""))
         return SignalOutcome(result=out.decode(errors="replace").strip())
 
@@ -287,7 +278,7 @@ class Executor:
                 return SignalOutcome(result=taken[0])
             if time.monotonic() >= deadline:
                 return SignalOutcome(result=None)
-            await asyncio.sleep(0.05)
+            await loop.sleep(0.05)
 
     def release(self, name: str) -> None:
         """Give a slot back (closing its lock file releases the lock)."""
@@ -605,11 +596,3 @@ def _private_file(text: str) -> Iterator[Path | None]:
         yield path
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-
-
-def _kill_group(process: asyncio.subprocess.Process) -> None:
-    try:
-        os.killpg(process.pid, signals.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()

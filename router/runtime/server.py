@@ -9,12 +9,12 @@ keeps the last good policy and says so.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import copy
 import itertools
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from router.events.questions import DEFAULT_SETTINGS
 from router.lang.budget import Budget
 from router.lang.jsonout import dumps
 from router.load.paths import agent_dir as default_agent_dir
-from router.runtime import policy_command, policy_why, protocol
+from router.runtime import declarations_cache, lean, loop, policy_command, policy_why, protocol
 from router.runtime.executor import Executor, budget_ms
 from router.runtime.observer import Observer
 from router.runtime.session_policy import load_session_policy, read_project_content
@@ -171,6 +171,7 @@ class Engine:
         self.registry = registry_facts(params.get("registry"))
         restored = params.get("state")
         diagnostics = self.load()
+        lean.settle()
         self.restore(restored if isinstance(restored, dict) else {})
         warnings = [_render(d) for d in diagnostics if d.severity == "error"][:5] + self.notices()
         if self.policy is None:
@@ -178,9 +179,21 @@ class Engine:
         if params.get("preload") is not True:  # the factory's hello shows nothing: tell at session_start
             warnings += self.trust_warnings()
             warnings += refusal_warnings(self.policy)
+        if params.get("preload") is True:
+            self.cache_declarations(params.get("declarationsKey"))
         return {"protocol": protocol.PROTOCOL_VERSION, "engine": _version(), **self.declarations(),
                 "warnings": warnings, "trust": self.trust_report(),
                 "files": [path for path, _ in self.policy.file_refs] if self.policy else []}
+
+    def cache_declarations(self, key: Any) -> None:
+        """Store the declarations for the bridge's next start under its `key` (the bridge sends one
+        at its startup hello), with the digests of the files they depend on and the trust store."""
+        if declarations_cache.entry_path(self.agent, key) is None:
+            return
+        files = [Path(p) for p in self.watched] + [TrustStore(self.agent).path]
+        value = declarations_cache.entry(key, _version(), self.declarations(), files)
+        if not declarations_cache.write(self.agent, key, value):
+            self.executor.log("the declarations cache could not be written (the next start waits)")
 
     def keep_trust_after_own_writes(self, decision: Decision) -> None:
         """A command the user typed saved into a project data file of a trusted project (say,
@@ -379,11 +392,11 @@ class Connection:
     def __init__(self, writer: Any) -> None:
         self.writer = writer
         self.engine: Engine | None = None
-        self.pending: dict[str, asyncio.Future[Any]] = {}
+        self.pending: dict[str, Any] = {}  # futures of the running loop (router.runtime.loop)
         self.ids = itertools.count(1)
-        self.tasks: set[asyncio.Task[None]] = set()
-        self.running: dict[str, asyncio.Task[None]] = {}
-        self.closing = asyncio.Event()
+        self.tasks: set[Any] = set()
+        self.running: dict[str, Any] = {}
+        self.closing = threading.Event()
 
     def send(self, message: dict[str, Any]) -> None:
         if self.closing.is_set() and "id" not in message:
@@ -416,11 +429,11 @@ class Connection:
 
     async def request(self, method: str, params: dict[str, Any], timeout: float) -> Any:
         request_id = f"s{next(self.ids)}"
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future = loop.create_future()
         self.pending[request_id] = future
         self.send({"id": request_id, "method": method, "params": params})
         try:
-            return await asyncio.wait_for(future, timeout)
+            return await loop.wait_for(future, timeout)
         except TimeoutError:
             return {"error": f"no answer from Pi within {timeout:.1f}s"}
         finally:
@@ -442,12 +455,12 @@ class Connection:
         if key is not None and key in self.running:
             self.send(protocol.error(request_id, "protocol", "a request with this id is still running"))
             return
-        task = asyncio.get_running_loop().create_task(self._answer(message))
+        task = loop.spawn(self._answer(message))
         self.tasks.add(task)
         if key is not None:
             self.running[key] = task
 
-        def finished(done: asyncio.Task[None]) -> None:
+        def finished(done: Any) -> None:
             self.tasks.discard(done)
             if key is not None and self.running.get(key) is done:
                 del self.running[key]
@@ -493,34 +506,39 @@ def id_key(request_id: Any) -> str:
     return dumps(request_id, compact=True)
 
 
-class Lines:
-    """Lines of at most `limit` bytes from a stream; a longer line is skipped up to its newline."""
+class LineSplitter:
+    """Lines of at most `limit` bytes from chunks; a longer line is skipped up to its newline (its
+    length comes instead of it)."""
 
-    def __init__(self, reader: asyncio.StreamReader, limit: int) -> None:
-        self.reader, self.limit = reader, limit
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
         self.buffer = bytearray()
         self.scanned = 0  # bytes of the buffer known to hold no newline
         self.skipping = 0  # bytes of an over-long line dropped so far
 
-    async def next(self) -> bytes | int | None:
-        """The next line; the length of an over-long one (dropped); None at the end of input."""
+    def feed(self, chunk: bytes) -> list[bytes | int]:
+        """The lines `chunk` completes (the length of each over-long one)."""
+        self.buffer += chunk
+        found: list[bytes | int] = []
         while True:
             newline = self.buffer.find(b"\n", self.scanned)
-            if newline >= 0:
-                line = bytes(self.buffer[:newline])
-                del self.buffer[: newline + 1]
-                self.scanned = 0
-                return self._checked(line)
-            self.scanned = len(self.buffer)
-            if len(self.buffer) > self.limit:  # keep no more than the limit in memory
-                self.skipping += len(self.buffer)
-                self.buffer.clear()
-                self.scanned = 0
-            chunk = await self.reader.read(1 << 16)
-            if not chunk:
-                rest, self.buffer, self.scanned = bytes(self.buffer), bytearray(), 0
-                return self._checked(rest) if rest or self.skipping else None
-            self.buffer += chunk
+            if newline < 0:
+                break
+            line = bytes(self.buffer[:newline])
+            del self.buffer[: newline + 1]
+            self.scanned = 0
+            found.append(self._checked(line))
+        self.scanned = len(self.buffer)
+        if len(self.buffer) > self.limit:  # keep no more than the limit in memory
+            self.skipping += len(self.buffer)
+            self.buffer.clear()
+            self.scanned = 0
+        return found
+
+    def end(self) -> list[bytes | int]:
+        """The last line at the end of input (without a newline), if any."""
+        rest, self.buffer, self.scanned = bytes(self.buffer), bytearray(), 0
+        return [self._checked(rest)] if rest or self.skipping else []
 
     def _checked(self, line: bytes) -> bytes | int:
         if self.skipping or len(line) > self.limit:
@@ -529,27 +547,71 @@ class Lines:
         return line
 
 
-async def _run(args: argparse.Namespace) -> int:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=protocol.MAX_LINE_BYTES)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+class Lines:
+    """The lines of a stream with an async `read(n)` (an asyncio StreamReader), cut by LineSplitter."""
+
+    def __init__(self, reader: Any, limit: int) -> None:
+        self.reader = reader
+        self.splitter = LineSplitter(limit)
+        self.queue: list[bytes | int] = []
+        self.ended = False
+
+    async def next(self) -> bytes | int | None:
+        """The next line; the length of an over-long one (dropped); None at the end of input."""
+        while not self.queue:
+            if self.ended:
+                return None
+            chunk = await self.reader.read(1 << 16)
+            if not chunk:
+                self.ended = True
+                self.queue += self.splitter.end()
+            else:
+                self.queue += self.splitter.feed(chunk)
+        return self.queue.pop(0)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """The sidecar's loop: a thread reads stdin, the loop answers line by line (router.runtime.loop)."""
+    events = loop.Loop()
     connection = Connection(sys.stdout.buffer)
     connection.engine = Engine(connection, cwd=Path(args.cwd), agent=Path(args.agent_dir),
                                extra=[Path(p) for p in args.policy])
-    lines = Lines(reader, protocol.MAX_LINE_BYTES)
-    closing = asyncio.ensure_future(connection.closing.wait())
-    while not connection.closing.is_set():
-        reading = asyncio.ensure_future(lines.next())
-        await asyncio.wait({reading, closing}, return_when=asyncio.FIRST_COMPLETED)
-        if not reading.done():  # `shutdown` answered: stop without waiting for stdin to close
-            reading.cancel()
-            break
-        line = reading.result()
-        if line is None:
-            break
-        handle_line(connection, line)
+    splitter = LineSplitter(protocol.MAX_LINE_BYTES)
+    ended = threading.Event()
+    waiting: list[bytes | int] = []
+    at_end = [False]
+
+    def take(chunk: bytes) -> None:
+        idle = not waiting
+        waiting.extend(splitter.feed(chunk) if chunk else splitter.end())
+        at_end[0] = at_end[0] or not chunk
+        if idle:
+            next_line()
+
+    def next_line() -> None:  # one line per turn: its request's first step runs before the next line
+        if connection.closing.is_set():  # `shutdown` answered: the rest is not read
+            return
+        if waiting:
+            handle_line(connection, waiting.pop(0))
+        if waiting:
+            events.call_soon(next_line)
+        elif at_end[0]:
+            ended.set()
+
+    def read() -> None:
+        while True:
+            try:
+                chunk = os.read(sys.stdin.fileno(), 1 << 16)
+            except OSError:
+                chunk = b""
+            events.call_soon_threadsafe(take, chunk)
+            if not chunk:
+                return
+
+    threading.Thread(target=read, name="router-stdin", daemon=True).start()
+    events.run_until(lambda: ended.is_set() or connection.closing.is_set())
     if connection.tasks:
-        await asyncio.wait(connection.tasks, timeout=2)
+        events.run_until(lambda: not connection.tasks, timeout=2)
     connection.engine.observer.close()
     return 0
 
@@ -580,7 +642,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--policy", action="append", default=[], help="an extra policy file, last")
     args = parser.parse_args(argv)
     try:
-        return asyncio.run(_run(args))
+        return _serve(args)
     except KeyboardInterrupt:
         return 130
 

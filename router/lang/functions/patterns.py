@@ -6,8 +6,6 @@ import re
 from functools import lru_cache
 from typing import Any
 
-import regex as regex_engine
-
 from router.diagnostics.errors import ExpressionError
 from router.lang import budget
 from router.lang.functions.registry import (
@@ -17,6 +15,20 @@ from router.lang.functions.registry import (
     list_arg,
     text_arg,
 )
+
+
+class _RegexEngine:
+    """The `regex` package, imported at its first use: a sidecar whose policy matches no regular
+    expression starts without it."""
+
+    def __getattr__(self, name: str) -> Any:
+        import regex
+
+        globals()["regex_engine"] = regex
+        return getattr(regex, name)
+
+
+regex_engine: Any = _RegexEngine()
 
 # --- regular expressions and keywords ---------------------------------------------------------
 

@@ -1,0 +1,320 @@
+"""A small event loop for `router serve`, so the sidecar starts without asyncio (and ssl).
+
+The sidecar has one pipe each way: a reader thread hands stdin's chunks to the loop, and the loop
+runs every request as a task on the main thread, one step at a time, as asyncio would: a request
+that waits (for the bridge's answer to a classify, complete or ask request, for a child `pi`,
+for a slot) lets the others run meanwhile, and `cancel` stops it at its wait.
+
+The waits the engine and the executor use (`create_future`, `spawn`, `wait_for`, `sleep`,
+`run_process`) work in both worlds: on this loop, or, when called under a running asyncio loop
+(the tests drive the Engine with `asyncio.run`), through asyncio, imported only then.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import heapq
+import itertools
+import os
+import queue
+import signal as signals
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any
+
+_local = threading.local()
+
+
+class Cancelled(BaseException):
+    """The task was cancelled (the bridge's `cancel`): raised at the wait it was in."""
+
+
+def running() -> Loop | None:
+    """The loop running on this thread, None under asyncio (or outside any loop)."""
+    loop: Loop | None = getattr(_local, "loop", None)
+    return loop
+
+
+class Future:
+    """A value that arrives later; `await` it inside a task of the loop."""
+
+    def __init__(self, loop: Loop) -> None:
+        self.loop = loop
+        self._done = False
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._callbacks: list[Callable[[Future], None]] = []
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, value: Any) -> None:
+        if not self._done:
+            self._done, self._value = True, value
+            self._fire()
+
+    def set_exception(self, error: BaseException) -> None:
+        if not self._done:
+            self._done, self._error = True, error
+            self._fire()
+
+    def result(self) -> Any:
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+    def add_done_callback(self, callback: Callable[[Any], None]) -> None:
+        if self._done:
+            self.loop.call_soon(callback, self)
+        else:
+            self._callbacks.append(callback)
+
+    def _fire(self) -> None:
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            self.loop.call_soon(callback, self)
+
+    def __await__(self) -> Generator[Future, None, Any]:
+        if not self._done:
+            yield self
+        return self.result()
+
+
+class Task(Future):
+    """A coroutine run step by step; it waits only on futures of this loop."""
+
+    def __init__(self, loop: Loop, coro: Coroutine[Any, Any, Any]) -> None:
+        super().__init__(loop)
+        self.coro = coro
+        self.waiting: Future | None = None
+        loop.call_soon(self._step, None, None)
+
+    def cancel(self) -> bool:
+        """Raise `Cancelled` at the task's wait; False when it is done already."""
+        if self._done:
+            return False
+        self.waiting = None  # a late result of the wait is ignored
+        self.loop.call_soon(self._step, None, Cancelled())
+        return True
+
+    def cancelled(self) -> bool:
+        return isinstance(self._error, Cancelled)
+
+    def _step(self, value: Any, error: BaseException | None) -> None:
+        if self._done:
+            return
+        self.waiting = None
+        try:
+            yielded = self.coro.throw(error) if error is not None else self.coro.send(value)
+        except StopIteration as stop:
+            self.set_result(stop.value)
+            return
+        except BaseException as exc:  # Cancelled included: the task ends with it
+            self.set_exception(exc)
+            return
+        if not isinstance(yielded, Future):
+            self.loop.call_soon(self._step, None, RuntimeError(f"a task awaited {yielded!r}"))
+            return
+        self.waiting = yielded
+        yielded.add_done_callback(self._wake)
+
+    def _wake(self, future: Future) -> None:
+        if future is not self.waiting or self._done:
+            return
+        try:
+            value = future.result()
+        except BaseException as exc:
+            self._step(None, exc)
+        else:
+            self._step(value, None)
+
+
+class Timer:
+    def __init__(self, when: float, callback: Callable[..., None], args: tuple[Any, ...]) -> None:
+        self.when, self.callback, self.args = when, callback, args
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class Loop:
+    """Ready callbacks, timers, and an inbox other threads post to."""
+
+    def __init__(self) -> None:
+        self._ready: collections.deque[tuple[Callable[..., None], tuple[Any, ...]]] = collections.deque()
+        self._timers: list[tuple[float, int, Timer]] = []
+        self._inbox: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]]] = queue.SimpleQueue()
+        self._order = itertools.count()
+
+    def call_soon(self, callback: Callable[..., None], *args: Any) -> None:
+        self._ready.append((callback, args))
+
+    def call_soon_threadsafe(self, callback: Callable[..., None], *args: Any) -> None:
+        self._inbox.put((callback, args))
+
+    def call_later(self, delay: float, callback: Callable[..., None], *args: Any) -> Timer:
+        timer = Timer(time.monotonic() + max(delay, 0.0), callback, args)
+        heapq.heappush(self._timers, (timer.when, next(self._order), timer))
+        return timer
+
+    def create_future(self) -> Future:
+        return Future(self)
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> Task:
+        return Task(self, coro)
+
+    def run_until(self, finished: Callable[[], bool], timeout: float | None = None) -> bool:
+        """Run until `finished()` (True) or `timeout` seconds passed (False)."""
+        previous, _local.loop = running(), self
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while not finished():
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False
+                self._run_once(deadline)
+            return True
+        finally:
+            _local.loop = previous
+
+    def _run_once(self, deadline: float | None) -> None:
+        """Run the ready callbacks; when there are none, wait for the inbox or the next timer."""
+        if self._ready:
+            for _ in range(len(self._ready)):
+                callback, args = self._ready.popleft()
+                callback(*args)
+            self._take_inbox(block=False, deadline=deadline)
+        else:
+            self._take_inbox(block=True, deadline=deadline)
+        now = time.monotonic()
+        while self._timers and self._timers[0][0] <= now:
+            _, _, timer = heapq.heappop(self._timers)
+            if not timer.cancelled:
+                timer.callback(*timer.args)
+
+    def _take_inbox(self, *, block: bool, deadline: float | None) -> None:
+        try:
+            callback, args = self._inbox.get(timeout=self._until_next(deadline)) if block \
+                else self._inbox.get_nowait()
+        except queue.Empty:
+            return
+        callback(*args)
+
+    def _until_next(self, deadline: float | None) -> float | None:
+        while self._timers and self._timers[0][2].cancelled:
+            heapq.heappop(self._timers)
+        moments = [t for t in (self._timers[0][0] if self._timers else None, deadline) if t is not None]
+        return max(min(moments) - time.monotonic(), 0.0005) if moments else None
+
+
+# --- the waits, for this loop or asyncio -------------------------------------------------------
+
+
+def create_future() -> Any:
+    """A future of the running loop (this one, else asyncio's)."""
+    loop = running()
+    if loop is not None:
+        return loop.create_future()
+    import asyncio
+    return asyncio.get_running_loop().create_future()
+
+
+def spawn(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run `coro` as a task of the running loop; the task has `cancel` and `add_done_callback`."""
+    loop = running()
+    if loop is not None:
+        return loop.spawn(coro)
+    import asyncio
+    return asyncio.get_running_loop().create_task(coro)
+
+
+async def wait_for(future: Any, timeout: float) -> Any:
+    """`future`'s value; TimeoutError after `timeout` seconds."""
+    loop = running()
+    if loop is None:
+        import asyncio
+        return await asyncio.wait_for(future, timeout)
+    timer = loop.call_later(timeout, future.set_exception, TimeoutError())
+    try:
+        return await future
+    finally:
+        timer.cancel()
+
+
+async def sleep(seconds: float) -> None:
+    loop = running()
+    if loop is None:
+        import asyncio
+        await asyncio.sleep(seconds)
+        return
+    future = loop.create_future()
+    timer = loop.call_later(seconds, future.set_result, None)
+    try:
+        await future
+    finally:
+        timer.cancel()
+
+
+async def run_process(argv: list[str], stdin: bytes, *, cwd: str | None,
+                      timeout: float) -> tuple[int, bytes, bytes] | None:
+    """Run `argv` in a new session with `stdin` written and closed; (code, stdout, stderr), or None
+    when it ran past `timeout` seconds (its process group is killed). Cancelled: killed too.
+    OSError when it cannot start."""
+    loop = running()
+    if loop is None:
+        return await _run_process_asyncio(argv, stdin, cwd=cwd, timeout=timeout)
+    process = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, start_new_session=True)
+    future = loop.create_future()
+
+    def communicate() -> None:
+        try:
+            out, err = process.communicate(stdin, timeout=timeout)
+            done: tuple[int, bytes, bytes] | None = (process.returncode, out, err)
+        except subprocess.TimeoutExpired:
+            kill_group(process)
+            process.communicate()
+            done = None
+        except (OSError, ValueError) as exc:
+            loop.call_soon_threadsafe(future.set_exception, exc)
+            return
+        loop.call_soon_threadsafe(future.set_result, done)
+
+    threading.Thread(target=communicate, name="router-child", daemon=True).start()
+    try:
+        result: tuple[int, bytes, bytes] | None = await future
+    except Cancelled:
+        kill_group(process)
+        raise
+    return result
+
+
+async def _run_process_asyncio(argv: list[str], stdin: bytes, *, cwd: str | None,
+                               timeout: float) -> tuple[int, bytes, bytes] | None:
+    import asyncio
+    process = await asyncio.create_subprocess_exec(
+        *argv, cwd=cwd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, start_new_session=True)
+    try:
+        # communicate() writes the prompt, closes stdin (EOF ends Pi's read) and reads both pipes
+        out, err = await asyncio.wait_for(process.communicate(stdin), timeout)
+    except TimeoutError:
+        kill_group(process)
+        await process.wait()
+        return None
+    except asyncio.CancelledError:
+        kill_group(process)
+        raise
+    return (process.returncode if process.returncode is not None else -1), out, err
+
+
+def kill_group(process: Any) -> None:
+    """SIGKILL the process group `process` leads (it was started in a new session)."""
+    try:
+        os.killpg(process.pid, signals.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
