@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from router.runtime import loop
-from router.runtime.server import Connection, Engine, id_key
+from router.runtime.connection import Connection, id_key
+from router.runtime.server import Engine
 from tests.helpers import HANGING_PI, assert_group_gone, stub
 
 

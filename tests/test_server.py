@@ -26,8 +26,9 @@ from router import __version__
 from router.compile.compiler import compile_files
 from router.load.paths import packs_dir
 from router.runtime import policy_command, protocol
-from router.runtime.server import Connection, Engine, handle_line, id_key
-from router.runtime.server import Lines as LineReader
+from router.runtime.connection import Connection, handle_line, id_key
+from router.runtime.connection import Lines as LineReader
+from router.runtime.server import Engine
 from router.runtime.session_policy import read_project_content
 from router.trust.store import TrustStore
 from tests.helpers import HANGING_PI, assert_group_gone, stub
