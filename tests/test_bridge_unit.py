@@ -24,7 +24,8 @@ def test_there_are_unit_tests() -> None:
 def test_bridge_unit_tests_pass(path: Path, tmp_path: Path, node_install: PiInstall) -> None:
     env = {key: value for key, value in os.environ.items() if not key.startswith(("ROUTER_", "PI_"))}
     env.update({"PI_CODING_AGENT_DIR": str(tmp_path / "agent"),  # bridge.log goes here
-                "ROUTER_BRIDGE_TIMEOUT_MS": "1000", "ROUTER_BRIDGE_HELLO_TIMEOUT_MS": "3000"})
+                "ROUTER_BRIDGE_TIMEOUT_MS": "1000", "ROUTER_BRIDGE_HELLO_TIMEOUT_MS": "3000",
+                "ROUTER_WARM": "0"})  # warm.test.ts turns it on for itself, in a directory of its own
     done = run_node(node_install, "--test", "--test-reporter=spec", str(path), env=env, cwd=tmp_path)
     assert done.returncode == 0, f"{path.name} failed:\n{done.stdout[-8000:]}\n{done.stderr[-3000:]}"
     assert "ℹ fail 0" in done.stdout and "ℹ pass 0" not in done.stdout, done.stdout

@@ -272,3 +272,83 @@ def test_a_resumed_session_continues_its_seq_in_a_new_sidecar(rig: Rig) -> None:
     assert [(r["session"], r["event"], r["seq"]) for r in records(rig.agent)] == [
         ("s-1", "input", 0), ("s-1", "input", 1), ("other", "input", 0), ("s-1", "input", 2),
         ("s-1", "tool_call", 0)]
+
+
+def test_rules_that_did_not_fire_are_counted_not_listed(tmp_path: Path) -> None:
+    rules = "".join(f"  - {{id: r{i}, on: tool_call, match: \"tool.name == 'x{i}'\", do: [{{block: no}}]}}\n"
+                    for i in range(20))
+    rig = Rig(tmp_path, "version: 1\nrules:\n" + rules +
+              "  - {id: s, on: tool_call, shadow: true, match: \"tool.name == 'never'\", do: [{block: no}]}\n"
+              "  - {id: r-bash, on: tool_call, match: \"tool.name == 'bash'\", do: [{block: no}]}\n")
+    rig.hello()
+    rig.event(event(event_type="tool_call"))
+    [record] = records(rig.agent)
+    assert [(r["id"], r["fired"]) for r in record["rules"]] == [("s", False), ("r-bash", True)]
+    assert record["evaluated"] == 22
+
+
+def test_the_answer_goes_out_before_its_record_is_written(tmp_path: Path) -> None:
+    from router.runtime.connection import Connection
+
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "router.yaml").write_text("version: 1\nrules:\n  - {id: g, on: input, do: [{notify: hi}]}\n")
+    log = agent / "router" / "log" / "decisions.jsonl"
+    seen: list[tuple[bool, bool]] = []  # (an answer line, the record on disk) per write
+
+    class Pipe:
+        def write(self, line: bytes) -> None:
+            seen.append((b'"result"' in line, log.exists() and log.stat().st_size > 0))
+
+        def flush(self) -> None:
+            pass
+
+    connection = Connection(Pipe(), lambda c: Engine(c, cwd=tmp_path, agent=agent, extra=[]))
+
+    async def main() -> None:
+        for message in ({"id": 1, "method": "hello", "params": {"protocol": 1}},
+                        {"id": 2, "method": "event", "params": event()}):
+            await connection._answer(message)
+
+    import asyncio
+    asyncio.run(main())
+    assert seen[-1] == (True, False)  # the event's answer was written while its record was not
+    assert [r["seq"] for r in records(agent)] == [0]
+
+
+def test_two_writers_rotate_in_turn_and_a_removed_log_comes_back(tmp_path: Path) -> None:
+    directory = tmp_path / "log"
+    mine = DecisionLog(directory, LogSettings(max_bytes=2048, keep=3))
+    other = DecisionLog(directory, LogSettings(max_bytes=2048, keep=3))
+    for number in range(30):  # interleaved, under the lock: neither loses a line to the other's rotation
+        assert (mine if number % 2 else other).write(record_of(number)) is None
+    stats = ReadStats()
+    seqs = sorted(r["seq"] for r in read_records(log_files(directory), stats))
+    assert stats.skipped == 0 and seqs == list(range(seqs[0], 30))
+    assert all(p.stat().st_size <= 2048 for p in directory.glob("decisions*"))
+    for path in directory.iterdir():  # somebody clears the directory while both are open
+        path.unlink()
+    assert mine.write(record_of(30)) is None and other.write(record_of(31)) is None
+    assert [r["seq"] for r in read_records(log_files(directory), ReadStats())] == [30, 31]
+
+
+def test_a_line_another_program_left_unfinished_is_ended_first(tmp_path: Path) -> None:
+    directory = tmp_path / "log"
+    log = DecisionLog(directory, LogSettings())
+    assert log.write(record_of(1)) is None
+    with (directory / "decisions.jsonl").open("a") as handle:
+        handle.write('{"cut off')
+    assert log.write(record_of(2)) is None
+    stats = ReadStats()
+    assert [r["seq"] for r in read_records(log_files(directory), stats)] == [1, 2]
+    assert stats.skipped == 1
+
+
+def test_the_event_digest_stands_for_the_model_catalog_by_its_own_digest() -> None:
+    from router.runtime.decision_log import catalog_digest, event_digest
+
+    catalog = {"fake/a": {"id": "a", "provider": "fake"}}
+    event = {"type": "input", "text": "hi", "models": catalog}
+    assert event_digest(event) == event_digest(event, catalog_digest(catalog))
+    assert event_digest(event) != event_digest({**event, "models": {"fake/b": {"id": "b"}}})
+    assert event_digest({"type": "input", "models": {}}) != event_digest({"type": "input", "models": catalog})

@@ -95,6 +95,7 @@ def test_run_all_good_exit_0_with_a_real_sidecar(rig: tuple[Path, Path]) -> None
         f"ok   sidecar from: {sys.executable} -P -m router serve (from user install)")
     assert checks["sidecar"].startswith("ok   sidecar: ready in ")
     assert checks["sidecar"].endswith(f" ms, forwards {len({*policy.event_types, 'command'})} event types")
+    assert checks["warm sidecar"].startswith("ok   warm sidecar: ")
     assert {"input", "route"} <= set(policy.event_types)
     assert checks["model fake/fake-cloud"] == "ok   model fake/fake-cloud"
     assert checks["model fake/fake-local"] == "ok   model fake/fake-local"

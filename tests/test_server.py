@@ -106,7 +106,10 @@ class Rig:
         return asyncio.run(self.engine.hello({"cwd": str(self.cwd), **params}))
 
     def event(self, params: dict[str, Any] = INPUT, request_id: Any = 7) -> dict[str, Any]:
-        return asyncio.run(self.engine.event(request_id, params))
+        """One event, answered and then recorded (as the connection does)."""
+        result = asyncio.run(self.engine.event(request_id, params))
+        self.engine.after_answer()
+        return result
 
     def edit(self, text: str) -> None:
         self.policy.write_text(text)
@@ -314,6 +317,26 @@ def test_event_reloads_a_changed_policy(tmp_path: Path) -> None:
     result = rig.event()
     assert result["actions"][0]["params"]["text"] == "hi again from fake/m1" and result["warnings"] == []
     assert "policy reloaded" in rig.log()
+
+
+def test_burst_events_look_at_the_policy_files_no_more_often_than_recheck(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import router.runtime.server as server
+
+    clock = [10_000_000_000]
+    monkeypatch.setattr(server.time, "monotonic_ns", lambda: clock[0])
+    rig = Rig(tmp_path, POLICY)
+    rig.hello()
+    rig.engine.recheck_ns = server.RECHECK_MS * 1_000_000
+    assert rig.event()["actions"][0]["params"]["text"] == "hello from fake/m1"
+    rig.edit(POLICY.replace("hello from", "hi again from"))
+    assert rig.event()["actions"][0]["params"]["text"] == "hi again from fake/m1"  # input: it looks
+    assert rig.engine.changed("tool_call") is False  # a burst event within the interval does not
+    rig.edit(POLICY)
+    clock[0] += server.RECHECK_MS * 1_000_000 - 1
+    assert rig.engine.changed("tool_call") is False and rig.engine.changed("tool_result") is False
+    clock[0] += 1
+    assert rig.engine.changed("tool_call") is True
 
 
 @pytest.mark.parametrize("uses", ["", "use: [decision]\n"])

@@ -1,13 +1,16 @@
 /**
- * The JSON-lines connection to one sidecar process (docs/protocol.md, "Framing"): spawning it,
- * request ids, deadlines that the engine's `progress` notes extend, cancelling, and failing: on a
- * crash, a line that is not JSON or a line over the limit, every pending request is rejected and
- * `onExit` says why (the lifecycle restarts the sidecar; Pi goes on without it meanwhile).
+ * The JSON-lines connection to one sidecar (docs/protocol.md, "Framing"): starting it (a spawned
+ * process, or one forked by the warm sidecar: warm.ts), request ids, deadlines that the engine's
+ * `progress` notes extend, cancelling, and failing: on a crash, a line that is not JSON or a line
+ * over the limit, every pending request is rejected and `onExit` says why (the lifecycle restarts
+ * the sidecar; Pi goes on without it meanwhile).
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn } from "node:child_process";
+import * as net from "node:net";
 import type { EngineRequest } from "./types.ts";
 import { resolveServe, type Resolved } from "./resolve.ts";
 import { agentDir, attempt, errorText, isObject, logLine, neutralDir } from "./util.ts";
+import { startRequest, startWarmServer, usableSocket, warmSocket, type StartRequest } from "./warm.ts";
 
 export const MAX_BUDGET_MS = 600000; // no progress note extends a wait beyond this
 export const MAX_LINE_CHARS = 64 * 1024 * 1024; // as the sidecar's own limit (router/runtime/protocol.py)
@@ -27,25 +30,164 @@ export class AbortError extends Error {
 	}
 }
 
+/** What a link reports: the sidecar's output, and its end (a crash, an exit, a closed socket). */
+interface LinkEvents {
+	data: (chunk: string) => void;
+	gone: (reason: string) => void;
+}
+
+/** One way to a running sidecar: a child process's pipes, or a socket to a forked one. */
+interface Link {
+	readonly warm: boolean;
+	write(text: string): void;
+	/** Close the sidecar's input so it finishes; killed if still there after KILL_AFTER_MS. Pi need not wait. */
+	stop(): void;
+	kill(): void;
+}
+
+/** `router serve` as a child process of Pi. */
+function spawnLink(program: string, args: string[], env: NodeJS.ProcessEnv, via: string, events: LinkEvents): Link {
+	// Never run in the project: `python -m` would import a module the repository ships
+	// (`argparse.py`, `router/`) before the router's own. The engine gets the project as --cwd.
+	const proc = spawn(program, args, { cwd: neutralDir(), stdio: ["pipe", "pipe", "pipe"], env });
+	proc.stdout?.setEncoding("utf8");
+	proc.stdout?.on("data", (chunk: string) => events.data(chunk));
+	proc.stderr?.on("data", (chunk: Buffer) => logLine(`sidecar stderr: ${chunk.toString().trimEnd()}`));
+	proc.on("error", (error) => events.gone(`sidecar failed to start (${program}, from ${via}): ${error.message}`));
+	proc.on("exit", (code, signal) => events.gone(`sidecar exited (code ${code}, signal ${signal})`));
+	proc.stdin?.on("error", () => {});
+	const kill = () => attempt(() => proc.kill("SIGKILL"), false);
+	return {
+		warm: false,
+		write: (text) => proc.stdin?.write(text),
+		kill,
+		stop: () => {
+			attempt(() => (proc.stdin?.end(), true), false);
+			attempt(() => (proc.unref(), proc.stdout?.destroy(), proc.stderr?.destroy(), true), false);
+			const killer = setTimeout(kill, KILL_AFTER_MS);
+			killer.unref();
+			// Pi may exit before the timer fires: a stopped or spinning sidecar must not outlive it
+			process.once("exit", kill);
+			proc.on("exit", () => {
+				clearTimeout(killer);
+				process.removeListener("exit", kill);
+			});
+		},
+	};
+}
+
 /**
- * One sidecar process at a time. Its output is decoded as a UTF-8 stream (a character split
- * between two chunks stays whole) into a buffer of at most `maxLineChars`; a longer line, like a
- * line that is not JSON, counts as a protocol error: the sidecar is replaced.
+ * A sidecar forked by the warm server: the start request goes first, the protocol's lines wait
+ * for its `{"warm": "ok"}`; a refusal, or a socket that fails before it, falls back to `fallback`
+ * (a spawned sidecar gets the waiting lines), so the caller never sees the difference.
+ */
+class WarmLink implements Link {
+	private readonly socket: net.Socket;
+	private waiting: string[] | null = []; // lines written before the forked sidecar said ok
+	private head = "";
+	private inner: Link | null = null;
+	private pid = 0;
+	private stopped = false;
+	private readonly fallback: () => Link;
+	private readonly events: LinkEvents;
+
+	constructor(socketPath: string, request: StartRequest, fallback: () => Link, events: LinkEvents) {
+		this.fallback = fallback;
+		this.events = events;
+		this.socket = net.createConnection(socketPath);
+		this.socket.setEncoding("utf8");
+		this.socket.write(`${JSON.stringify(request)}\n`);
+		this.socket.on("data", (chunk: string) => this.data(chunk));
+		this.socket.on("error", (error) => this.lost(error.message));
+		this.socket.on("close", () => this.lost("the connection closed"));
+	}
+
+	get warm(): boolean {
+		return this.inner === null;
+	}
+
+	write(text: string): void {
+		if (this.inner) this.inner.write(text);
+		else if (this.waiting) this.waiting.push(text);
+		else this.socket.write(text);
+	}
+
+	stop(): void {
+		this.stopped = true;
+		if (this.inner) return this.inner.stop();
+		attempt(() => (this.socket.end(), this.socket.unref(), true), false);
+		const pid = this.pid;
+		const killer = setTimeout(() => this.kill(), KILL_AFTER_MS);
+		killer.unref();
+		if (pid) process.once("exit", () => attempt(() => process.kill(pid, "SIGKILL"), false));
+	}
+
+	kill(): void {
+		this.stopped = true;
+		if (this.inner) return this.inner.kill();
+		if (this.pid) attempt(() => process.kill(this.pid, "SIGKILL"), false);
+		attempt(() => (this.socket.destroy(), true), false);
+	}
+
+	private data(chunk: string): void {
+		if (!this.waiting) return this.events.data(chunk);
+		this.head += chunk;
+		const newline = this.head.indexOf("\n");
+		if (newline < 0) {
+			if (this.head.length > 4096) this.refused("no start answer");
+			return;
+		}
+		const first = attempt(() => JSON.parse(this.head.slice(0, newline)) as unknown, null);
+		const rest = this.head.slice(newline + 1);
+		if (!isObject(first) || first.warm !== "ok" || typeof first.pid !== "number") {
+			return this.refused(isObject(first) && typeof first.reason === "string" ? first.reason : "an answer that is not ok");
+		}
+		this.pid = first.pid;
+		const waiting = this.waiting;
+		this.waiting = null;
+		for (const line of waiting) this.socket.write(line);
+		if (rest) this.events.data(rest);
+	}
+
+	private lost(reason: string): void {
+		if (this.inner || this.stopped) return;
+		if (this.waiting) return this.refused(reason);
+		this.events.gone(`sidecar connection ended (warm sidecar, pid ${this.pid}): ${reason}`);
+	}
+
+	private refused(reason: string): void {
+		if (this.inner || this.stopped) return;
+		logLine(`router: the warm sidecar did not serve this run (${reason}); starting the sidecar`);
+		attempt(() => (this.socket.destroy(), true), false);
+		const waiting = this.waiting ?? [];
+		this.waiting = null;
+		this.inner = this.fallback();
+		for (const line of waiting) this.inner.write(line);
+	}
+}
+
+/**
+ * One sidecar at a time. Its output is decoded as a UTF-8 stream (a character split between two
+ * chunks stays whole) into a buffer of at most `maxLineChars`; a longer line, like a line that is
+ * not JSON, counts as a protocol error: the sidecar is replaced.
  */
 export class Sidecar {
-	private proc: ChildProcess | null = null;
+	private link: Link | null = null;
 	private buffer = "";
 	private scanned = 0; // characters of the buffer known to hold no newline
 	private nextId = 1;
 	private readonly pending = new Map<number, Pending>();
 	private readonly resolveCommand: () => Resolved;
 	private readonly maxLineChars: number;
+	private readonly useWarm: boolean;
+	private warmToStart: { command: string[]; socket: string } | null = null;
 	onRequest: (message: EngineRequest) => void = () => {};
 	onExit: (reason: string) => void = () => {};
 
-	constructor(options: { resolve?: () => Resolved; maxLineChars?: number } = {}) {
+	constructor(options: { resolve?: () => Resolved; maxLineChars?: number; warm?: boolean } = {}) {
 		this.resolveCommand = options.resolve ?? (() => resolveServe());
 		this.maxLineChars = options.maxLineChars ?? MAX_LINE_CHARS;
+		this.useWarm = options.warm ?? true;
 	}
 
 	/** The command that starts the sidecar (resolved anew each time: the user may change it). */
@@ -54,39 +196,41 @@ export class Sidecar {
 	}
 
 	start(cwd: string): void {
-		const { command: [program = "router", ...args], via } = this.resolveCommand();
-		// Never run in the project: `python -m` would import a module the repository ships
-		// (`argparse.py`, `router/`) before the router's own. The engine gets the project as --cwd.
-		const proc = spawn(program, [...args, "--cwd", cwd, "--agent-dir", agentDir()], {
-			cwd: neutralDir(), stdio: ["pipe", "pipe", "pipe"], env: { ...process.env, PYTHONSAFEPATH: "1" },
-		});
-		this.proc = proc;
+		const { command, via } = this.resolveCommand();
+		const [program = "router", ...args] = command;
+		const argv = [...args, "--cwd", cwd, "--agent-dir", agentDir()];
+		const env = { ...process.env, PYTHONSAFEPATH: "1" };
 		this.buffer = "";
 		this.scanned = 0;
-		// A replaced process (stopped after a timeout, killed a second later) must not touch its
-		// successor: its late output and its exit are ignored.
-		const current = () => this.proc === proc;
-		proc.stdout?.setEncoding("utf8");
-		proc.stdout?.on("data", (chunk: string) => {
-			if (current()) this.read(chunk);
-		});
-		proc.stderr?.on("data", (chunk: Buffer) => logLine(`sidecar stderr: ${chunk.toString().trimEnd()}`));
-		proc.on("error", (error) => {
-			if (current()) this.fail(`sidecar failed to start (${program}, from ${via}): ${error.message}`);
-		});
-		proc.on("exit", (code, signal) => {
-			if (current()) this.fail(`sidecar exited (code ${code}, signal ${signal})`);
-		});
-		proc.stdin?.on("error", () => {});
+		// A replaced sidecar (stopped after a timeout, killed a second later) must not touch its
+		// successor: its late output and its end are ignored.
+		let link: Link | null = null;
+		const current = () => this.link !== null && this.link === link;
+		const events: LinkEvents = {
+			data: (chunk) => {
+				if (current()) this.read(chunk);
+			},
+			gone: (reason) => {
+				if (current()) this.fail(reason);
+			},
+		};
+		const spawned = () => spawnLink(program, argv, env, via, events);
+		const socket = this.useWarm ? warmSocket(command) : null; // only for `… serve [options]`
+		const serve = args.indexOf("serve");
+		this.warmToStart = socket !== null ? { command, socket } : null;
+		link = socket !== null && usableSocket(socket)
+			? new WarmLink(socket, startRequest(argv.slice(serve + 1), env), spawned, events)
+			: spawned();
+		this.link = link;
 	}
 
 	get running(): boolean {
-		return this.proc !== null;
+		return this.link !== null;
 	}
 
 	/** A request; `cap` bounds how far the sidecar's progress notes may extend the wait. */
 	call<T = unknown>(method: string, params: unknown, timeoutMs: number, signal?: AbortSignal, cap = MAX_BUDGET_MS): Promise<T> {
-		if (!this.proc) return Promise.reject(new Error("sidecar is not running"));
+		if (!this.link) return Promise.reject(new Error("sidecar is not running"));
 		if (signal?.aborted) return Promise.reject(new AbortError());
 		const id = this.nextId++;
 		return new Promise<T>((resolve, reject) => {
@@ -126,33 +270,17 @@ export class Sidecar {
 
 	write(message: object): void {
 		try {
-			this.proc?.stdin?.write(`${JSON.stringify(message)}\n`);
+			this.link?.write(`${JSON.stringify(message)}\n`);
 		} catch (error) {
 			this.fail(`cannot write to the sidecar: ${errorText(error)}`);
 		}
 	}
 
 	stop(): void {
-		const proc = this.proc;
-		this.proc = null;
+		const link = this.link;
+		this.link = null;
 		this.rejectAll("sidecar stopped");
-		if (!proc) return;
-		try {
-			proc.stdin?.end();
-		} catch {
-			// already closed
-		}
-		// Pi need not wait for a stopped sidecar to exit (it finishes on its own, or is killed below)
-		attempt(() => (proc.unref(), proc.stdout?.destroy(), proc.stderr?.destroy(), true), false);
-		const kill = () => attempt(() => proc.kill("SIGKILL"), false);
-		const killer = setTimeout(kill, KILL_AFTER_MS);
-		killer.unref();
-		// Pi may exit before the timer fires: a stopped or spinning sidecar must not outlive it
-		process.once("exit", kill);
-		proc.on("exit", () => {
-			clearTimeout(killer);
-			process.removeListener("exit", kill);
-		});
+		link?.stop();
 	}
 
 	private read(chunk: string): void {
@@ -164,7 +292,7 @@ export class Sidecar {
 			this.scanned = 0;
 			if (line.length > this.maxLineChars) return this.fail(`protocol error: a line of ${line.length} characters (at most ${this.maxLineChars})`);
 			if (line.trim()) this.dispatch(line);
-			if (!this.proc) return; // the line was refused and the sidecar replaced
+			if (!this.link) return; // the line was refused and the sidecar replaced
 			newline = this.buffer.indexOf("\n");
 		}
 		this.scanned = this.buffer.length;
@@ -202,16 +330,24 @@ export class Sidecar {
 		}
 		this.pending.delete(message.id as number);
 		clearTimeout(entry.timer);
+		this.startWarmServer();
 		if (error) entry.reject(new Error(`engine error: ${errorMessage}`));
 		else entry.resolve(message.result);
 	}
 
+	/** After the first answer of a sidecar that was not forked warm: a warm server for the next run. */
+	private startWarmServer(): void {
+		const wanted = this.warmToStart;
+		this.warmToStart = null;
+		if (wanted && this.link && !this.link.warm) startWarmServer(wanted.command, wanted.socket, process.env);
+	}
+
 	private fail(reason: string): void {
-		if (!this.proc) return;
-		const proc = this.proc;
-		this.proc = null;
+		if (!this.link) return;
+		const link = this.link;
+		this.link = null;
 		this.rejectAll(reason);
-		attempt(() => proc.kill("SIGKILL"), false);
+		link.kill();
 		this.onExit(reason);
 	}
 

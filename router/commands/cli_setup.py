@@ -148,6 +148,9 @@ def serve(
         "--agent-dir", metavar="DIR", help="Pi's agent directory (default: ~/.pi/agent)")] = None,
     policy: Annotated[list[Path] | None, typer.Option(
         "--policy", metavar="FILE", help="an extra policy file, loaded last (repeatable)")] = None,
+    warm: Annotated[Path | None, typer.Option(
+        "--warm", metavar="SOCKET", help="keep the engine loaded and serve each connection to this "
+        "Unix socket with a forked sidecar (the bridge starts it; docs/protocol.md)")] = None,
 ) -> None:
     """Run the sidecar on stdio.
 
@@ -157,6 +160,7 @@ def serve(
 
     argv = [*(["--cwd", str(cwd)] if cwd else []), *(["--agent-dir", str(agent)] if agent else [])]
     argv += [arg for path in policy or [] for arg in ("--policy", str(path))]
+    argv += ["--warm", str(warm)] if warm else []
     _finish(serve_main(argv), "")
 
 

@@ -19,6 +19,7 @@ from router.compile.compiler import LoadedPolicy, load_layered
 from router.diagnostics.diagnostic import has_errors
 from router.lint import run_checks
 from router.load.loader import describe_files
+from router.runtime import warm
 
 PI_VERSION = "1.6.0"
 MIN_NODE = (22, 19)
@@ -239,6 +240,8 @@ def run(cwd: Path, agent: Path) -> tuple[int, str]:
     started = resolved if installs else Resolved(serve_command(), "this interpreter: no bridge is installed")
     checks.append(Check(True, "sidecar from", started.describe()))
     checks.append(check_sidecar(cwd, agent, started.command))
+    fine, warm_state = warm.status(started.command, os.environ)
+    checks.append(Check(True, "warm sidecar", warm_state, warn=not fine))
     if policy is not None:
         virtual = {f"{v['provider']}/{v['id']}" for v in policy.virtual_models}
         checks += check_models(pi, policy_models(policy), virtual)

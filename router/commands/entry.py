@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-SERVE_OPTIONS = {"--cwd", "--agent-dir", "--policy"}
+SERVE_OPTIONS = {"--cwd", "--agent-dir", "--policy", "--warm"}
 
 
 def runs_serve_directly(argv: list[str]) -> bool:

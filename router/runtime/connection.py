@@ -22,6 +22,7 @@ class Handler(Protocol):
     def hello(self, params: dict[str, Any], request_id: Any = None) -> Awaitable[dict[str, Any]]: ...
     def event(self, request_id: Any, params: dict[str, Any]) -> Awaitable[dict[str, Any]]: ...
     def log(self, text: str) -> None: ...
+    def after_answer(self) -> None: ...
 
 
 class Connection:
@@ -142,6 +143,7 @@ class Connection:
             return
         if has_id:
             self.send(protocol.result(request_id, value))
+        self.engine.after_answer()
 
 
 def id_key(request_id: Any) -> str:

@@ -14,7 +14,8 @@ import fcntl
 import hashlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +25,7 @@ from router.compile.compiled import CompiledPolicy, CompiledRule
 from router.engine.choices import chosen_model, chosen_tier
 from router.engine.decision import Decision, Effect
 from router.load.paths import LOG_NAME, ROTATED_LOG, log_files
-from router.runtime.filelock import append_line, read_text
+from router.runtime.filelock import open_regular, read_text, write_whole
 
 VERSION = 1
 LOCK_NAME = ".decisions.lock"
@@ -85,8 +86,23 @@ def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def event_digest(event: Mapping[str, Any]) -> str:
-    return "sha256:" + hashlib.sha256(canonical(event).encode("utf-8", "backslashreplace")).hexdigest()
+def _sha256(value: Any) -> str:
+    return hashlib.sha256(canonical(value).encode("utf-8", "backslashreplace")).hexdigest()
+
+
+def catalog_digest(models: Any) -> str:
+    """The SHA-256 of a model catalog's canonical JSON (it stands in for the catalog in the
+    event digest, so a sidecar hashes its catalog once, not once per event)."""
+    return _sha256(models)
+
+
+def event_digest(event: Mapping[str, Any], models_digest: str | None = None) -> str:
+    """`sha256:` of the event as canonical JSON, its model catalog (`models`, when not empty)
+    replaced by `catalog_digest` of it (`models_digest` when the caller has it already)."""
+    models = event.get("models")
+    if not models:
+        return "sha256:" + _sha256(event)
+    return "sha256:" + _sha256({**event, "models": models_digest or catalog_digest(models)})
 
 
 def policy_digest(policy: CompiledPolicy) -> str:
@@ -111,8 +127,10 @@ def now_iso(moment: datetime | None = None) -> str:
 def evaluated_rules(rules: Sequence[CompiledRule], decision: Decision) -> list[CompiledRule]:
     """The rules the interpreter evaluated: those of the event type, less the ones skipped because
     their group was decided, and those after a rule that ran out of budget (RT404)."""
-    fired = set(decision.fired)
     stopped = next((e.rule_id for e in decision.errors if e.code == "RT404"), None)
+    if not decision.fired and stopped is None:
+        return list(rules)  # nothing fired, nothing stopped: every rule of the type was evaluated
+    fired = set(decision.fired)
     decided: set[str] = set()
     evaluated = []
     for rule in rules:
@@ -234,26 +252,34 @@ def signal_entries(policy: CompiledPolicy, decision: Decision, *, prompts: bool,
 def build_record(*, policy: CompiledPolicy, event: Mapping[str, Any], decision: Decision,
                  session: str, seq: int, latency_ms: float, policy_hash: str,
                  settings: LogSettings, secrets: Mapping[str, str], refused: frozenset[str] = frozenset(),
-                 moment: datetime | None = None) -> dict[str, Any]:
+                 moment: datetime | None = None, models_digest: str | None = None,
+                 has_shadow: bool | None = None) -> dict[str, Any]:
     """The decision-log record of one evaluated event (docs/observability.md); `refused`: rules
-    the executor did not carry out (a confined path out of bounds), not `fired`, no actions."""
+    the executor did not carry out (a confined path out of bounds), not `fired`, no actions.
+    `models_digest` and `has_shadow` (whether the event type has shadow rules) are what a caller
+    that keeps them per catalog and policy passes, so they are not computed per event."""
     event_type = str(event.get("type") or decision.event_type)
-    texts = [] if settings.prompts else event_texts(event)
+    has_text = decision.effects or decision.shadowed or decision.signals or decision.errors
+    texts = event_texts(event) if has_text and not settings.prompts else []
     fired = set(decision.fired) - refused
+    evaluated = evaluated_rules(policy.by_event.get(event_type, ()), decision)
+    listed = fired | refused  # and the shadow rules evaluated (`router shadow-report` counts them)
+    if has_shadow is None:
+        has_shadow = any(r.shadow for r in evaluated)
     rules = [{"id": r.id, "origin": rule_origin(r), "fired": r.id in fired and not r.shadow}
-             for r in evaluated_rules(policy.by_event.get(event_type, ()), decision)]
+             for r in evaluated if r.shadow or r.id in listed] if listed or has_shadow else []
     actions = [scrub(action_dict(e), texts, secrets) for e in decision.effects if e.rule_id not in refused]
     shadow = []
     for rule_id in dict.fromkeys(e.rule_id for e in decision.shadowed):
         would = [scrub(action_dict(e), texts, secrets) for e in decision.shadowed if e.rule_id == rule_id]
         shadow.append({"id": rule_id, "would": would, "agrees": agrees(would, actions)})
-    for rule in policy.by_event.get(event_type, ()):  # a shadow rule that fired with no action
+    for rule in evaluated if fired and has_shadow else ():  # a shadow rule that fired, no action
         if rule.shadow and rule.id in fired and all(s["id"] != rule.id for s in shadow):
             shadow.append({"id": rule.id, "would": [], "agrees": True})
     record: dict[str, Any] = {
         "v": VERSION, "time": now_iso(moment), "session": session, "event": event_type, "seq": seq,
-        "event_digest": event_digest(event), "policy": policy_hash, "rules": rules,
-        "actions": actions,
+        "event_digest": event_digest(event, models_digest), "policy": policy_hash, "rules": rules,
+        "evaluated": len(evaluated), "actions": actions,
         "signals": signal_entries(policy, decision, prompts=settings.prompts, texts=texts, secrets=secrets),
         "latency_ms": round(latency_ms, 3), "shadow": shadow,
         "model": chosen_model(event, decision.effects),
@@ -276,18 +302,34 @@ def build_record(*, policy: CompiledPolicy, event: Mapping[str, Any], decision: 
 # --- the file ---------------------------------------------------------------------------------
 
 
+HOLD_S = 0.25  # a log kept open is closed after this long without a record
+
+
 class DecisionLog:
     """Appends records to `<directory>/decisions.jsonl`, rotating it by size.
 
-    Several sidecars may share the directory: rotation happens under an exclusive lock on a
-    lock file beside the log, and each record is one whole-line append. A failure is reported
-    once (the return value of `write`) until a write succeeds again.
+    Several sidecars may share the directory: each append, and the rotation it may cause, happens
+    under an exclusive lock on a lock file beside the log, as one whole-line write. With `later`
+    (the sidecar's loop's `call_later`) the log stays open while records come, and is closed
+    HOLD_S after the last one (a file open for writing keeps its file system from being remounted
+    read-only, so it is not held between turns); a log another sidecar rotated, or somebody
+    removed, is noticed by its inode and opened again. Without `later` nothing stays open. A
+    failure is reported once (the return value of `write`) until a write succeeds again.
     """
 
-    def __init__(self, directory: Path, settings: LogSettings) -> None:
+    def __init__(self, directory: Path, settings: LogSettings,
+                 later: Callable[[float, Callable[[], None]], Any] | None = None) -> None:
         self.directory = directory
         self.settings = settings
         self.failing = False
+        self.later = later
+        self._path = str(directory / LOG_NAME)
+        self._lock_path = str(directory / LOCK_NAME)
+        self._log: int | None = None  # the open log (O_APPEND)
+        self._lock: int | None = None  # the open lock file (read-only: flock needs no more)
+        self._end = -1  # the log's size after our last append (its last byte is then a newline)
+        self._last = 0.0  # when the last record was written
+        self._closing = False  # a close is scheduled
 
     @property
     def path(self) -> Path:
@@ -296,19 +338,80 @@ class DecisionLog:
     def write(self, record: Mapping[str, Any]) -> str | None:
         """Append one record; a warning the first time writing fails, else None."""
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+        data = (line + "\n").encode("utf-8", "backslashreplace")
         try:
-            self._prepare()
-            with self._locked():
-                self._rotate_if_full(len(line.encode("utf-8", "backslashreplace")) + 1)
-                append_line(self.path, line)
+            lock = self._lock_fd()
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                self._append(data)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
         except OSError as exc:
+            self.close()
             if self.failing:
                 return None
             self.failing = True
             return (f"decision log: cannot write {self.path}: {exc.strerror or exc}; decisions are "
                     "not logged until it works again (they are still applied)")
+        finally:
+            self._hold()
         self.failing = False
         return None
+
+    def close(self) -> None:
+        for fd in (self._log, self._lock):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._log = self._lock = None
+
+    def _hold(self) -> None:
+        """Keep the files open until HOLD_S pass without a record (close now without `later`)."""
+        if self.later is None:
+            self.close()
+            return
+        self._last = time.monotonic()
+        if not self._closing:
+            self._closing = True
+            self.later(HOLD_S, self._close_if_idle)
+
+    def _close_if_idle(self) -> None:
+        idle = time.monotonic() - self._last
+        if idle < HOLD_S and self.later is not None:
+            self.later(HOLD_S - idle, self._close_if_idle)
+            return
+        self._closing = False
+        self.close()
+
+    def _lock_fd(self) -> int:
+        """The lock file, opened again when it is not the one at its path any more."""
+        if self._lock is not None and not _same_file(self._lock, self._lock_path):
+            self.close()
+        if self._lock is None:
+            self._prepare()
+            self._lock = os.open(self._lock_path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                                 0o600)
+        return self._lock
+
+    def _append(self, data: bytes) -> None:
+        fd = self._log_fd()
+        size = os.fstat(fd).st_size
+        if size > 0 and size + len(data) > self.settings.max_bytes:
+            self._rotate()
+            fd, size = self._log_fd(), 0
+        if size > 0 and size != self._end and os.pread(fd, 1, size - 1) != b"\n":
+            data = b"\n" + data  # another program left the last line without its newline
+        self._end = size + write_whole(fd, data, size, self._path)
+
+    def _log_fd(self) -> int:
+        """The log, opened again when another sidecar rotated it or it was removed."""
+        if self._log is not None and not _same_file(self._log, self._path):
+            os.close(self._log)
+            self._log = None
+        if self._log is None:
+            self._log = open_regular(Path(self._path), os.O_RDWR | os.O_APPEND | os.O_CREAT)
+            self._end = -1
+        return self._log
 
     def _prepare(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -316,22 +419,10 @@ class DecisionLog:
         if info.st_uid == os.getuid() and info.st_mode & 0o077:
             os.chmod(self.directory, 0o700)
 
-    @contextlib.contextmanager
-    def _locked(self) -> Any:
-        fd = os.open(self.directory / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
-
-    def _rotate_if_full(self, adding: int) -> None:
-        try:
-            size = os.stat(self.path).st_size
-        except FileNotFoundError:
-            return
-        if size == 0 or size + adding <= self.settings.max_bytes:
-            return
+    def _rotate(self) -> None:
+        if self._log is not None:
+            os.close(self._log)
+            self._log = None
         keep = self.settings.keep
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.directory / f"decisions.{keep}.jsonl")
@@ -339,9 +430,18 @@ class DecisionLog:
             with contextlib.suppress(FileNotFoundError):
                 os.replace(self.directory / f"decisions.{number}.jsonl",
                            self.directory / f"decisions.{number + 1}.jsonl")
-        os.replace(self.path, self.directory / "decisions.1.jsonl")
+        os.replace(self._path, self.directory / "decisions.1.jsonl")
         for stale in log_files(self.directory):  # a smaller `keep` than before: drop the extra files
             match = ROTATED_LOG.match(stale.name)
             if match and match.group(1) and int(match.group(1)) > keep:
                 with contextlib.suppress(OSError):
                     os.unlink(stale)
+
+
+def _same_file(fd: int, path: str) -> bool:
+    try:
+        at_path = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    mine = os.fstat(fd)
+    return (at_path.st_ino, at_path.st_dev) == (mine.st_ino, mine.st_dev)

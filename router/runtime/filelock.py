@@ -36,7 +36,7 @@ def is_symlink_error(exc: OSError) -> bool:
     return exc.errno == errno.ELOOP
 
 
-def _open_regular(path: Path, flags: int, mode: int = 0o600) -> int:
+def open_regular(path: Path, flags: int, mode: int = 0o600) -> int:
     """Open `path` (never through a final symlink) and insist it is a regular file."""
     fd = os.open(path, flags | _NOFOLLOW | _NONBLOCK | os.O_CLOEXEC, mode)
     try:
@@ -59,7 +59,7 @@ def append_line(path: Path, line: str) -> None:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     data = (line.rstrip("\n") + "\n").encode("utf-8", "backslashreplace")
-    fd = _open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    fd = open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
@@ -89,15 +89,23 @@ def _append_whole(fd: int, data: bytes, path: Path) -> None:
     size = os.fstat(fd).st_size
     if size > 0 and _last_byte(path, size) != b"\n":
         data = b"\n" + data
+    write_whole(fd, data, size, path)
+
+
+def write_whole(fd: int, data: bytes, size: int, path: Path | str) -> int:
+    """One `write` of `data` to the O_APPEND file `fd` of `size` bytes; the bytes written. On an
+    error or a short write (a full disk) the file is cut back to `size` and OSError raised, so no
+    partial line stays to be glued to the next one."""
     try:
         written = os.write(fd, data)
     except OSError:
-        _cut(fd, size)
+        truncate_to(fd, size)
         raise
     if written != len(data):
-        _cut(fd, size)
+        truncate_to(fd, size)
         raise OSError(errno.ENOSPC, f"only {written} of {len(data)} bytes could be written; the line "
                       "was not kept", str(path))
+    return written
 
 
 def _last_byte(path: Path, size: int) -> bytes:
@@ -109,7 +117,7 @@ def _last_byte(path: Path, size: int) -> bytes:
         return b"\n"
 
 
-def _cut(fd: int, size: int) -> None:
+def truncate_to(fd: int, size: int) -> None:
     """Truncate back to `size` (best effort: the error that caused it is what gets reported)."""
     with contextlib.suppress(OSError):
         os.ftruncate(fd, size)
@@ -173,7 +181,7 @@ def update_json_values(path: Path, updates: list[tuple[list[str], Any]], *, back
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     # not `<file>.lock`: Pi's own lockfile takes `settings.json.lock` for a held lock
-    lock_fd = _open_regular(path.parent / f".{path.name}.router-lock", os.O_WRONLY | os.O_CREAT)
+    lock_fd = open_regular(path.parent / f".{path.name}.router-lock", os.O_WRONLY | os.O_CREAT)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
         if os.path.islink(path):

@@ -1,9 +1,10 @@
 """A small event loop for `router serve`, so the sidecar starts without asyncio (and ssl).
 
-The sidecar has one pipe each way: a reader thread hands stdin's chunks to the loop, and the loop
-runs every request as a task on the main thread, one step at a time, as asyncio would: a request
-that waits (for the bridge's answer to a classify, complete or ask request, for a child `pi`,
-for a slot) lets the others run meanwhile, and `cancel` stops it at its wait.
+The sidecar has one pipe each way: the loop reads stdin itself (select on it and on a wake-up
+pipe other threads write to) and runs every request as a task on the main thread, one step at a
+time, as asyncio would: a request that waits (for the bridge's answer to a classify, complete or
+ask request, for a child `pi`, for a slot) lets the others run meanwhile, and `cancel` stops it at
+its wait.
 
 The waits the engine and the executor use (`create_future`, `spawn`, `wait_for`, `sleep`,
 `run_process`) work in both worlds: on this loop, or, when called under a running asyncio loop
@@ -18,6 +19,7 @@ import heapq
 import itertools
 import os
 import queue
+import select
 import signal as signals
 import subprocess
 import threading
@@ -142,19 +144,33 @@ class Timer:
 
 
 class Loop:
-    """Ready callbacks, timers, and an inbox other threads post to."""
+    """Ready callbacks, timers, an inbox other threads post to, and at most one file descriptor
+    read on the loop's own thread (the sidecar's stdin: no thread hands its lines over)."""
 
     def __init__(self) -> None:
         self._ready: collections.deque[tuple[Callable[..., None], tuple[Any, ...]]] = collections.deque()
         self._timers: list[tuple[float, int, Timer]] = []
         self._inbox: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]]] = queue.SimpleQueue()
         self._order = itertools.count()
+        self._reader: tuple[int, Callable[[bytes], None]] | None = None
+        self._wake: tuple[int, int] | None = None  # a pipe: other threads write a byte to wake the loop
 
     def call_soon(self, callback: Callable[..., None], *args: Any) -> None:
         self._ready.append((callback, args))
 
     def call_soon_threadsafe(self, callback: Callable[..., None], *args: Any) -> None:
         self._inbox.put((callback, args))
+        if self._wake is not None:
+            with contextlib.suppress(BlockingIOError, OSError):  # full: the loop wakes anyway
+                os.write(self._wake[1], b"\0")
+
+    def read_from(self, fd: int, callback: Callable[[bytes], None]) -> None:
+        """Hand each chunk read from `fd` to `callback` on the loop's thread; b"" once at its end."""
+        if self._wake is None:
+            self._wake = os.pipe()
+            for end in self._wake:
+                os.set_blocking(end, False)
+        self._reader = (fd, callback)
 
     def call_later(self, delay: float, callback: Callable[..., None], *args: Any) -> Timer:
         timer = Timer(time.monotonic() + max(delay, 0.0), callback, args)
@@ -180,20 +196,53 @@ class Loop:
         finally:
             _local.loop = previous
 
+    def close(self) -> None:
+        """Close the wake-up pipe (the loop may not run again)."""
+        if self._wake is not None:
+            for end in self._wake:
+                with contextlib.suppress(OSError):
+                    os.close(end)
+            self._wake = None
+
     def _run_once(self, deadline: float | None) -> None:
-        """Run the ready callbacks; when there are none, wait for the inbox or the next timer."""
+        """Run the ready callbacks; when there are none, wait for input, the inbox or the next timer."""
         if self._ready:
             for _ in range(len(self._ready)):
                 callback, args = self._ready.popleft()
                 callback(*args)
-            self._take_inbox(block=False, deadline=deadline)
+            self._wait(block=False, deadline=deadline)
         else:
-            self._take_inbox(block=True, deadline=deadline)
+            self._wait(block=True, deadline=deadline)
         now = time.monotonic()
         while self._timers and self._timers[0][0] <= now:
             _, _, timer = heapq.heappop(self._timers)
             if not timer.cancelled:
                 timer.callback(*timer.args)
+
+    def _wait(self, *, block: bool, deadline: float | None) -> None:
+        if self._reader is None or self._wake is None:
+            self._take_inbox(block=block, deadline=deadline)
+            return
+        fd, take = self._reader
+        timeout = self._until_next(deadline) if block else 0.0
+        readable, _, _ = select.select([fd, self._wake[0]], [], [], timeout)
+        if self._wake[0] in readable:
+            with contextlib.suppress(BlockingIOError, OSError):
+                os.read(self._wake[0], 4096)
+        while True:  # what other threads posted, then the input
+            try:
+                callback, args = self._inbox.get_nowait()
+            except queue.Empty:
+                break
+            callback(*args)
+        if fd in readable:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self._reader = None
+            take(chunk)
 
     def _take_inbox(self, *, block: bool, deadline: float | None) -> None:
         try:

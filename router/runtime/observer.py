@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 from router.compile.compiled import CompiledPolicy
 from router.engine.decision import Decision, SignalOutcome
 from router.load.paths import log_dir
+from router.runtime import loop
 from router.runtime.decision_log import (
     DecisionLog,
     LogSettings,
     build_record,
+    catalog_digest,
     logged_seqs,
     policy_digest,
 )
@@ -53,6 +55,10 @@ class Observer:
     _log: DecisionLog | None = None
     _hashes: dict[int, str] = field(default_factory=dict)
     _pending_warnings: list[str] = field(default_factory=list)  # told at the next decision
+    _catalog: tuple[Any, str] | None = None  # the last model catalog and its digest
+    _settings: tuple[CompiledPolicy, LogSettings] | None = None  # the policy in force's settings
+    _shadow_of: CompiledPolicy | None = None
+    _shadow: dict[str, bool] = field(default_factory=dict)  # by event type, for `_shadow_of`
 
     def __post_init__(self) -> None:
         from router.runtime import otel
@@ -71,10 +77,36 @@ class Observer:
             self._hashes[key] = policy_digest(policy)
         return self._hashes[key]
 
+    def models_digest(self, models: Any) -> str | None:
+        """The digest of the event's model catalog, computed once per catalog the sidecar holds."""
+        if not models:
+            return None
+        if self._catalog is None or self._catalog[0] is not models:
+            self._catalog = (models, catalog_digest(models))
+        return self._catalog[1]
+
+    def settings_of(self, policy: CompiledPolicy) -> LogSettings:
+        """The log settings of `policy` (read once per policy in force)."""
+        if self._settings is None or self._settings[0] is not policy:
+            self._settings = (policy, LogSettings.of(policy))
+        return self._settings[1]
+
+    def has_shadow(self, policy: CompiledPolicy, event_type: str) -> bool:
+        """Whether `event_type` has shadow rules in `policy` (known once per policy and type)."""
+        if self._shadow_of is not policy:
+            self._shadow_of, self._shadow = policy, {}
+        if event_type not in self._shadow:
+            self._shadow[event_type] = any(r.shadow for r in policy.by_event.get(event_type, ()))
+        return self._shadow[event_type]
+
     def log_for(self, settings: LogSettings) -> DecisionLog:
         if self._log is None or self._log.settings != settings:
             failing = self._log.failing if self._log is not None else False
-            self._log = DecisionLog(log_dir(self.agent), settings)
+            if self._log is not None:
+                self._log.close()
+            running = loop.running()  # the sidecar's own loop: the log stays open during a burst
+            self._log = DecisionLog(log_dir(self.agent), settings,
+                                    later=running.call_later if running is not None else None)
             self._log.failing = failing
         return self._log
 
@@ -92,19 +124,22 @@ class Observer:
 
     def observe(self, *, policy: CompiledPolicy, event: dict[str, Any], decision: Decision,
                 state_before: Mapping[str, Any], outcomes: dict[str, SignalOutcome],
-                started_ns: int, secrets: Mapping[str, str],
-                refused: frozenset[str] = frozenset()) -> list[str]:
-        """Record one decision; the warnings for the user (each problem once)."""
+                started_ns: int, secrets: Mapping[str, str], refused: frozenset[str] = frozenset(),
+                ended_ns: int | None = None) -> list[str]:
+        """Record one decision (decided from `started_ns` to `ended_ns`, default now); the warnings
+        for the user (each problem once)."""
         warnings, self._pending_warnings = self._pending_warnings, []
-        ended_ns = time.perf_counter_ns()
+        ended_ns = time.perf_counter_ns() if ended_ns is None else ended_ns
         session_info = event.get("session")
         session = str(session_info.get("id") or "") if isinstance(session_info, Mapping) else ""
-        settings = LogSettings.of(policy)
+        settings = self.settings_of(policy)
         record = build_record(
             policy=policy, event=event, decision=decision, session=session,
             seq=self.next_seq(session, str(event.get("type"))),
             latency_ms=(ended_ns - started_ns) / 1e6, policy_hash=self.policy_hash(policy),
-            settings=settings, secrets=secrets, refused=refused)
+            settings=settings, secrets=secrets, refused=refused,
+            models_digest=self.models_digest(event.get("models")),
+            has_shadow=self.has_shadow(policy, str(event.get("type"))))
         last = LastDecision(policy, event, state_before, dict(outcomes), record)
         self.last[session] = self.last_of_type[(session, record["event"])] = last
         if settings.enabled:
@@ -125,7 +160,9 @@ class Observer:
         return self.last.get(session)
 
     def close(self) -> None:
-        """Flush and stop the telemetry exporters (at the sidecar's exit)."""
+        """Close the decision log; flush and stop the telemetry exporters (at the sidecar's exit)."""
+        if self._log is not None:
+            self._log.close()
         if self.telemetry is not None:
             self.telemetry.shutdown()
             self.telemetry = None

@@ -9,12 +9,15 @@ keeps the last good policy and says so.
 from __future__ import annotations
 
 import argparse
+import collections
 import copy
+import functools
 import json
 import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +41,8 @@ from router.trust.store import TrustDecision, TrustStore, TrustStoreError, decid
 
 MAX_SIGNALS = 16
 RELOAD_BUDGET_MS = 10000  # the bridge's wait for an event whose policy is being reloaded
+RECHECK_MS = 5  # `router serve`: a burst event looks at the policy files at most this often (~12 µs a look)
+BURST_EVENTS = frozenset({"tool_call", "tool_result"})  # one per tool call of an assistant message
 
 
 class Engine:
@@ -63,6 +68,9 @@ class Engine:
         self.executor = Executor(connection.request, cwd=str(cwd), log_file=self.log_file)
         self.observer = Observer(agent)
         self.outcomes: dict[str, SignalOutcome] = {}  # the signals of the last decision
+        self.unrecorded: collections.deque[Callable[[], None]] = collections.deque()
+        self.recheck_ns = 0  # policy files are looked at again at most this often
+        self.checked_ns = 0
 
     # --- policy -------------------------------------------------------------------------------
 
@@ -120,14 +128,18 @@ class Engine:
         self.executor.log(text)
         return [text]
 
-    def changed(self) -> bool:
-        """Whether a watched policy file changed since the last load."""
+    def changed(self, event_type: str | None = None) -> bool:
+        """Whether a watched policy file changed since the last load. An event of a type Pi emits
+        in bursts within one assistant message (BURST_EVENTS) skips the look when the last one
+        was less than `recheck_ns` ago (`router serve`: RECHECK_MS); every other event looks."""
+        now = time.monotonic_ns()
+        if event_type in BURST_EVENTS and now - self.checked_ns < self.recheck_ns:
+            return False
+        self.checked_ns = now
         return tuple(_stat(p) for p in self.watched) != self.fingerprint
 
-    def reload_if_changed(self) -> list[str]:
-        """Reload when a policy file changed; return warnings for the user (once per change)."""
-        if not self.changed():
-            return []
+    def reload(self) -> list[str]:
+        """Reload after a policy file changed; return warnings for the user (once per change)."""
         previous = self.policy
         diagnostics = self.load()
         if has_errors(diagnostics) or (self.policy is previous and self.trust.applies):
@@ -228,6 +240,9 @@ class Engine:
 
         Only a change of the stored part counts (transient keys left out), compared as JSON: the
         bridge appends one entry per change, never one for a state that is the same again."""
+        if state == self.state:  # what is stored is the text of self.state: unchanged
+            self.state = state
+            return None
         self.state = state
         stored = without_keys(state, self.transient)
         text = _canonical(stored)
@@ -272,10 +287,12 @@ class Engine:
         return taken
 
     async def event(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
+        self.after_answer()  # the earlier decisions are recorded before this one
         before = self.policy.event_types if self.policy else ()
-        if self.changed():  # a reload may compile for seconds: the bridge waits that long
+        warnings: list[str] = []
+        if self.changed(str(params.get("type"))):  # a reload may compile for seconds: the bridge waits
             self.connection.notify(protocol.PROGRESS, {"id": request_id, "budget_ms": RELOAD_BUDGET_MS})
-        warnings = self.reload_if_changed()
+            warnings = self.reload()
         policy = self.policy
         event_type = str(params.get("type"))
         payload = params.get("payload")
@@ -294,12 +311,15 @@ class Engine:
         ctx = {**(params.get("ctx") or {}), "projectTrusted": self.trust.applies}  # the engine's decision
         event = normalize(event_type, params.get("payload") or {}, ctx,
                           env=self.env, models=self.models, registry=self.registry,
-                          questions=policy_question_settings(policy, self.env))
+                          questions=policy_question_settings(policy, self.env) if event_type in
+                          ("question", "dialog") else DEFAULT_SETTINGS)
         state_before = self.state
         decision = await self._decide(request_id, policy, event)
         trusted = self.trust.state == "trusted"
         applied = self.executor.apply(decision)
-        applied.warnings += self.observe(policy, event, decision, state_before, started_ns, applied.refused)
+        self.unrecorded.append(functools.partial(
+            self.observe, policy, event, decision, state_before, dict(self.outcomes), started_ns,
+            time.perf_counter_ns(), applied.refused))
         if trusted and event_type == "command":
             self.keep_trust_after_own_writes(decision)
         result: dict[str, Any] = {"actions": applied.actions, "fired": list(decision.fired),
@@ -316,21 +336,31 @@ class Engine:
             result["declarations"] = self.declarations()
         return result
 
+    def after_answer(self) -> None:
+        """Record the decisions answered since the last call (the connection calls this once an
+        answer is sent, so the decision log and telemetry never delay one); a problem there is
+        told with the next answer."""
+        while self.unrecorded:
+            self.unrecorded.popleft()()
+
     def observe(self, policy: CompiledPolicy, event: dict[str, Any], decision: Decision,
-                state_before: dict[str, Any], started_ns: int, refused: frozenset[str]) -> list[str]:
+                state_before: dict[str, Any], outcomes: dict[str, SignalOutcome], started_ns: int,
+                ended_ns: int, refused: frozenset[str]) -> None:
         """Log the decision and export its telemetry; a failure there never fails the event."""
         try:
-            return self.observer.observe(policy=policy, event=event, decision=decision,
-                                         state_before=state_before, outcomes=self.outcomes,
-                                         started_ns=started_ns, secrets=self.executor.secrets,
-                                         refused=refused)
+            warnings = self.observer.observe(policy=policy, event=event, decision=decision,
+                                             state_before=state_before, outcomes=outcomes,
+                                             started_ns=started_ns, ended_ns=ended_ns,
+                                             secrets=self.executor.secrets, refused=refused)
         except Exception as exc:  # a bug in recording must not take the decision with it
             text = f"decision log: internal error {type(exc).__name__}: {exc}"
             if text in self.observer.told:
-                return []
+                return
             self.observer.told.add(text)
+            warnings = [text]
+        for text in warnings:
             self.executor.log(text)
-            return [text]
+            self.executor.notices.append(text)
 
     async def policy_command(self, request_id: Any, args: str, warnings: list[str],
                              session: str = "") -> dict[str, Any]:
@@ -385,16 +415,19 @@ class Engine:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    """The sidecar's loop: a thread reads stdin, the loop answers line by line (router.runtime.loop)."""
+    """The sidecar's loop: it reads stdin and answers line by line (router.runtime.loop)."""
     events = loop.Loop()
     engine: list[Engine] = []
 
     def make_engine(connection: Connection) -> Engine:
         engine.append(Engine(connection, cwd=Path(args.cwd), agent=Path(args.agent_dir),
                              extra=[Path(p) for p in args.policy]))
+        engine[0].recheck_ns = RECHECK_MS * 1_000_000
         return engine[0]
 
     connection = Connection(sys.stdout.buffer, engine=make_engine)
+    if args.forked_from:
+        connection.log(f"sidecar {os.getpid()} forked by the warm sidecar {args.forked_from}")
     splitter = LineSplitter(protocol.MAX_LINE_BYTES)
     ended = threading.Event()
     waiting: list[bytes | int] = []
@@ -417,21 +450,13 @@ def _serve(args: argparse.Namespace) -> int:
         elif at_end[0]:
             ended.set()
 
-    def read() -> None:
-        while True:
-            try:
-                chunk = os.read(sys.stdin.fileno(), 1 << 16)
-            except OSError:
-                chunk = b""
-            events.call_soon_threadsafe(take, chunk)
-            if not chunk:
-                return
-
-    threading.Thread(target=read, name="router-stdin", daemon=True).start()
+    events.read_from(sys.stdin.fileno(), take)
     events.run_until(lambda: ended.is_set() or connection.closing.is_set())
     if connection.tasks:
         events.run_until(lambda: not connection.tasks, timeout=2)
+    engine[0].after_answer()
     engine[0].observer.close()
+    events.close()
     return 0
 
 
@@ -440,7 +465,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--cwd", default=os.getcwd())
     parser.add_argument("--agent-dir", default=str(default_agent_dir()))
     parser.add_argument("--policy", action="append", default=[], help="an extra policy file, last")
+    parser.add_argument("--warm", metavar="SOCKET", help="serve each connection to this Unix socket "
+                        "with a forked sidecar (router/runtime/warm.py)")
+    parser.add_argument("--forked-from", metavar="PID", help=argparse.SUPPRESS)  # by the warm sidecar
     args = parser.parse_args(argv)
+    if args.warm:
+        from router.runtime import warm
+        return warm.main(args.warm)
     try:
         return _serve(args)
     except KeyboardInterrupt:

@@ -319,6 +319,9 @@ def pi_env(
             "NO_PROXY": "127.0.0.1,localhost",
             "no_proxy": "127.0.0.1,localhost",
             "NO_COLOR": "1",
+            # no warm sidecar outlives a test: the tests of the warm start turn it on in a
+            # directory of their own (tests/e2e/test_bridge_warm.py)
+            "ROUTER_WARM": "0",
         }
     )
     if llama_base_url is not None:

@@ -318,10 +318,19 @@ def tmpfs(directory: Path, size: str = "64k", *, read_only: bool = False) -> Ite
         unmount(directory)
 
 
-def remount(directory: Path, options: str) -> None:
-    """``mount -o remount,OPTIONS`` (e.g. ``ro``)."""
-    subprocess.run(["mount", "-o", f"remount,{options}", str(directory)], check=True,
-                   capture_output=True)
+def remount(directory: Path, options: str, timeout: float = 10.0) -> None:
+    """``mount -o remount,OPTIONS`` (e.g. ``ro``). A file open for writing makes a remount read-only
+    fail as busy (the sidecar holds its decision log open for 0.25 s after a record): tried again
+    until it goes through or ``timeout`` passes, as an administrator would."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done = subprocess.run(["mount", "-o", f"remount,{options}", str(directory)],
+                              capture_output=True, text=True, check=False)
+        if done.returncode == 0:
+            return
+        if "busy" not in done.stderr or time.monotonic() > deadline:
+            raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
+        time.sleep(0.02)  # polling the kernel: no event says when the file is closed
 
 
 def unmount(directory: Path) -> None:

@@ -1,0 +1,112 @@
+"""The warm sidecar inside real `pi -p` runs: the run after the first is served by a forked
+sidecar with that run's own environment and policy; a stale or foreign socket is never used.
+
+Each test gets a warm directory of its own (short: a socket path is at most 107 bytes) and stops
+the warm server it caused.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e import helpers_router
+from tests.e2e.fake_provider import Reply
+from tests.e2e.helpers_router import RouterRig, process_state, wait_until
+
+pytestmark = pytest.mark.e2e
+rig = helpers_router.rig
+
+POLICY = """
+env: [ROUTER_TEST_MODEL]
+rules:
+  - id: by-env
+    on: input
+    do: [{model: "fake/{env.ROUTER_TEST_MODEL}"}]
+"""
+FORKED = "forked by the warm sidecar"
+
+
+@pytest.fixture
+def warm_dir(rig: RouterRig) -> Iterator[Path]:
+    directory = Path(tempfile.mkdtemp(prefix="rw-"))
+    rig.env = {**rig.env, "ROUTER_WARM": "1", "ROUTER_WARM_DIR": str(directory)}
+    try:
+        yield directory
+    finally:
+        stop_warm_servers(directory)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def stop_warm_servers(directory: Path) -> None:
+    """SIGTERM every warm server whose lock file in `directory` names it; wait until it is gone."""
+    for lock in directory.glob("*.lock"):
+        text = lock.read_text().strip()
+        if not text.isdigit():
+            continue
+        pid = int(text)
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+        wait_until(lambda pid=pid: process_state(pid) in (None, "Z"), 30, f"warm server {pid} to stop")
+
+
+def run(rig: RouterRig, model: str) -> str:
+    """One `pi -p` with ROUTER_TEST_MODEL=`model`; the model the provider was asked for."""
+    rig.fake.script.push(Reply(text="ok"))
+    done = rig.print("hello", env={**rig.env, "ROUTER_TEST_MODEL": model})
+    assert done.returncode == 0, done.stderr
+    return rig.fake.chat_requests()[-1].model
+
+
+def the_socket(directory: Path) -> Path:
+    return wait_until(lambda: next(directory.glob("*.sock"), None), 60, "the warm server's socket")
+
+
+def test_the_next_run_is_forked_warm_with_its_own_environment_and_policy(rig: RouterRig,
+                                                                        warm_dir: Path) -> None:
+    rig.policy(POLICY)
+    assert run(rig, "fake-local") == "fake-local"  # spawned as before; it starts the warm server
+    assert FORKED not in rig.log("router.log")
+    the_socket(warm_dir)
+    assert run(rig, "fake-cloud") == "fake-cloud"  # forked: this run's environment, not the first's
+    assert rig.log("router.log").count(FORKED) == 1
+    rig.policy(POLICY.replace("fake/{env.ROUTER_TEST_MODEL}", "fake/fake-local"))
+    assert run(rig, "fake-cloud") == "fake-local"  # the policy as it is now
+    assert rig.log("router.log").count(FORKED) == 2
+    records = (rig.agent / "router" / "log" / "decisions.jsonl").read_text().splitlines()
+    assert len([line for line in records if '"event":"input"' in line]) == 3
+
+
+def test_a_socket_nobody_listens_on_is_replaced_and_the_run_goes_on(rig: RouterRig,
+                                                                    warm_dir: Path) -> None:
+    rig.policy(POLICY)
+    assert run(rig, "fake-local") == "fake-local"
+    path = the_socket(warm_dir)
+    stop_warm_servers(warm_dir)
+    dead = socket.socket(socket.AF_UNIX)
+    dead.bind(str(path))  # a socket file with no server behind it
+    dead.close()
+    assert run(rig, "fake-cloud") == "fake-cloud"
+    assert "the warm sidecar did not serve this run" in rig.log()
+    wait_until(lambda: path.exists() and (warm_dir / f"{path.name}.lock").read_text().strip(), 60,
+               "a new warm server")
+    assert run(rig, "fake-local") == "fake-local"
+    assert rig.log("router.log").count(FORKED) == 1
+
+
+def test_a_directory_others_can_enter_is_never_used(rig: RouterRig, warm_dir: Path) -> None:
+    rig.policy(POLICY)
+    warm_dir.chmod(0o755)
+    for model in ("fake-local", "fake-cloud"):
+        assert run(rig, model) == model
+    assert FORKED not in rig.log("router.log")
+    assert not list(warm_dir.glob("*.sock"))  # the server refused the directory too
