@@ -125,7 +125,10 @@ def test_log_follow_prints_appends_across_rotations(tmp_path: Path) -> None:
     log = DecisionLog(directory, LogSettings(max_bytes=4096, keep=5))
     log.write(record(0))
     argv = [str(ROUTER), "log", "--follow", "--format", "json", "--log", str(directory), "--rule", "r1"]
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+    # Ctrl-C is how a user stops it; a shell's background job inherits SIGINT ignored, so the child
+    # gets the default back (Python then raises KeyboardInterrupt on it)
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) as process:
         try:
             lines = Lines(process)
             assert json.loads(lines.next())["seq"] == 0
@@ -138,7 +141,11 @@ def test_log_follow_prints_appends_across_rotations(tmp_path: Path) -> None:
             assert (directory / "decisions.2.jsonl").exists()
         finally:
             process.send_signal(signal.SIGINT)
-            process.wait(timeout=20)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()  # never left behind, whatever happened above
+                raise
     assert process.returncode == 0
 
 
