@@ -8,6 +8,7 @@ the warm server it caused.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -110,3 +111,45 @@ def test_a_directory_others_can_enter_is_never_used(rig: RouterRig, warm_dir: Pa
         assert run(rig, model) == model
     assert FORKED not in rig.log("router.log")
     assert not list(warm_dir.glob("*.sock"))  # the server refused the directory too
+
+
+def forked_pids(rig: RouterRig) -> list[int]:
+    """The forked sidecars router.log names, in order."""
+    found = re.findall(r"sidecar (\d+) forked by the warm sidecar", rig.log("router.log"))
+    return [int(pid) for pid in found]
+
+
+def test_a_forked_sidecar_killed_mid_session_is_replaced(rig: RouterRig, warm_dir: Path) -> None:
+    rig.policy(POLICY)
+    assert run(rig, "fake-local") == "fake-local"  # starts the warm server
+    the_socket(warm_dir)
+    rpc = rig.rpc(env={**rig.env, "ROUTER_TEST_MODEL": "fake-cloud"})
+    rig.fake.script.push(Reply(text="one"))
+    rpc.prompt_and_wait("one")
+    [first] = forked_pids(rig)
+    os.kill(first, signal.SIGKILL)
+    wait_until(lambda: process_state(first) in (None, "Z"), 30, "the forked sidecar to die")
+    rig.fake.script.push(Reply(text="two"), Reply(text="three"))
+    rpc.prompt_and_wait("two")  # the bridge notices the closed connection and starts another
+    rpc.prompt_and_wait("three")
+    assert [chat.model for chat in rig.fake.chat_requests()][-3:] == ["fake-cloud"] * 3
+    assert "sidecar connection ended (warm sidecar" in rig.log()
+    assert len(forked_pids(rig)) == 2  # the replacement was forked warm too
+    rpc.close()
+
+
+def test_a_session_outlives_its_warm_server(rig: RouterRig, warm_dir: Path) -> None:
+    rig.policy(POLICY)
+    assert run(rig, "fake-local") == "fake-local"
+    the_socket(warm_dir)
+    rpc = rig.rpc(env={**rig.env, "ROUTER_TEST_MODEL": "fake-cloud"})
+    rig.fake.script.push(Reply(text="one"), Reply(text="two"))
+    rpc.prompt_and_wait("one")
+    stop_warm_servers(warm_dir)  # the server ends (idle, upgraded, stopped): its sidecars go on
+    assert not list(warm_dir.glob("*.sock"))
+    rpc.prompt_and_wait("two")
+    assert [chat.model for chat in rig.fake.chat_requests()][-2:] == ["fake-cloud"] * 2
+    assert len(forked_pids(rig)) == 1 and "sidecar connection ended" not in rig.log()
+    rpc.close()
+    assert run(rig, "fake-local") == "fake-local"  # no server: spawned, and it starts a new one
+    the_socket(warm_dir)
