@@ -88,6 +88,7 @@ class WarmLink implements Link {
 	private inner: Link | null = null;
 	private pid = 0;
 	private stopped = false;
+	private closed = false;
 	private readonly fallback: () => Link;
 	private readonly events: LinkEvents;
 
@@ -99,7 +100,10 @@ class WarmLink implements Link {
 		this.socket.write(`${JSON.stringify(request)}\n`);
 		this.socket.on("data", (chunk: string) => this.data(chunk));
 		this.socket.on("error", (error) => this.lost(error.message));
-		this.socket.on("close", () => this.lost("the connection closed"));
+		this.socket.on("close", () => {
+			this.closed = true; // the forked sidecar's end: its pid may be another process's from now on
+			this.lost("the connection closed");
+		});
 	}
 
 	get warm(): boolean {
@@ -116,16 +120,17 @@ class WarmLink implements Link {
 		this.stopped = true;
 		if (this.inner) return this.inner.stop();
 		attempt(() => (this.socket.end(), this.socket.unref(), true), false);
-		const pid = this.pid;
 		const killer = setTimeout(() => this.kill(), KILL_AFTER_MS);
 		killer.unref();
-		if (pid) process.once("exit", () => attempt(() => process.kill(pid, "SIGKILL"), false));
+		// Pi may exit first: a stopped or spinning sidecar must not outlive it (unless it ended)
+		process.once("exit", () => this.kill());
 	}
 
+	/** SIGKILL the forked sidecar while its connection is open (after that its pid is not ours). */
 	kill(): void {
 		this.stopped = true;
 		if (this.inner) return this.inner.kill();
-		if (this.pid) attempt(() => process.kill(this.pid, "SIGKILL"), false);
+		if (this.pid && !this.closed) attempt(() => process.kill(this.pid, "SIGKILL"), false);
 		attempt(() => (this.socket.destroy(), true), false);
 	}
 
