@@ -275,6 +275,17 @@ def test_event_stores_the_state_without_transient_keys_only_when_it_changes(tmp_
     assert "state" not in rig.event({**INPUT, "payload": {"text": "once more"}})
 
 
+def test_a_value_python_calls_equal_but_json_does_not_is_stored(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, """version: 1
+rules:
+  - {id: one, on: input, match: "text == 'a'", do: [{set: {n: 1}}]}
+  - {id: yes, on: input, match: "text == 'b'", do: [{set: {n: true}}]}
+""")
+    rig.hello()
+    assert rig.event({**INPUT, "payload": {"text": "a"}})["state"] == {"n": 1}
+    assert rig.event({**INPUT, "payload": {"text": "b"}})["state"] == {"n": True}  # 1 == True in Python
+
+
 def test_event_pending_signal_computed_with_progress_budget(tmp_path: Path) -> None:
     rig = Rig(tmp_path, SIGNAL_POLICY, complete={"text": "high"})
     rig.hello()

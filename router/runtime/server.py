@@ -240,9 +240,6 @@ class Engine:
 
         Only a change of the stored part counts (transient keys left out), compared as JSON: the
         bridge appends one entry per change, never one for a state that is the same again."""
-        if state == self.state:  # what is stored is the text of self.state: unchanged
-            self.state = state
-            return None
         self.state = state
         stored = without_keys(state, self.transient)
         text = _canonical(stored)
