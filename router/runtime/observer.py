@@ -43,6 +43,21 @@ class LastDecision:
 
 
 @dataclass
+class PolicyFacts:
+    """Of one policy: its log settings, its content digest, which event types have shadow rules."""
+
+    policy: CompiledPolicy
+    settings: LogSettings
+    digest: str | None = None
+    shadow: dict[str, bool] = field(default_factory=dict)
+
+    def has_shadow(self, event_type: str) -> bool:
+        if event_type not in self.shadow:
+            self.shadow[event_type] = any(r.shadow for r in self.policy.by_event.get(event_type, ()))
+        return self.shadow[event_type]
+
+
+@dataclass
 class Observer:
     agent: Path
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
@@ -53,12 +68,9 @@ class Observer:
     telemetry: Telemetry | None = None
     told: set[str] = field(default_factory=set)
     _log: DecisionLog | None = None
-    _hashes: dict[int, str] = field(default_factory=dict)
     _pending_warnings: list[str] = field(default_factory=list)  # told at the next decision
     _catalog: tuple[Any, str] | None = None  # the last model catalog and its digest
-    _settings: tuple[CompiledPolicy, LogSettings] | None = None  # the policy in force's settings
-    _shadow_of: CompiledPolicy | None = None
-    _shadow: dict[str, bool] = field(default_factory=dict)  # by event type, for `_shadow_of`
+    _facts: PolicyFacts | None = None  # of the policy in force
 
     def __post_init__(self) -> None:
         from router.runtime import otel
@@ -70,12 +82,17 @@ class Observer:
             else:
                 self.telemetry = started
 
+    def facts(self, policy: CompiledPolicy) -> PolicyFacts:
+        """What every record of `policy` shares, worked out once per policy in force."""
+        if self._facts is None or self._facts.policy is not policy:
+            self._facts = PolicyFacts(policy, LogSettings.of(policy))
+        return self._facts
+
     def policy_hash(self, policy: CompiledPolicy) -> str:
-        key = id(policy)
-        if key not in self._hashes:
-            self._hashes.clear()  # one policy in force at a time
-            self._hashes[key] = policy_digest(policy)
-        return self._hashes[key]
+        facts = self.facts(policy)
+        if facts.digest is None:
+            facts.digest = policy_digest(policy)
+        return facts.digest
 
     def models_digest(self, models: Any) -> str | None:
         """The digest of the event's model catalog, computed once per catalog the sidecar holds."""
@@ -84,20 +101,6 @@ class Observer:
         if self._catalog is None or self._catalog[0] is not models:
             self._catalog = (models, catalog_digest(models))
         return self._catalog[1]
-
-    def settings_of(self, policy: CompiledPolicy) -> LogSettings:
-        """The log settings of `policy` (read once per policy in force)."""
-        if self._settings is None or self._settings[0] is not policy:
-            self._settings = (policy, LogSettings.of(policy))
-        return self._settings[1]
-
-    def has_shadow(self, policy: CompiledPolicy, event_type: str) -> bool:
-        """Whether `event_type` has shadow rules in `policy` (known once per policy and type)."""
-        if self._shadow_of is not policy:
-            self._shadow_of, self._shadow = policy, {}
-        if event_type not in self._shadow:
-            self._shadow[event_type] = any(r.shadow for r in policy.by_event.get(event_type, ()))
-        return self._shadow[event_type]
 
     def log_for(self, settings: LogSettings) -> DecisionLog:
         if self._log is None or self._log.settings != settings:
@@ -132,14 +135,15 @@ class Observer:
         ended_ns = time.perf_counter_ns() if ended_ns is None else ended_ns
         session_info = event.get("session")
         session = str(session_info.get("id") or "") if isinstance(session_info, Mapping) else ""
-        settings = self.settings_of(policy)
+        facts = self.facts(policy)
+        settings = facts.settings
         record = build_record(
             policy=policy, event=event, decision=decision, session=session,
             seq=self.next_seq(session, str(event.get("type"))),
             latency_ms=(ended_ns - started_ns) / 1e6, policy_hash=self.policy_hash(policy),
             settings=settings, secrets=secrets, refused=refused,
             models_digest=self.models_digest(event.get("models")),
-            has_shadow=self.has_shadow(policy, str(event.get("type"))))
+            has_shadow=facts.has_shadow(str(event.get("type"))))
         last = LastDecision(policy, event, state_before, dict(outcomes), record)
         self.last[session] = self.last_of_type[(session, record["event"])] = last
         if settings.enabled:
