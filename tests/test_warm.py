@@ -151,6 +151,7 @@ def test_a_bad_start_request_is_refused_and_the_server_goes_on(short_dir: Path, 
     proc = start_server(socket_path)
     try:
         for bad in (b'{"warm": 2}\n', b"not json\n", b'{"warm": 1, "argv": "x", "env": {}, "cwd": "/"}\n',
+                    b"[" * 100_000 + b"\n", b"\xff\xfe\n",
                     start_request(agent, cwd).rstrip(b"\n") + b'\n{"id": 1}\n'):
             with connect(socket_path, proc) as client:
                 client.send(bad)

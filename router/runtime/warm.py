@@ -35,6 +35,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from router.runtime import protocol
+
 DEFAULT_IDLE_S = 600.0
 MAX_REQUEST_BYTES = 1 << 20  # the start request: argv and the environment
 MAX_SOCKET_PATH = 100  # bytes; a Unix socket path is at most 107 on Linux (as router/bridge/warm.ts)
@@ -141,8 +143,8 @@ def read_request(connection: socket.socket) -> dict[str, Any]:
     line, _, rest = data.partition(b"\n")
     if rest:
         raise ValueError("nothing may follow the start request before the sidecar answers")
-    request = json.loads(line)
-    if not isinstance(request, dict) or request.get("warm") != 1:
+    request = protocol.decode(line)  # a JSON object of bounded depth, else ValueError
+    if request.get("warm") != 1:
         raise ValueError("not a start request")
     argv, env, cwd = request.get("argv"), request.get("env"), request.get("cwd")
     if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv)):
