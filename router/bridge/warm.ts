@@ -40,13 +40,17 @@ export function warmSocket(command: readonly string[], env: Env = process.env): 
 	return Buffer.byteLength(socket) <= MAX_SOCKET_PATH ? socket : null;
 }
 
+/** Whether `dir` is a directory of this user nobody else can enter. */
+function privateDir(dir: string): boolean {
+	const info = attempt(() => fs.lstatSync(dir), null);
+	return info !== null && info.isDirectory() && info.uid === process.getuid?.() && (info.mode & 0o077) === 0;
+}
+
 /** Whether `socket` is a socket of this user in a directory nobody else can enter. */
 export function usableSocket(socket: string): boolean {
-	const uid = process.getuid?.();
-	const dir = attempt(() => fs.lstatSync(path.dirname(socket)), null);
-	if (!dir || !dir.isDirectory() || dir.uid !== uid || (dir.mode & 0o077) !== 0) return false;
+	if (!privateDir(path.dirname(socket))) return false;
 	const file = attempt(() => fs.lstatSync(socket), null);
-	return file !== null && file.isSocket() && file.uid === uid;
+	return file !== null && file.isSocket() && file.uid === process.getuid?.();
 }
 
 /** The start request for a sidecar of `argv` with the environment `env`. */
@@ -60,7 +64,12 @@ export function startRequest(argv: string[], env: Env): StartRequest {
 export function startWarmServer(command: readonly string[], socket: string, env: Env): void {
 	const [program = "router", ...args] = command;
 	const dir = path.dirname(socket);
-	if (!attempt(() => (fs.mkdirSync(dir, { recursive: true, mode: 0o700 }), true), false)) return;
+	attempt(() => fs.mkdirSync(dir, { recursive: true, mode: 0o700 }), undefined);
+	if (!privateDir(dir)) {
+		// somebody else's, or open to others: never used, so no server is started to refuse it
+		logLine(`router: ${dir} is not a private directory of yours (mode 0700): no warm sidecar (router doctor)`);
+		return;
+	}
 	attempt(() => {
 		const proc = spawn(program, [...args, "--warm", socket], {
 			cwd: neutralDir(), stdio: "ignore", detached: true, env: { ...env, PYTHONSAFEPATH: "1" },

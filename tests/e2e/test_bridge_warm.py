@@ -110,7 +110,8 @@ def test_a_directory_others_can_enter_is_never_used(rig: RouterRig, warm_dir: Pa
     for model in ("fake-local", "fake-cloud"):
         assert run(rig, model) == model
     assert FORKED not in rig.log("router.log")
-    assert not list(warm_dir.glob("*.sock"))  # the server refused the directory too
+    assert not list(warm_dir.glob("*.sock")) and not list(warm_dir.glob("*.lock"))  # none started
+    assert "is not a private directory of yours (mode 0700): no warm sidecar" in rig.log()
 
 
 def forked_pids(rig: RouterRig) -> list[int]:
