@@ -119,7 +119,7 @@ def test_check_models_known_unknown_and_unlisted(tmp_path: Path) -> None:
 def test_run_something_failing_exits_1(rig: tuple[Path, Path]) -> None:
     cwd, agent = rig
     (agent / "router.yaml").write_text(POLICY.replace("fake/fake-local", "fake/nope"))
-    (agent / "extensions" / "pi-policy-router" / "index.ts").write_text("// old\n")
+    (agent / "extensions" / "pi-policy-router" / "index.mjs").write_text("// old\n")
     code, output = doctor.run(cwd, agent)
     checks = lines_of(output)
     assert code == 1

@@ -27,7 +27,7 @@ def user_target(agent: Path) -> Path:
     return agent / "extensions" / "pi-policy-router"
 
 
-MODULES = sorted(p.name for p in SOURCE.glob("*.ts"))
+MODULES = sorted(p.name for p in SOURCE.glob("*.mjs"))
 
 
 def test_install_copies_every_module_and_writes_the_config(dirs: tuple[Path, Path]) -> None:
@@ -35,7 +35,7 @@ def test_install_copies_every_module_and_writes_the_config(dirs: tuple[Path, Pat
     code, message = command.install(agent=agent, cwd=cwd, project=False)
     target = user_target(agent)
     assert code == 0
-    assert {"index.ts", "transport.ts", "apply.ts", "types.ts"} <= set(MODULES)
+    assert {"index.mjs", "transport.mjs", "apply.mjs", "types.mjs"} <= set(MODULES)
     assert sorted(p.name for p in target.iterdir()) == sorted(
         [*MODULES, "package.json", "router-bridge.json"])
     for name in [*MODULES, "package.json"]:
@@ -68,20 +68,20 @@ def test_installed_state_edited_copy_outdated_then_repaired(dirs: tuple[Path, Pa
     command.install(agent=agent, cwd=cwd, project=False)
     target = user_target(agent)
     assert command.installed_state(agent=agent, cwd=cwd) == [("user", target, True)]
-    (target / "index.ts").write_text("// an old bridge\n")
+    (target / "index.mjs").write_text("// an old bridge\n")
     assert command.installed_state(agent=agent, cwd=cwd) == [("user", target, False)]
     code, message = command.install(agent=agent, cwd=cwd, project=False)
-    assert code == 0 and "updated: index.ts\n" in message
+    assert code == 0 and "updated: index.mjs\n" in message
     assert command.installed_state(agent=agent, cwd=cwd) == [("user", target, True)]
-    assert (target / "index.ts").read_text() == (SOURCE / "index.ts").read_text()
+    assert (target / "index.mjs").read_text() == (SOURCE / "index.mjs").read_text()
 
 
 def test_installed_state_missing_module_outdated_then_repaired(dirs: tuple[Path, Path]) -> None:
     agent, cwd = dirs
     command.install(agent=agent, cwd=cwd, project=False)
-    (user_target(agent) / "transport.ts").unlink()
+    (user_target(agent) / "transport.mjs").unlink()
     assert command.installed_state(agent=agent, cwd=cwd) == [("user", user_target(agent), False)]
-    assert "updated: transport.ts\n" in command.install(agent=agent, cwd=cwd, project=False)[1]
+    assert "updated: transport.mjs\n" in command.install(agent=agent, cwd=cwd, project=False)[1]
     assert command.installed_state(agent=agent, cwd=cwd) == [("user", user_target(agent), True)]
 
 
@@ -95,6 +95,23 @@ def test_install_removes_a_module_the_bridge_no_longer_has(dirs: tuple[Path, Pat
     assert code == 0 and "removed: old_module.ts (no longer part of the bridge)" in message
     assert not stale.exists()
     assert command.installed_state(agent=agent, cwd=cwd) == [("user", user_target(agent), True)]
+
+
+def test_install_over_a_typescript_bridge_replaces_it(dirs: tuple[Path, Path]) -> None:
+    """An install of a bridge that shipped `.ts` modules: outdated, then the `.ts` files go."""
+    agent, cwd = dirs
+    target = user_target(agent)
+    target.mkdir(parents=True)
+    for name in ("index.ts", "transport.ts"):
+        (target / name).write_text("export {};\n")
+    (target / "package.json").write_text('{"type": "module", "pi": {"extensions": ["./index.ts"]}}\n')
+    assert command.installed_state(agent=agent, cwd=cwd) == [("user", target, False)]
+    code, message = command.install(agent=agent, cwd=cwd, project=False)
+    assert code == 0 and "removed: index.ts, transport.ts (no longer part of the bridge)" in message
+    assert sorted(p.name for p in target.iterdir()) == sorted(
+        [*MODULES, "package.json", "router-bridge.json"])
+    assert json.loads((target / "package.json").read_text())["pi"]["extensions"] == ["./index.mjs"]
+    assert command.installed_state(agent=agent, cwd=cwd) == [("user", target, True)]
 
 
 def test_installed_state_missing_package_json_outdated(dirs: tuple[Path, Path]) -> None:
@@ -118,7 +135,7 @@ def test_install_project_under_dot_pi_extensions(dirs: tuple[Path, Path]) -> Non
     agent, cwd = dirs
     code, message = command.install(agent=agent, cwd=cwd, project=True)
     target = cwd / ".pi" / "extensions" / "pi-policy-router"
-    assert code == 0 and (target / "index.ts").is_file() and (target / "router-bridge.json").is_file()
+    assert code == 0 and (target / "index.mjs").is_file() and (target / "router-bridge.json").is_file()
     assert sorted(p.name for p in target.iterdir()) == sorted(
         [*MODULES, "package.json", "router-bridge.json"])
     assert not agent.exists()

@@ -1,7 +1,7 @@
 /**
  * The `panel` action: in Pi's TUI a searchable settings list through `ctx.ui.custom`, built from
- * pi-tui's SettingsList and Input (Pi makes `@earendil-works/pi-tui` importable for extensions;
- * nothing is installed). Each change runs the policy's command (`<args> KEY VALUE`, VALUE as
+ * pi-tui's SettingsList and Input, Pi's own copy (nothing is installed: jiti maps the name for a
+ * `.ts` extension; the `.mjs` one imports it from beside Pi's entry script). Each change runs the policy's command (`<args> KEY VALUE`, VALUE as
  * JSON), then its refresh, whose `panel` action with the same id updates the open panel in place.
  * Without the TUI the panel is shown as text. The promise ends when the panel is closed.
  */
@@ -10,6 +10,9 @@ import type { Theme, ThemeColor } from "@earendil-works/pi-coding-agent";
 import type { Wire } from "./apply.ts";
 import type { BridgeState, TuiKit } from "./state.ts";
 import type { ExtensionContext, Notice, NotifyLevel, PanelItem, PanelParams } from "./types.ts";
+import * as fs from "node:fs";
+import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
 import { attempt, errorText, isObject, logLine } from "./util.ts";
 
 const PANEL_ROWS = 12;
@@ -101,13 +104,28 @@ export async function showPanel(state: BridgeState, params: Params, ctx: Extensi
 }
 
 function loadTuiKit(state: BridgeState): Promise<TuiKit | null> {
-	state.tuiKit ??= import("@earendil-works/pi-tui")
+	state.tuiKit ??= importTui()
 		.then((kit: TuiKit) => (kit?.SettingsList && kit?.Input ? kit : null))
 		.catch((error: unknown) => {
 			logLine(`router: @earendil-works/pi-tui cannot be imported (${errorText(error)}); panels are shown as text`);
 			return null;
 		});
 	return state.tuiKit;
+}
+
+/**
+ * `@earendil-works/pi-tui` by name (a `.ts` bridge: jiti maps it to Pi's copy), else the copy Pi's
+ * entry script resolves (a `.mjs` bridge: Node looks beside the bridge, where there is none).
+ */
+async function importTui(): Promise<TuiKit> {
+	try {
+		return await import("@earendil-works/pi-tui");
+	} catch (error) {
+		const entry = process.argv[1];
+		if (!entry) throw error;
+		const resolved = createRequire(fs.realpathSync(entry)).resolve("@earendil-works/pi-tui");
+		return (await import(pathToFileURL(resolved).href)) as TuiKit;
+	}
 }
 
 function showPanelText(params: Params, ctx: ExtensionContext | null): void {

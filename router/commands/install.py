@@ -1,6 +1,7 @@
 """`router install`: register the bridge with Pi, idempotently, recording which Python serves it.
 
-The bridge (router/bridge: its `.ts` modules + package.json) is copied into
+The bridge (router/bridge: its `.mjs` modules, generated from the `.ts` ones, + package.json) is
+copied into
 `<agent dir>/extensions/pi-policy-router/` (or `.pi/extensions/pi-policy-router/` with
 `--project`), where Pi discovers it, next to a `router-bridge.json`. For the user it names the
 command that starts the sidecar: this Python with `-m router serve`. For a project it names no
@@ -19,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 BRIDGE_SOURCE = Path(__file__).resolve().parent.parent / "bridge"
-BRIDGE_FILES = (*sorted(p.name for p in BRIDGE_SOURCE.iterdir() if p.suffix == ".ts"), "package.json")
+BRIDGE_FILES = (*sorted(p.name for p in BRIDGE_SOURCE.iterdir() if p.suffix == ".mjs"), "package.json")
+MODULE_SUFFIXES = ("*.mjs", "*.ts")  # what an installed bridge's modules are named (an older one: .ts)
 PROJECT_SIDECAR = ("resolved on each machine: $ROUTER_PYTHON, the user's own install, "
                    "router or python3 on PATH (docs/guide.md)")
 EXTENSION_NAME = "pi-policy-router"
@@ -74,11 +76,15 @@ def install(*, agent: Path, cwd: Path, project: bool) -> tuple[int, str]:
 
 
 def _remove_stale(target: Path) -> list[str]:
-    """Remove the `.ts` modules an older bridge had and this one has not; their names."""
-    stale = sorted(p.name for p in target.glob("*.ts") if p.name not in BRIDGE_FILES)
+    """Remove the modules an older bridge had and this one has not (all `.ts` ones); their names."""
+    stale = sorted(p.name for p in _modules(target) if p.name not in BRIDGE_FILES)
     for name in stale:
         (target / name).unlink()
     return stale
+
+
+def _modules(target: Path) -> list[Path]:
+    return [path for pattern in MODULE_SUFFIXES for path in target.glob(pattern)]
 
 
 def _sidecar_note(agent: Path) -> str:
@@ -139,9 +145,9 @@ def installed_state(*, agent: Path, cwd: Path) -> list[tuple[str, Path, bool]]:
     expected = expected_files()
     for scope, project in (("user", False), ("project", True)):
         target = target_dir(agent=agent, cwd=cwd, project=project)
-        if (target / "index.ts").is_file():
+        if (target / "index.mjs").is_file() or (target / "index.ts").is_file():
             current = all((target / n).is_file() and (target / n).read_text(encoding="utf-8") == t
                           for n, t in expected.items() if n != CONFIG_NAME)
-            current = current and not any(p.name not in BRIDGE_FILES for p in target.glob("*.ts"))
+            current = current and not any(p.name not in BRIDGE_FILES for p in _modules(target))
             found.append((scope, target, current))
     return found

@@ -39,7 +39,7 @@ from tests.e2e.pi_harness import PiInstall, make_agent_dir, pi_env, run_print
 from tests.e2e.pi_rpc import RpcPi
 
 JsonDict = dict[str, Any]
-BRIDGE = Path(router.__file__).resolve().parent / "bridge" / "index.ts"
+BRIDGE = Path(router.__file__).resolve().parent / "bridge" / "index.mjs"  # what `router install` copies
 SERVE_ARGV = [sys.executable, "-P", "-m", "router", "serve"]
 STATUS_KEY = "pi-policy-router"
 STATE_ENTRY = "pi-policy-router.state"

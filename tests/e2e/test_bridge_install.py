@@ -43,9 +43,9 @@ def test_install_discovered_by_plain_pi_then_uninstall(rig: RouterRig) -> None:
 
     assert first.returncode == 0, first.stderr
     assert "installed the bridge (user)" in first.stdout
-    assert sorted(snapshot) == sorted([*(p.name for p in BRIDGE.parent.glob("*.ts")), "package.json",
+    assert sorted(snapshot) == sorted([*(p.name for p in BRIDGE.parent.glob("*.mjs")), "package.json",
                                        "router-bridge.json"])
-    assert (target / "index.ts").read_text() == BRIDGE.read_text()
+    assert (target / "index.mjs").read_text() == BRIDGE.read_text()
     assert json.loads((target / "router-bridge.json").read_text()) == {"command": SERVE_ARGV}
     assert second.returncode == 0, second.stderr
     assert "already installed" in second.stdout
@@ -96,7 +96,7 @@ def test_doctor_never_runs_the_sidecar_command_a_project_names(rig: RouterRig) -
     marker = rig.tmp / "marker"
     target = rig.work / ".pi" / "extensions" / "pi-policy-router"
     target.mkdir(parents=True)
-    for module in [*BRIDGE.parent.glob("*.ts"), BRIDGE.parent / "package.json"]:
+    for module in [*BRIDGE.parent.glob("*.mjs"), BRIDGE.parent / "package.json"]:
         (target / module.name).write_text(module.read_text())
     (target / "router-bridge.json").write_text(json.dumps({"command": ["/bin/sh", "-c", f"touch {marker}"]}))
     (rig.agent / "trust.json").write_text(json.dumps({str(rig.work.resolve()): True}))
@@ -160,3 +160,15 @@ def test_a_committed_project_install_works_on_another_machine_from_another_pytho
         assert request.tools == ["read"], via  # the policy applied: the second Python's sidecar ran
         assert f"sidecar from: {python2} -P -m router serve (from {via})" in doctor.stdout, doctor.stdout
         assert "ok   sidecar: ready in " in doctor.stdout, doctor.stdout
+
+
+def test_the_typescript_source_loads_as_well(rig: RouterRig) -> None:
+    """`pi -e router/bridge/index.ts` (a checkout, through Pi's jiti) decides like the `.mjs` Pi
+    gets from `router install`: the same policy cuts the tools in both."""
+    rig.policy(CUT)
+    runs = {}
+    for entry in (BRIDGE.with_suffix(".ts"), BRIDGE):
+        done = rig.print("-e", str(entry), "hello", bridge=False)
+        assert done.returncode == 0, done.stderr
+        runs[entry.suffix] = rig.fake.chat_requests()[-1].tools
+    assert runs == {".ts": ["read"], ".mjs": ["read"]}

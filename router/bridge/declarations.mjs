@@ -1,0 +1,119 @@
+/**
+ * The policy's declarations (the `hello` result, or an event result's `declarations`): the event
+ * types to forward, and the commands, tools, virtual models and skills registered with Pi, each
+ * once per loaded bridge.
+ */
+                                                                                     
+                                                                                                                                        
+import { findModel, toolAnswer } from "./apply.mjs";
+import { excerpt } from "./branch.mjs";
+import { listenToQuestionnaires, patchUi } from "./dialogs.mjs";
+import {                   warn } from "./state.mjs";
+import { attempt, modelInfo, textOf } from "./util.mjs";
+
+export function declare(state             , declared              )       {
+	state.subscribed = new Set        (declared.events ?? []);
+	if (typeof declared.excerpt_entries === "number") state.excerptEntries = declared.excerpt_entries;
+	listenToQuestionnaires(state, declared.bus_events ?? []);
+	for (const command of declared.commands ?? []) registerCommand(state, command);
+	for (const tool of declared.tools ?? []) registerTool(state, tool);
+	for (const model of declared.virtual_models ?? []) registerVirtualModel(state, model);
+	state.skillPaths = (declared.skills ?? []).map(String);
+	if (state.subscribed.has("dialog")) patchUi(state, state.ctx);
+}
+
+function registerCommand(state             , command                    )       {
+	if (state.registered.commands.has(command.name)) return;
+	state.registered.commands.add(command.name);
+	const items = (command.completions ?? []).map((c) =>
+		typeof c === "string" ? { value: c, label: c } : { value: String(c.value), label: String(c.label ?? c.value), description: c.description },
+	);
+	state.pi.registerCommand(command.name, {
+		description: command.description,
+		getArgumentCompletions: items.length
+			? (prefix        ) => {
+					const found = items.filter((i) => i.value.startsWith(prefix));
+					return found.length ? found : null;
+				}
+			: undefined,
+		handler: async (args        , ctx                  ) => {
+			await state.forward("command", { name: command.name, args: args ?? "" }, ctx);
+		},
+	});
+}
+
+function registerTool(state             , tool                 )       {
+	if (state.registered.tools.has(tool.name)) return;
+	state.registered.tools.add(tool.name);
+	state.pi.registerTool({
+		name: tool.name, label: tool.label ?? tool.name, description: tool.description,
+		promptSnippet: tool.prompt_snippet ?? undefined, promptGuidelines: tool.guidelines ?? [],
+		parameters: tool.parameters, executionMode: tool.sequential ? "sequential" : "parallel",
+		async execute(_id, params, signal, _update, ctx) {
+			const replies = await state.forward("question", {
+				toolName: tool.name, source: "tool", input: params, excerpt: excerpt(ctx, state.excerptEntries),
+			}, ctx, { signal });
+			if (signal?.aborted) return { content: [{ type: "text", text: "aborted" }], details: {}, isError: true };
+			return toolAnswer(replies, tool.no_answer);
+		},
+	});
+}
+
+function registerVirtualModel(state             , model                         )       {
+	const ref = `${model.provider}/${model.id}`;
+	if (state.registered.models.has(ref)) return;
+	state.registered.models.add(ref);
+	state.pi.registerVirtualModel({
+		provider: model.provider, id: model.id, name: model.name ?? ref, thinkingLevels: model.thinking_levels,
+		contextWindow: model.context_window ?? undefined, maxTokens: model.max_tokens ?? undefined,
+		route: (request) => route(state, model, request),
+	});
+}
+
+/** A `route` event with Pi's own field names of the request (router/events/normalize.py maps them). */
+export function routePayload(model                         , request                   )         {
+	const messages = request.messages ?? [];
+	const users = messages.filter((m) => m.role === "user");
+	const last = users[users.length - 1];
+	return {
+		reason: request.reason,
+		model: modelInfo(request.model) ?? { provider: model.provider, id: model.id },
+		thinkingLevel: request.thinkingLevel,
+		previous: request.previous ? { model: modelInfo(request.previous.model), thinkingLevel: request.previous.thinkingLevel } : null,
+		failed: request.failed ? {
+			model: modelInfo(request.failed.model), thinkingLevel: request.failed.thinkingLevel,
+			message: { stopReason: request.failed.message?.stopReason, errorMessage: request.failed.message?.errorMessage },
+		} : null,
+		state: request.state ?? null, lastUserText: last ? textOf(last.content) : null,
+		lastIsToolResult: messages.length > 0 && messages[messages.length - 1]?.role === "toolResult", messageCount: messages.length,
+	};
+}
+
+async function route(state             , model                         , request                   )                      {
+	const replies = await state.forward("route", routePayload(model, request), state.ctx, { signal: request.signal });
+	// an aborted run cancels the routing (a classifier call, a wait for a slot): no model for it
+	if (request.signal?.aborted) throw new Error("aborted");
+	const chosen = replies?.route;
+	if (chosen?.error) throw new Error(String(chosen.error));
+	const physical = chosen ? findModel(state.ctx, String(chosen.model)) : undefined;
+	if (physical && chosen) {
+		const routed             = { model: physical, thinkingLevel: chosen.thinking ?? request.thinkingLevel };
+		if (chosen.state !== undefined && chosen.state !== null) routed.state = chosen.state;
+		return routed;
+	}
+	if (chosen) warn(state, `router: route to unknown model ${chosen.model}; using a fallback`);
+	for (const step of model.fallback) {
+		if (step === "previous" && request.previous?.model) {
+			return { model: request.previous.model, thinkingLevel: request.previous.thinkingLevel ?? request.thinkingLevel };
+		}
+		const first = step === "first_available" ? firstPhysical(state) : undefined;
+		if (first) return { model: first, thinkingLevel: request.thinkingLevel };
+	}
+	throw new Error(`router: no model to route ${model.provider}/${model.id} to`);
+}
+
+function firstPhysical(state             )                      {
+	return attempt(() => state.ctx?.modelRegistry.getAvailable() ?? [], []).find((m) => m.api !== "pi-virtual");
+}
+
+// Generated from declarations.ts by tests/bridge_js.py (types erased): edit the .ts, then run it.

@@ -1,0 +1,97 @@
+/**
+ * Dialogs: Pi's `ctx.ui.select/confirm/input/editor` patched so that a rule may answer them
+ * (`dialog` events), the rpiv questionnaire bus (`question` events from `rpiv:ask-user:prompt`),
+ * and the engine's own `ask` request, which always goes to Pi's native dialogs.
+ */
+                                                                                                       
+import { answerValue } from "./apply.mjs";
+import { excerpt } from "./branch.mjs";
+                                                        
+import { attempt, errorText, isObject, logLine } from "./util.mjs";
+
+const PATCHED = "__routerPatched";
+
+                                                              
+
+export function patchUi(state             , ctx                         )       {
+	const ui = ctx?.ui                         ;
+	if (!ui || ui[PATCHED]) return;
+	const native           = {
+		select: ui.select.bind(ui), confirm: ui.confirm.bind(ui), input: ui.input.bind(ui), editor: ui.editor.bind(ui),
+		custom: typeof ui.custom === "function" ? ui.custom.bind(ui) : null,
+	};
+	state.nativeUi = native;
+	const ask = async    (kind        , payload        , fallback                  )             => {
+		const replies = await state.forward("dialog", { kind, ...payload, excerpt: excerpt(state.ctx, state.excerptEntries) }, state.ctx);
+		const value = answerValue(replies);
+		return value !== undefined ? (value     ) : fallback();
+	};
+	try {
+		ui.select = (title, options, opts) => ask("select", { title, options }, () => native.select(title, options, opts));
+		ui.confirm = async (title, message, opts) =>
+			Boolean(await ask("confirm", { title, message }, () => native.confirm(title, message, opts)));
+		ui.input = (title, placeholder, opts) => ask("input", { title, placeholder }, () => native.input(title, placeholder, opts));
+		ui.editor = (title, prefill) => ask("editor", { title, prefill }, () => native.editor(title, prefill));
+		const nativeCustom = native.custom;
+		if (nativeCustom) {
+			ui.custom = async    (...args                                          )             => {
+				const decided = state.pendingCustom;
+				state.pendingCustom = null;
+				const value = decided ? await decided : undefined;
+				return value !== undefined && value !== null ? (value     ) : nativeCustom   (...(args                                      ));
+			};
+		}
+		ui[PATCHED] = true;
+	} catch (error) {
+		logLine(`cannot patch ctx.ui: ${errorText(error)}`);
+	}
+}
+
+/**
+ * The questionnaire protocols the policy declares (`bus_events:`; the decision pack declares
+ * rpiv's): an extension emits the `prompt` event with a questionnaire on Pi's event bus, then
+ * opens `ctx.ui.custom`. The questionnaire is sent as a `question` event (source "event"); the
+ * answer a rule gives is what that `custom` call returns, and without one Pi's own `custom` runs.
+ * When the engine fails (no result at all), `custom` returns the protocol's cancelled answer, as
+ * the original does when its decision throws. The `blocked` event with `active: false` drops a
+ * pending answer. Each event name is subscribed once per loaded bridge.
+ */
+export function listenToQuestionnaires(state             , declared                       )       {
+	const cancelled = () => ({ answers: [], cancelled: true });
+	for (const bus of declared) {
+		if (bus.protocol !== "questionnaire") continue;
+		const prompt = bus.prompt;
+		if (!state.registered.busEvents.has(prompt)) {
+			state.registered.busEvents.add(prompt);
+			attempt(() => state.pi.events.on(prompt, (payload         ) => {
+				if (!state.subscribed.has("question")) return;
+				state.pendingCustom = state.forward("question", {
+					toolName: prompt, source: "event", input: payload, excerpt: excerpt(state.ctx, state.excerptEntries),
+				}, state.ctx)
+					.then((replies) => (replies === undefined ? cancelled() : (replies.answer?.value ?? null)))
+					.catch(cancelled);
+			}), undefined);
+		}
+		const blocked = bus.blocked;
+		if (blocked && !state.registered.busEvents.has(blocked)) {
+			state.registered.busEvents.add(blocked);
+			attempt(() => state.pi.events.on(blocked, (payload         ) => {
+				if (isObject(payload) && payload.active === false) state.pendingCustom = null;
+			}), undefined);
+		}
+	}
+}
+
+/** The engine's `ask`: a question to the human through Pi's own dialogs (null without a UI). */
+export async function askUser(state             , params           )                              {
+	const ui = state.nativeUi ?? state.ctx?.ui;
+	if (!state.ctx?.hasUI || !ui) return { value: null };
+	if (params.confirm) return { value: (await ui.confirm(String(params.title ?? ""), String(params.message ?? ""))) === true };
+	if (params.select) {
+		const options = Array.isArray(params.select) ? params.select.map(String) : [String(params.select)];
+		return { value: (await ui.select(String(params.title ?? ""), options)) ?? null };
+	}
+	return { value: (await ui.input(String(params.title ?? ""), params.placeholder ?? undefined)) ?? null };
+}
+
+// Generated from dialogs.ts by tests/bridge_js.py (types erased): edit the .ts, then run it.

@@ -1,0 +1,148 @@
+/**
+ * Pi's events the bridge listens to: each builds its payload with Pi's own field names
+ * (router/events/normalize.py is the one place that maps them), forwards it, and turns the replies of
+ * the actions into the hook's answer (apply.ts). Table: docs/protocol.md, `event`.
+ */
+                                                   
+import {
+	addSections, appendedPrompt, inputAnswer, isRouters, resultPatch, trustAnswer, withContextMessages,                     
+} from "./apply.mjs";
+import { history } from "./branch.mjs";
+import { patchUi } from "./dialogs.mjs";
+import { sessionStart, shutdown } from "./lifecycle.mjs";
+                                              
+import { attempt, modelInfo, textOf } from "./util.mjs";
+
+/** The `--model` value Pi was started with (`--model X` or `--model=X`), null without one. */
+export function modelFlag(argv                    = process.argv.slice(2))                {
+	for (let i = 0; i < argv.length; i++) {
+		const arg = argv[i] ?? "";
+		if (arg === "--model" && i + 1 < argv.length) return argv[i + 1] ?? null;
+		if (arg.startsWith("--model=")) return arg.slice("--model=".length);
+	}
+	return null;
+}
+
+export function registerHooks(state             )       {
+	const { pi } = state;
+	const forward = (type        , payload        , ctx                         ) => state.forward(type, payload, ctx);
+
+	pi.on("project_trust", async (event, ctx) => trustAnswer(await forward("project_trust", { cwd: event.cwd }, ctx                    )));
+
+	pi.on("session_start", async (event, ctx) => {
+		if (!(await sessionStart(state, ctx))) return;
+		await forward("session_start", {
+			reason: event.reason, previousSessionFile: event.previousSessionFile, history: history(ctx), modelFlag: modelFlag(),
+		}, ctx);
+	});
+
+	// skills the policy ships (`skills:`): Pi asks after session_start, when hello has declared them
+	pi.on("resources_discover", async () => (state.skillPaths.length > 0 ? { skillPaths: state.skillPaths } : undefined));
+
+	pi.on("session_shutdown", async (event, ctx) => {
+		await forward("session_shutdown", { reason: event.reason }, ctx);
+		await shutdown(state);
+	});
+
+	pi.on("input", async (event, ctx) => {
+		const replies = await forward("input", {
+			text: event.text, source: event.source, images: event.images?.length ?? 0, streamingBehavior: event.streamingBehavior,
+		}, ctx);
+		return inputAnswer(replies, event.text);
+	});
+
+	pi.on("before_agent_start", async (event, ctx) => {
+		const options = (event.systemPromptOptions ?? {})                                         ;
+		const replies = await forward("before_agent_start", {
+			prompt: event.messageType === "user" ? event.prompt : undefined, messageType: event.messageType, systemPrompt: event.systemPrompt,
+			sections: Object.keys(options.sections ?? {}),
+		}, ctx);
+		if (!replies) return undefined;
+		addSections(options, replies);
+		const prompt = appendedPrompt(event.systemPrompt, replies);
+		return prompt !== event.systemPrompt ? { systemPrompt: prompt } : undefined;
+	});
+
+	pi.on("context", async (event, ctx) => {
+		if (!state.subscribed.has("context")) return undefined;
+		const messages = (event.messages ?? [])                               ;
+		const replies = await forward("context", {
+			messages: messages.map((m) => ({ role: m.role, text: textOf(m.content), customType: m.customType, toolName: m.toolName })),
+		}, ctx);
+		const next = replies ? withContextMessages(messages, replies) : null;
+		return next ? { messages: next                                     } : undefined;
+	});
+
+	pi.on("turn_start", async (event, ctx) => {
+		await forward("turn_start", { turnIndex: event.turnIndex }, ctx);
+	});
+
+	pi.on("agent_start", async () => {
+		state.toolActivity = false;
+	});
+
+	pi.on("turn_end", async (event, ctx) => {
+		const message = (event.message ?? {})                                                                                                   ;
+		const content            = Array.isArray(message.content) ? message.content : [];
+		const calls = content.filter((b) => (b                             )?.type === "toolCall").length;
+		const results = event.toolResults?.length ?? 0;
+		if (calls || results) state.toolActivity = true;
+		await forward("turn_end", {
+			turnIndex: event.turnIndex, outcome: event.outcome, toolCalls: calls, toolResults: results,
+			stopReason: message.stopReason, usage: message.usage ?? null,
+			answeredBy: message.provider && message.model ? `${message.provider}/${message.model}` : null,
+		}, ctx);
+	});
+
+	pi.on("agent_settled", async (event, ctx) => {
+		await forward("agent_settled", { aborted: !!event.aborted, hadToolActivity: state.toolActivity }, ctx);
+		if (state.compactionQueued) {
+			const run = state.compactionQueued;
+			state.compactionQueued = null;
+			attempt(run, undefined);
+		}
+	});
+
+	pi.on("tool_call", async (event, ctx) => {
+		if (state.subscribed.has("dialog")) patchUi(state, ctx);
+		const replies = await forward("tool_call", { toolName: event.toolName, toolCallId: event.toolCallId, input: event.input }, ctx);
+		const block = replies?.block;
+		return block ? { block: true, reason: String(block.reason) } : undefined;
+	});
+
+	pi.on("tool_result", async (event, ctx) => {
+		const replies = await forward("tool_result", {
+			toolName: event.toolName, toolCallId: event.toolCallId, input: event.input, text: textOf(event.content), isError: !!event.isError,
+		}, ctx);
+		return resultPatch(replies);
+	});
+
+	pi.on("model_select", async (event, ctx) => {
+		await forward("model_select", { source: event.source, previousModel: modelInfo(event.previousModel) }, ctx);
+	});
+
+	pi.on("thinking_level_select", async (event, ctx) => {
+		await forward("thinking_level_select", { level: event.level, previousLevel: event.previousLevel }, ctx);
+	});
+
+	pi.on("session_before_compact", async (event, ctx) => {
+		const replies = await forward("compaction_before", {
+			reason: event.reason, tokensBefore: event.preparation?.tokensBefore, byRouter: isRouters(state, event.reason),
+		}, ctx);
+		return replies?.cancel ? { cancel: true } : undefined;
+	});
+
+	pi.on("session_compact", async (event, ctx) => {
+		const byRouter = isRouters(state, event.reason);
+		if (byRouter) state.routerCompaction = false;
+		await forward("compaction_done", { reason: event.reason, byRouter, tokensBefore: event.compactionEntry?.tokensBefore }, ctx);
+	});
+
+	pi.on("session_compact_failed", async (event, ctx) => {
+		const byRouter = isRouters(state, event.reason);
+		if (byRouter) state.routerCompaction = false;
+		await forward("compaction_failed", { reason: event.reason, byRouter, errorMessage: event.errorMessage, aborted: !!event.aborted }, ctx);
+	});
+}
+
+// Generated from hooks.ts by tests/bridge_js.py (types erased): edit the .ts, then run it.

@@ -1,0 +1,65 @@
+/**
+ * pi-policy-router bridge: connects Pi to the policy engine (`router serve`).
+ *
+ * It holds no policy logic. It starts the sidecar while Pi loads it (and again in `session_start`)
+ * and stops it in `session_shutdown`, forwards the events the loaded policy has rules for, applies
+ * the actions it gets back, and answers the engine's requests (classify, complete, ask). Every
+ * engine call has a timeout; on timeout, crash or protocol error Pi continues with its native
+ * behaviour, the user is warned, a status line says so, the failure is logged and the sidecar is
+ * restarted with back-off. Protocol: docs/protocol.md (version 1).
+ *
+ * The modules, by job: transport.ts (the JSON-lines connection), resolve.ts (which command starts
+ * the sidecar), lifecycle.ts (hello, restarts, shutdown), forward.ts (one event), hooks.ts (Pi's
+ * events), apply.ts (the action table), declarations.ts (the policy's commands, tools and virtual
+ * models), dialogs.ts, panel.ts, requests.ts (the engine's requests), trust.ts, state.ts, types.ts.
+ */
+                                        
+import { forward } from "./forward.mjs";
+import { registerHooks } from "./hooks.mjs";
+import { handleExit, preload } from "./lifecycle.mjs";
+import { answerEngine } from "./requests.mjs";
+import {                   createState } from "./state.mjs";
+import { Sidecar } from "./transport.mjs";
+import { attempt, hereDir, logLine } from "./util.mjs";
+
+const OWNER = Symbol.for("pi-policy-router.bridge");
+
+                 
+	          
+	            
+ 
+
+/**
+ * Whether this copy of the bridge runs. Installed for the user and for the project, both copies
+ * load into one Pi process: the first one loaded owns it and a later copy does nothing (one log
+ * line), so nothing is registered, forwarded or shown twice. Pi invalidates the extension API of
+ * a reloaded or replaced session, so an owner whose API throws is gone and its place is free.
+ */
+function claimProcess(pi       )          {
+	const slot = globalThis                                           ;
+	const owner = slot[OWNER];
+	if (owner && owner.pi !== pi && attempt(() => (owner.pi.events.emit("pi-policy-router:owner", null), true), false)) {
+		logLine(`router: the bridge in ${hereDir()} is a second copy; the one in ${owner.dir} runs, this one does nothing`);
+		return false;
+	}
+	slot[OWNER] = { pi, dir: hereDir() };
+	return true;
+}
+
+/** The state of a bridge that runs, wired: the sidecar's exits and requests, the forwarder. */
+export function connect(pi       , sidecar          = new Sidecar())              {
+	const state = createState(pi, sidecar);
+	state.forward = (type, payload, ctx, options) => forward(state, type, payload, ctx, options);
+	state.sidecar.onExit = (reason) => handleExit(state, reason);
+	state.sidecar.onRequest = (message) => void answerEngine(state, message);
+	return state;
+}
+
+export default async function (pi       )                {
+	if (!claimProcess(pi)) return;
+	const state = connect(pi);
+	registerHooks(state);
+	await preload(state);
+}
+
+// Generated from index.ts by tests/bridge_js.py (types erased): edit the .ts, then run it.

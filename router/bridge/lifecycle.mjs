@@ -1,0 +1,265 @@
+/**
+ * The sidecar's lifecycle: the `hello` at Pi's start (preload) and in `session_start`, restarts
+ * with back-off after a failure (the user is told once per outage, and again when it is back), and
+ * the shutdown in `session_shutdown`.
+ */
+                                                                                                             
+import { declare } from "./declarations.mjs";
+import { cachedDeclarations, declarationsKey, declarationsText } from "./startup.mjs";
+import {                   setStatus, warn } from "./state.mjs";
+import { showTrust, trustFacts } from "./trust.mjs";
+import { agentDir, attempt, errorText, isObject, logLine, modelInfo } from "./util.mjs";
+
+export const PROTOCOL = 1;
+export const EVENT_TIMEOUT_MS = Number(process.env.ROUTER_BRIDGE_TIMEOUT_MS) || 1500;
+/** The wait for the sidecar's first word on `hello` (its answer, or the progress it sends before loading). */
+export const HELLO_TIMEOUT_MS = Number(process.env.ROUTER_BRIDGE_HELLO_TIMEOUT_MS) || 2000;
+const PRELOAD_LOAD_MS = 5000; // loading at startup delays Pi's start: at most this long
+const MAX_BACKOFF_MS = 30000;
+const SHUTDOWN_MS = 500;
+const STATE_ENTRY = "pi-policy-router.state";
+
+/** The transport lost the sidecar (crash, protocol error): restart it, telling the user once. */
+export function handleExit(state             , reason        )       {
+	state.ready = false;
+	if (state.preloading) {
+		logLine(`router: ${reason} (while loading the policy declarations)`);
+		return;
+	}
+	if (state.stopping) return;
+	state.failures += 1;
+	if (!state.outage) {
+		state.outage = true;
+		warn(state, `router: ${reason}; Pi continues without the policy and the router restarts`);
+		setStatus(state, "router: offline (restarting)");
+	} else {
+		logLine(`router: ${reason}`);
+	}
+	scheduleRestart(state);
+}
+
+/** An event failed (timeout, error answer): the sidecar is replaced as after a crash. */
+export function lostEngine(state             , reason        )       {
+	if (!state.ready) return;
+	state.ready = false;
+	state.sidecar.stop();
+	handleExit(state, reason);
+}
+
+function scheduleRestart(state             )       {
+	if (state.restartTimer || state.stopping) return;
+	const delay = Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.max(0, state.failures - 1));
+	state.restartTimer = setTimeout(() => {
+		state.restartTimer = null;
+		void ensureStarted(state, state.ctx);
+	}, delay);
+	state.restartTimer.unref();
+}
+
+export async function ensureStarted(state             , ctx                         )                   {
+	if (state.starting) return state.starting; // a hello in flight (a start, or the session's after a cached start)
+	if (state.ready) return true;
+	if (state.stopping || !ctx) return false;
+	if (!state.starting) state.starting = start(state, ctx).finally(() => (state.starting = null));
+	return state.starting;
+}
+
+function checkProtocol(hello                    )                               {
+	if (hello?.protocol !== PROTOCOL) throw new Error(`engine speaks protocol ${hello?.protocol}, bridge ${PROTOCOL}`);
+}
+
+async function start(state             , ctx                  )                   {
+	if (state.preloadFailure !== null) {
+		// the sidecar just failed to say hello at startup: Pi starts without waiting once more
+		const reason = state.preloadFailure;
+		state.preloadFailure = null;
+		return failedStart(state, reason);
+	}
+	try {
+		state.sidecar.start(ctx.cwd ?? process.cwd());
+		const hello = await state.sidecar.call                    ("hello", await helloParams(state, ctx), HELLO_TIMEOUT_MS);
+		checkProtocol(hello);
+		declare(state, hello);
+		state.ready = true;
+		state.failures = 0;
+		showHelloWarnings(state, hello);
+		showTrust(state, hello.trust);
+		state.helloAnswered = true;
+		if (state.outage) {
+			state.outage = false;
+			logLine("router: sidecar back");
+			const now = state.ctx;
+			if (now?.hasUI) attempt(() => now.ui.notify("router: policy engine is back", "info"), undefined);
+			setStatus(state, undefined);
+		}
+		return true;
+	} catch (error) {
+		state.sidecar.stop();
+		return failedStart(state, errorText(error));
+	}
+}
+
+function failedStart(state             , reason        )        {
+	state.ready = false;
+	state.failures += 1;
+	if (!state.outage) {
+		state.outage = true;
+		warn(state, `router: the policy engine did not start (${reason}); Pi continues without it`);
+		setStatus(state, "router: offline (restarting)");
+	}
+	scheduleRestart(state);
+	return false;
+}
+
+/** Warnings of a `hello` answer, each shown once (a second hello repeats them). */
+function showHelloWarnings(state             , hello             )       {
+	for (const text of hello.warnings ?? []) {
+		if (state.shownWarnings.has(text)) continue;
+		state.shownWarnings.add(text);
+		warn(state, `router: ${text}`);
+	}
+}
+
+/**
+ * Pi resolves `--model`, `defaultModel` and a resumed session's model before `session_start`,
+ * and it only knows the virtual models registered while the factories run. So the factory
+ * registers the policy's declarations from the cache the last sidecar wrote (startup.ts) and says
+ * hello in the background while Pi goes on starting; without a valid cache entry it waits for the
+ * hello (no UI yet; the engine decides whether the project layer applies). `session_start` says
+ * hello again with the real context.
+ */
+export async function preload(state             )                {
+	const cwd = process.cwd();
+	const key = attempt(() => declarationsKey(cwd, agentDir(), state.sidecar.command(), trustFacts(state)), null);
+	const cached = key ? attempt(() => cachedDeclarations(agentDir(), key), null) : null;
+	if (!cached) {
+		await preloadHello(state, cwd, key);
+		return;
+	}
+	declare(state, cached);
+	state.fromCache = declarationsText(cached);
+	state.cachedStart = true;
+	const started = preloadHello(state, cwd, key);
+	state.starting = started;
+	void started.finally(() => {
+		if (state.starting === started) state.starting = null;
+	});
+}
+
+/** The startup hello; true when the engine answered. */
+async function preloadHello(state             , cwd        , key               )                   {
+	state.preloading = true;
+	try {
+		state.sidecar.start(cwd);
+		const params              = {
+			protocol: PROTOCOL, cwd, mode: null, hasUI: false, state: null, models: [], preload: true, ...trustFacts(state),
+			...(key ? { declarationsKey: key } : {}),
+		};
+		const hello = await state.sidecar.call                    ("hello", params, HELLO_TIMEOUT_MS, undefined, PRELOAD_LOAD_MS);
+		checkProtocol(hello);
+		reconcile(state, hello);
+		if (hello.trust?.state === "approved") state.approvedDigest = hello.trust.digest ?? null;
+		state.helloAnswered = true;
+		state.ready = true;
+		return true;
+	} catch (error) {
+		logLine(`router: could not load the policy declarations at startup: ${errorText(error)}`);
+		state.preloadFailure = errorText(error);
+		state.ready = false;
+		state.sidecar.stop();
+		return false;
+	} finally {
+		state.preloading = false;
+	}
+}
+
+/** The engine's declarations, authoritative, registered; a difference from the cached ones is logged (bridge.log). */
+function reconcile(state             , hello             )       {
+	const cached = state.fromCache;
+	state.fromCache = null;
+	declare(state, hello);
+	if (cached === null || cached === declarationsText(hello)) return;
+	logLine("router: the engine's declarations differ from the cached ones; registered the engine's");
+}
+
+/** `session_start`: hello again with the real context (or start the sidecar); false when it is not running. */
+export async function sessionStart(state             , ctx                  )                   {
+	state.ctx = ctx;
+	state.stopping = false;
+	if (state.cachedStart) {
+		// Pi goes on: this hello follows the startup hello (if still in flight), and events wait for both
+		const before = state.starting ?? Promise.resolve(true);
+		const after = before.then(() => (state.stopping ? false : sessionHello(state, ctx, true)));
+		state.starting = after;
+		void after.finally(() => {
+			if (state.starting === after) state.starting = null;
+		});
+		return true;
+	}
+	return sessionHello(state, ctx, false);
+}
+
+async function sessionHello(state             , ctx                  , chained         )                   {
+	if (!state.ready) return chained ? start(state, ctx) : ensureStarted(state, ctx);
+	const hello = await state.sidecar.call                    ("hello", await helloParams(state, ctx), HELLO_TIMEOUT_MS).catch(() => null);
+	if (hello) {
+		declare(state, hello);
+		showHelloWarnings(state, hello);
+		showTrust(state, hello.trust);
+		state.helloAnswered = true;
+	}
+	return true;
+}
+
+/** `session_shutdown`: no restarts any more; the sidecar is asked to finish, then stopped. */
+export async function shutdown(state             )                {
+	state.stopping = true;
+	if (state.restartTimer) clearTimeout(state.restartTimer);
+	if (state.ready) await state.sidecar.call("shutdown", {}, SHUTDOWN_MS).catch(() => undefined);
+	state.ready = false;
+	state.sidecar.stop();
+}
+
+async function helloParams(state             , ctx                  )                       {
+	return {
+		protocol: PROTOCOL, cwd: ctx.cwd, mode: ctx.mode, hasUI: !!ctx.hasUI,
+		state: restoredState(ctx), models: availableModels(ctx), registry: await registryFacts(ctx), ...trustFacts(state),
+	};
+}
+
+/**
+ * What Pi's registry knows beyond the available chat models, for the engine to check refs
+ * against: the provider ids and the classifier models it lists (a provider that discovers its
+ * models at run time, such as llama.cpp, lists none until asked).
+ */
+async function registryFacts(ctx                  )                         {
+	const registry = ctx?.modelRegistry;
+	const providers = new Set        (attempt(() => registry.getRegisteredProviderIds(), []));
+	for (const m of attempt(() => registry.getAll(), [])) providers.add(String(m.provider));
+	let classifiers           = [];
+	try {
+		classifiers = ((await registry.getModelsOfType("classifier")) ?? []).map((m) => `${m.provider}/${m.id}`);
+	} catch {
+		// an older Pi without model types: nothing to check against
+	}
+	return { providers: [...providers], classifiers };
+}
+
+/** The per-session state stored on the branch (the last `pi-policy-router.state` entry), or null. */
+function restoredState(ctx                  )       {
+	const branch = attempt(() => ctx.sessionManager.getBranch(), []);
+	for (let i = branch.length - 1; i >= 0; i--) {
+		const entry = branch[i];
+		if (entry?.type === "custom" && entry.customType === STATE_ENTRY) {
+			const data          = entry.data;
+			return isObject(data) && data.state !== undefined ? (data.state        ) : null;
+		}
+	}
+	return null;
+}
+
+function availableModels(ctx                  )              {
+	return attempt(() => ctx.modelRegistry.getAvailable(), []).map(modelInfo).filter((m)                 => m !== null);
+}
+
+// Generated from lifecycle.ts by tests/bridge_js.py (types erased): edit the .ts, then run it.

@@ -1,0 +1,276 @@
+/**
+ * The `panel` action: in Pi's TUI a searchable settings list through `ctx.ui.custom`, built from
+ * pi-tui's SettingsList and Input, Pi's own copy (nothing is installed: jiti maps the name for a
+ * `.ts` extension; the `.mjs` one imports it from beside Pi's entry script). Each change runs the policy's command (`<args> KEY VALUE`, VALUE as
+ * JSON), then its refresh, whose `panel` action with the same id updates the open panel in place.
+ * Without the TUI the panel is shown as text. The promise ends when the panel is closed.
+ */
+                                                                          
+                                                                         
+                                       
+                                                      
+                                                                                                
+import * as fs from "node:fs";
+import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
+import { attempt, errorText, isObject, logLine } from "./util.mjs";
+
+const PANEL_ROWS = 12;
+
+/** Every field of a panel item, each one the panel reads (tests/test_bridge_contract.py compares them). */
+const ITEM_FIELDS                                = {
+	key: true, label: true, value: true, description: true, kind: true, choices: true, min: true, max: true,
+};
+
+export function panelFields()           {
+	return Object.keys(ITEM_FIELDS).sort();
+}
+
+                                
+                                              
+
+export function panelItems(params        )         {
+	const items            = Array.isArray(params?.items) ? params.items : [];
+	return items.filter((item)               => isObject(item) && item.key !== undefined && item.key !== null);
+}
+
+export function itemLabel(item      )         {
+	return String(item.label ?? item.key);
+}
+
+/** A value as the panel shows it: lists comma-separated, other non-strings as JSON. */
+export function shownValue(item      )         {
+	const value = item.value;
+	if (value === null || value === undefined || value === "") return "(none)";
+	if (item.kind === "list" && Array.isArray(value)) return value.length ? value.map(String).join(", ") : "(none)";
+	return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+/** A value as its inline input starts. */
+export function editText(item      )         {
+	const value = item.value;
+	if (item.kind === "list") return Array.isArray(value) ? value.map(String).join(", ") : "";
+	if (item.kind === "json") return JSON.stringify(value ?? null);
+	return value === null || value === undefined ? "" : String(value);
+}
+
+/** What an input holds, as the JSON a change sends, or why it cannot be sent. */
+export function parseEdit(item      , text        )                                       {
+	const trimmed = text.trim();
+	const label = itemLabel(item);
+	if (item.kind === "number") {
+		const number = Number(trimmed);
+		if (trimmed === "" || !Number.isFinite(number)) return { error: `${label}: '${trimmed}' is not a number` };
+		if (typeof item.min === "number" && number < item.min) return { error: `${label}: at least ${item.min}` };
+		if (typeof item.max === "number" && number > item.max) return { error: `${label}: at most ${item.max}` };
+		return { json: JSON.stringify(number) };
+	}
+	if (item.kind === "list") return { json: JSON.stringify(trimmed.split(",").map((part) => part.trim()).filter(Boolean)) };
+	if (item.kind === "json") {
+		try {
+			return { json: JSON.stringify(JSON.parse(trimmed)) };
+		} catch (error) {
+			return { error: `${label}: not JSON (${errorText(error)})` };
+		}
+	}
+	return { json: JSON.stringify(trimmed) };
+}
+
+/** The JSON of the value a bool or choice row cycled to. */
+function cycledJson(item      , shown        )         {
+	return item.kind === "bool" ? String(shown === "true") : JSON.stringify(shown);
+}
+
+export async function showPanel(state             , params        , ctx                         )                {
+	const id = String(params.id);
+	const open = state.openPanels.get(id);
+	if (open) return open(params               );
+	if (state.refreshing.has(id)) return; // the answer to a refresh of a panel closed meanwhile
+	const custom = state.nativeUi?.custom ?? (typeof ctx?.ui?.custom === "function" ? ctx.ui.custom.bind(ctx.ui) : null);
+	const kit = ctx?.mode === "tui" && custom ? await loadTuiKit(state) : null;
+	if (!kit || !custom) return showPanelText(params, ctx);
+	try {
+		await custom           ((tui, theme, _keys, done) => {
+			const panel = panelView(state, kit, params, tui, theme, () => done(undefined));
+			state.openPanels.set(id, panel.update);
+			return panel.component;
+		});
+	} catch (error) {
+		logLine(`router: panel ${id} failed (${errorText(error)}); shown as text`);
+		showPanelText(params, ctx);
+	} finally {
+		state.openPanels.delete(id);
+	}
+}
+
+function loadTuiKit(state             )                         {
+	state.tuiKit ??= importTui()
+		.then((kit        ) => (kit?.SettingsList && kit?.Input ? kit : null))
+		.catch((error         ) => {
+			logLine(`router: @earendil-works/pi-tui cannot be imported (${errorText(error)}); panels are shown as text`);
+			return null;
+		});
+	return state.tuiKit;
+}
+
+/**
+ * `@earendil-works/pi-tui` by name (a `.ts` bridge: jiti maps it to Pi's copy), else the copy Pi's
+ * entry script resolves (a `.mjs` bridge: Node looks beside the bridge, where there is none).
+ */
+async function importTui()                  {
+	try {
+		return await import("@earendil-works/pi-tui");
+	} catch (error) {
+		const entry = process.argv[1];
+		if (!entry) throw error;
+		const resolved = createRequire(fs.realpathSync(entry)).resolve("@earendil-works/pi-tui");
+		return (await import(pathToFileURL(resolved).href))          ;
+	}
+}
+
+function showPanelText(params        , ctx                         )       {
+	const lines = [String(params.title ?? "")];
+	if (params.text) lines.push(String(params.text));
+	for (const item of panelItems(params)) lines.push(`${itemLabel(item)}: ${shownValue(item)}`);
+	const text = lines.join("\n");
+	if (ctx?.hasUI) ctx.ui.notify(text, "info");
+	else process.stderr.write(`[router] ${text}\n`);
+}
+
+/** The panel's component and the function that updates it from a later `panel` action. */
+function panelView(state             , kit        , params        , tui     , theme       , close            )                                                           {
+	let current = params;
+	let message                = null;
+	let queue                = Promise.resolve();
+	const items = new Map              (panelItems(params).map((item) => [String(item.key), item]));
+	const pending = new Map                (); // key → the JSON an input submitted
+	const rows = [...items.keys()].map((key) =>
+		settingItem(kit, () => items.get(key)        , theme, tui, (json) => pending.set(key, json)));
+	const listTheme = {
+		label: (text        , selected         ) => (selected ? theme.fg("accent", text) : text),
+		value: (text        , selected         ) => (selected ? theme.fg("accent", text) : theme.fg("muted", text)),
+		description: (text        ) => theme.fg("dim", text),
+		cursor: theme.fg("accent", "→ "),
+		hint: (text        ) => theme.fg("dim", text),
+	};
+	const list = new kit.SettingsList(rows, Math.min(rows.length, PANEL_ROWS), listTheme,
+		(key        , shown        ) => {
+			const item = items.get(key);
+			if (!item) return;
+			const json = pending.get(key) ?? cycledJson(item, shown);
+			pending.delete(key);
+			queue = queue.then(() => applyChange(item, json)).catch((error         ) => say(`router: ${errorText(error)}`, "error"));
+		},
+		close, { enableSearch: true });
+
+	function say(text        , level             )       {
+		message = { text, level };
+		attempt(() => tui.requestRender(), undefined);
+	}
+
+	async function applyChange(item      , json        )                {
+		const name = String(current.command);
+		const notices           = [];
+		say(`${itemLabel(item)}: saving…`, "info");
+		const args = [String(current.args ?? ""), String(item.key), json].filter(Boolean).join(" ");
+		const result = await state.forward("command", { name, args }, state.ctx, { notices });
+		if (result === undefined) notices.push({ text: `router: ${itemLabel(item)} was not changed: the policy engine did not answer`, level: "error" });
+		if (current.refresh !== null && current.refresh !== undefined) {
+			state.refreshing.add(String(current.id));
+			try {
+				await state.forward("command", { name, args: String(current.refresh) }, state.ctx, { notices });
+			} finally {
+				state.refreshing.delete(String(current.id));
+			}
+		}
+		const worst = notices.find((n) => n.level === "error") ?? notices.find((n) => n.level === "warning");
+		const text = notices.map((n) => n.text).join(" · ") || `${itemLabel(item)} = ${json}`;
+		say(text, worst?.level ?? "info");
+	}
+
+	function update(next        )       {
+		current = next;
+		for (const item of panelItems(next)) {
+			const key = String(item.key);
+			if (!items.has(key)) continue; // the set of items is the one the panel opened with
+			items.set(key, item);
+			list.updateValue(key, shownValue(item));
+			const row = rows.find((r) => r.id === key);
+			if (row) row.description = item.description ?? undefined;
+		}
+		attempt(() => tui.requestRender(), undefined);
+	}
+
+	const component            = {
+		render(width        )           {
+			const inner = Math.max(1, width - 2);
+			const wrap = (text        ) => kit.wrapTextWithAnsi(text, inner).map((line        ) => ` ${line}`);
+			const border = theme.fg("border", "─".repeat(Math.max(1, width)));
+			const lines = [border, ` ${theme.bold(theme.fg("accent", String(current.title ?? "")))}`];
+			if (current.text) lines.push(...wrap(theme.fg("muted", String(current.text))));
+			if (message) lines.push(...wrap(theme.fg(levelColor(message.level), message.text)));
+			lines.push("", ...list.render(width), border);
+			return lines.map((line        ) => kit.truncateToWidth(line, width));
+		},
+		handleInput(data        )       {
+			list.handleInput(data);
+			attempt(() => tui.requestRender(), undefined);
+		},
+		invalidate()       {
+			list.invalidate();
+		},
+	};
+	return { component, update };
+}
+
+function levelColor(level             )             {
+	return level === "info" ? "success" : level;
+}
+
+/** One row of the SettingsList (`latest`: the item as the last refresh gave it): bool and choice cycle, the other kinds open an input. */
+function settingItem(kit        , latest            , theme       , tui     , submit                        )              {
+	const item = latest();
+	const row              = { id: String(item.key), label: itemLabel(item), currentValue: shownValue(item) };
+	if (item.description) row.description = item.description;
+	if (item.kind === "bool") row.values = ["true", "false"];
+	else if (item.kind === "choice") row.values = (item.choices ?? []).map(String);
+	else row.submenu = (_shown        , finish                          ) => inputView(kit, latest(), theme, tui, submit, finish);
+	return row;
+}
+
+/** The inline input of a text, number, list or json item; a value that does not fit stays open. */
+function inputView(kit        , item      , theme       , tui     , submit                        , finish                          )            {
+	const input = new kit.Input();
+	let problem = "";
+	input.focused = true;
+	input.handleInput(`\x1b[200~${editText(item)}\x1b[201~`); // as a paste: the cursor ends after it
+	input.onSubmit = (text        ) => {
+		const parsed = parseEdit(item, text);
+		if ("error" in parsed) {
+			problem = parsed.error;
+			attempt(() => tui.requestRender(), undefined);
+			return;
+		}
+		submit(parsed.json);
+		finish(shownValue({ ...item, value: JSON.parse(parsed.json) }));
+	};
+	input.onEscape = () => finish(undefined);
+	return {
+		render(width        )           {
+			const lines = [`  ${theme.fg("accent", itemLabel(item))}${item.kind === "list" ? theme.fg("dim", " (comma-separated)") : ""}`,
+				...input.render(Math.max(1, width - 2)).map((line        ) => `  ${line}`)];
+			if (problem) lines.push(`  ${theme.fg("error", problem)}`);
+			lines.push("", theme.fg("dim", "  Enter to save · Esc to cancel"));
+			return lines.map((line        ) => kit.truncateToWidth(line, width));
+		},
+		handleInput(data        )       {
+			problem = "";
+			input.handleInput(data);
+		},
+		invalidate()       {
+			input.invalidate();
+		},
+	};
+}
+
+// Generated from panel.ts by tests/bridge_js.py (types erased): edit the .ts, then run it.

@@ -1,0 +1,46 @@
+"""The bridge's JavaScript is its TypeScript with the types erased (tests/bridge_js.py): current,
+position for position, and with every relative import renamed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests import bridge_js
+from tests.bridge_node import BRIDGE_DIR, node_install
+from tests.e2e.pi_harness import PiInstall
+
+__all__ = ["node_install"]
+
+
+def test_every_mjs_is_current(node_install: PiInstall) -> None:
+    problems = bridge_js.differences(bridge_js.generate(node_install, bridge_js.sources()))
+    assert problems == [], "stale bridge JavaScript (run `python -m tests.bridge_js`): " + ", ".join(problems)
+
+
+def test_lines_and_columns_stay_where_they_were_in_the_ts() -> None:
+    for path in sorted(BRIDGE_DIR.glob("*.ts")):
+        source = path.read_text(encoding="utf-8").splitlines()
+        generated = path.with_suffix(".mjs").read_text(encoding="utf-8").splitlines()
+        assert len(generated) == len(source) + 2, path.name  # a blank line and the footer
+        for number, (ts, js) in enumerate(zip(source, generated, strict=False), 1):
+            assert len(js) == len(ts) or ".mjs" in js, f"{path.name}:{number}"
+
+
+def test_the_check_names_stale_missing_and_left_over_files(node_install: PiInstall, tmp_path: Path) -> None:
+    (tmp_path / "a.ts").write_text('import { b } from "./b.ts";\nexport const a: number = b;\n')
+    (tmp_path / "b.ts").write_text("export const b = 1 as number;\n")
+    expected = bridge_js.generate(node_install, bridge_js.sources(tmp_path))
+    assert expected["a.mjs"].startswith('import { b } from "./b.mjs";\nexport const a         = b;\n')
+    bridge_js.write(expected, tmp_path)
+    assert bridge_js.differences(expected, tmp_path) == []
+    (tmp_path / "a.mjs").write_text("// edited by hand\n")
+    (tmp_path / "b.mjs").unlink()
+    (tmp_path / "c.mjs").write_text("export {};\n")
+    assert bridge_js.differences(expected, tmp_path) == [
+        "b.mjs: missing", "a.mjs: stale", "c.mjs: left over (no c.ts)"]
+
+
+def test_no_ts_specifier_survives() -> None:
+    for path in sorted(BRIDGE_DIR.glob("*.mjs")):
+        assert not re.search(r"""["']\.{1,2}/[^"'\n]+\.ts["']""", path.read_text(encoding="utf-8")), path.name
