@@ -252,3 +252,43 @@ def test_status_says_whether_a_warm_sidecar_runs(short_dir: Path) -> None:
     (short_dir / "w").chmod(0o755)
     fine, text = warm.status(command, env)
     assert not fine and "is not a private directory of yours" in text
+
+
+FORKED_RUN = """
+import json, sys
+from router.runtime import lean, server, warm
+lean.import_server()
+warm.preload()
+before = set(sys.modules)
+code = server.main(sys.argv[1:])
+after = sorted(name for name in set(sys.modules) - before if name.split(".")[0] in ("router", "rules"))
+print(json.dumps(after), file=sys.stderr)
+sys.exit(code)
+"""
+
+
+def test_a_fork_imports_nothing_of_the_engine_the_server_did_not(tmp_path: Path) -> None:
+    """What the warm server loads before it forks (lean.import_server, warm.preload) covers what a
+    sidecar imports while it runs a session on the default policy, compiled before (the second
+    run): a module missing from warm.LAZY_IMPORTS would be imported again by every fork."""
+    agent, cwd = tmp_path / "agent", tmp_path / "proj"
+    agent.mkdir()
+    cwd.mkdir()
+    hello = {"protocol": 1, "cwd": str(cwd)}
+    event = {"type": "turn_end", "payload": {"turnIndex": 0}, "ctx": {"sessionId": "s1", "cwd": str(cwd)}}
+    lines = [{"id": 1, "method": "hello", "params": {**hello, "preload": True}},
+             {"id": 2, "method": "hello", "params": {**hello, "mode": "print", "models": []}},
+             {"id": 3, "method": "event", "params": event}, {"id": 4, "method": "shutdown", "params": {}}]
+    stdin = "".join(json.dumps(line) + "\n" for line in lines)
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("ROUTER_", "PI_", "OTEL_"))}
+    argv = [sys.executable, "-P", "-c", FORKED_RUN, "--cwd", str(cwd), "--agent-dir", str(agent)]
+    imported = []
+    for _ in range(2):
+        done = subprocess.run(argv, input=stdin, capture_output=True, text=True,
+                              env={**env, "HOME": str(tmp_path)}, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        answers = [json.loads(line) for line in done.stdout.splitlines()]
+        assert [a["id"] for a in answers if "id" in a] == [1, 2, 3, 4], done.stdout
+        imported.append(json.loads(done.stderr.strip().splitlines()[-1]))
+    assert "router.compile.compiler" in imported[0]  # the first run compiled: the check sees imports
+    assert imported[1] == []
