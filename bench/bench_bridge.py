@@ -25,7 +25,9 @@ Run: python bench/bench_bridge.py [--only a1,a2,b,c,d] [--calls 200] [--batches 
      without the bridge (default policy only), median of --repeat after a warm-up each
      (interleaved); the same with 1 prompt separates the one-off start-up cost (sidecar spawn)
      from the per-turn cost; and 1 prompt with the declarations cache removed before each run
-     (the bridge waits for the sidecar's hello, as before the cache). Target: ratio <= 1.03.
+     (the bridge waits for the sidecar's hello, as before the cache); and 1 prompt with the
+     TypeScript entry (index.ts, through Pi's jiti) with jiti's file cache filled and empty, against
+     the generated index.mjs Pi gets from `router install`. Target: ratio <= 1.03.
 (d)  where that start-up time goes: `pi -p` with 1 prompt and stand-ins that each take one cost
      away (an empty extension, the bridge with no sidecar, an instant fake sidecar, the real one
      with no rule on an event of the run, the real one at nice 19), median of --repeat.
@@ -408,12 +410,15 @@ def bench_c(install: PiInstall, repeat: int) -> None:
             configs = {(prompts, kind): env for prompts in (1, 3)
                        for kind, env in (("none", cold), ("warm", warm), ("spawned", cold))}
             configs[(0, "spawned")] = cold  # 1 prompt, no declarations cache: every run a first run
+            configs[(1, "ts")] = warm  # the TypeScript modules through Pi's jiti (a checkout's index.ts)
+            configs[(1, "ts-uncached")] = {**warm, "JITI_FS_CACHE": "false"}  # ... with jiti's cache empty
             times: dict[tuple[int, str], list[float]] = {key: [] for key in configs}
             for round_ in range(repeat + 1):
                 for (prompts, kind), env in configs.items():
                     if prompts == 0:
                         shutil.rmtree(agent / "router" / "declarations", ignore_errors=True)
-                    args = (["-e", str(BRIDGE)] if kind != "none" else []) + ["--no-session"]
+                    entry = BRIDGE.with_suffix(".ts") if kind.startswith("ts") else BRIDGE
+                    args = (["-e", str(entry)] if kind != "none" else []) + ["--no-session"]
                     args += [f"prompt number {i + 1}" for i in range(max(prompts, 1))]
                     started = time.perf_counter()
                     done = run_print(args, cwd=work, env=env, install=install, timeout=120)
@@ -436,6 +441,11 @@ def bench_c(install: PiInstall, repeat: int) -> None:
             with_ = med[(prompts, kind)]
             print(f"    {label:54s} {with_:7.1f} ms: added {with_ - without:+7.1f} ms, "
                   f"ratio {with_ / without:.2f}")
+    for kind, label in (("ts", "index.ts, through Pi's jiti (its cache filled)"),
+                        ("ts-uncached", "index.ts, jiti's cache empty (JITI_FS_CACHE=false)")):
+        with_ = med[(1, kind)]
+        print(f"    {label:54s} {with_:7.1f} ms: added {with_ - med[(1, 'none')]:+7.1f} ms, "
+              f"ratio {with_ / med[(1, 'none')]:.2f}")
     first = med[(0, "spawned")]
     print(f"  1 prompt, spawned, without its declarations cache (every run a first run): {first:7.1f} ms: "
           f"added {first - med[(1, 'none')]:+7.1f} ms, ratio {first / med[(1, 'none')]:.2f}")
@@ -444,7 +454,7 @@ def bench_c(install: PiInstall, repeat: int) -> None:
         added1 = med[(1, kind)] - med[(1, "none")]
         print(f"  {kind}: per extra turn (3-prompt minus 1-prompt added, / 2): "
               f"{(added3 - added1) / 2:+.1f} ms")
-    print(f"  runs served by a forked sidecar: {forked} (of {2 * (repeat + 1)} warm runs; "
+    print(f"  runs served by a forked sidecar: {forked} (of {4 * (repeat + 1)} warm runs; "
           "the first starts it)")
 
 
