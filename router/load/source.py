@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
+from ruamel.yaml import main as ruamel_main
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, ScalarEvent
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
+from ruamel.yaml.resolver import VersionedResolver
 
 from router.diagnostics.diagnostic import Diagnostic, Span
 from router.diagnostics.errors import SourceError
@@ -186,7 +188,7 @@ def parse_source(text: str, path: str) -> SourceDoc:
     its stack), which stops at the first node nested deeper than MAX_DEPTH or past MAX_NODES;
     only then does the composer, which recurses once per level, build the node graph.
     """
-    yaml = YAML(typ="safe")
+    yaml = _safe_yaml()
     try:
         _check_shape(yaml, text, path)
         node = yaml.compose(text)
@@ -208,6 +210,33 @@ def parse_source(text: str, path: str) -> SourceDoc:
     if builder.errors:
         raise SourceError(builder.errors)
     return SourceDoc(path, data, builder.value_pos, builder.key_pos, text.splitlines(), builder.styles)
+
+
+_C_PARSER: type | None = getattr(ruamel_main, "CParser", None)  # None without the C extension
+
+
+class _LoaderResolver(VersionedResolver):
+    """ruamel's resolver, whose table of implicit tags a C loader looks up once, not twice per
+    scalar: each lookup of the YAML version caught two AttributeErrors (half of composing).
+
+    The C loader's version is fixed (its own, else YAML 1.2; a `%YAML` line does not reach it),
+    so the table is the same each time; other loaders look it up every time, as ruamel does."""
+
+    @property
+    def versioned_resolver(self) -> Any:
+        table = self.__dict__.get("_implicit_table")
+        if table is None:
+            table = super().versioned_resolver
+            if _C_PARSER is not None and isinstance(self.loadumper, _C_PARSER):
+                self.__dict__["_implicit_table"] = table
+        return table
+
+
+def _safe_yaml() -> YAML:
+    """ruamel's safe loader (the C parser when available), with `_LoaderResolver`."""
+    yaml = YAML(typ="safe")
+    yaml.Resolver = _LoaderResolver
+    return yaml
 
 
 def _check_shape(yaml: YAML, text: str, path: str) -> None:
