@@ -6,6 +6,7 @@ import ast
 import re
 from collections.abc import Iterator
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from router.compile.compiled import CompiledPolicy, CompiledRule
 from router.diagnostics.diagnostic import Diagnostic, Severity, Span
@@ -108,8 +109,8 @@ def state_never_written(policy: CompiledPolicy) -> Iterator[Diagnostic]:
                 for key in action.params:
                     parts = key.split(".")
                     written.update(".".join(parts[: i + 1]) for i in range(len(parts)))
-    for rule in policy.rules:
-        for path in _rule_paths(rule):
+    for rule, exprs in _rules_expressions(policy):
+        for path in _paths(exprs):
             if path[0] == "state" and len(path) > 1 and ".".join(path[1:]) not in written \
                     and path[1] not in written:
                 yield Diagnostic("RT312", f"rule '{rule.id}' reads state.{'.'.join(path[1:])}, "
@@ -120,8 +121,8 @@ def state_never_written(policy: CompiledPolicy) -> Iterator[Diagnostic]:
 @check("RT313")
 def undeclared_env(policy: CompiledPolicy) -> Iterator[Diagnostic]:
     """`env.NAME` reads of variables the policy does not declare (they are always null)."""
-    for rule in policy.rules:
-        for path in _rule_paths(rule):
+    for rule, exprs in _rules_expressions(policy):
+        for path in _paths(exprs):
             if path[0] == "env" and len(path) > 1 and path[1] not in policy.env_names:
                 yield Diagnostic("RT313", f"rule '{rule.id}' reads env.{path[1]}, which the policy "
                                  "does not declare", rule.span, Severity.WARNING, rule_id=rule.id,
@@ -153,8 +154,21 @@ def _rule_expressions(rule: CompiledRule) -> list[Expression | Query]:
     return found
 
 
-def _rule_paths(rule: CompiledRule) -> list[tuple[str, ...]]:
-    return [p for e in _rule_expressions(rule) for p in e.paths]
+RuleExpressions = list[tuple[CompiledRule, list[Expression | Query]]]
+_EXPRESSIONS: WeakKeyDictionary[CompiledPolicy, RuleExpressions] = WeakKeyDictionary()
+
+
+def _rules_expressions(policy: CompiledPolicy) -> RuleExpressions:
+    """Each rule with its expressions, collected once per (immutable) policy for the five checks
+    that read them; an entry goes with its policy."""
+    found = _EXPRESSIONS.get(policy)
+    if found is None:
+        found = _EXPRESSIONS[policy] = [(rule, _rule_expressions(rule)) for rule in policy.rules]
+    return found
+
+
+def _paths(exprs: list[Expression | Query]) -> list[tuple[str, ...]]:
+    return [p for e in exprs for p in e.paths]
 
 
 def _templates(tree: Any) -> list[Template]:
@@ -162,7 +176,7 @@ def _templates(tree: Any) -> list[Template]:
 
 
 def _used_paths(policy: CompiledPolicy) -> set[tuple[str, str]]:
-    exprs: list[Expression | Query | None] = [e for r in policy.rules for e in _rule_expressions(r)]
+    exprs: list[Expression | Query | None] = [e for _, found in _rules_expressions(policy) for e in found]
     for sig in policy.signals.values():
         exprs += [sig.expr, sig.fallback, sig.transform, *(q.when for q in sig.questions)]
         exprs += [e for _, e in sig.bindings]
@@ -182,8 +196,8 @@ _REGEX_FUNCTIONS = ("regex", "regex_find")
 
 def _owned_expressions(policy: CompiledPolicy) -> Iterator[tuple[str, Span, str | None, Expression | Query]]:
     """Each rule and signal expression with what to call its owner, where, and the rule id."""
-    for rule in policy.rules:
-        for cond in _rule_expressions(rule):
+    for rule, conds in _rules_expressions(policy):
+        for cond in conds:
             yield f"rule '{rule.id}'", rule.span, rule.id, cond
     for sig in policy.signals.values():
         for expr in (sig.expr, sig.fallback, sig.transform, *(e for _, e in sig.bindings)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,21 +20,28 @@ def expression_length(source: str) -> int:
     return len(" ".join(source.split()))
 
 
+_BRACE = re.compile(r"[{}]")
+
+
 def placeholders(text: str) -> list[str]:
-    """The expressions inside the top-level `{…}` placeholders of a template (`{{`, `}}` are text)."""
-    found, depth, start, i = [], 0, 0, 0
-    while i < len(text):
+    """The expressions inside the top-level `{…}` placeholders of a template (`{{`, `}}` are text).
+
+    Only the braces move the scan (found with a regex), other characters are skipped at once."""
+    found, depth, start = [], 0, 0
+    brace = _BRACE.search(text)
+    while brace is not None:
+        i = brace.start()
         if depth == 0 and text.startswith(("{{", "}}"), i):
-            i += 2
+            brace = _BRACE.search(text, i + 2)
             continue
         if text[i] == "{":
             depth += 1
             start = i + 1 if depth == 1 else start
-        elif text[i] == "}" and depth > 0:
+        elif depth > 0:
             depth -= 1
             if depth == 0:
                 found.append(text[start:i])
-        i += 1
+        brace = _BRACE.search(text, i + 1)
     return found
 
 

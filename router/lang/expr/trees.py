@@ -33,5 +33,18 @@ def leaves(tree: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
 
 
 def templates_in(tree: Any) -> list[Template]:
-    """The compiled templates of a tree, in order."""
-    return [value for _, value in leaves(tree) if isinstance(value, Template)]
+    """The compiled templates of a tree, in order (the leaves' order, without their paths)."""
+    found: list[Template] = []
+    _collect_templates(tree, found)
+    return found
+
+
+def _collect_templates(tree: Any, found: list[Template]) -> None:
+    if isinstance(tree, dict):
+        for value in tree.values():
+            _collect_templates(value, found)
+    elif isinstance(tree, list):
+        for value in tree:
+            _collect_templates(value, found)
+    elif isinstance(tree, Template):
+        found.append(tree)
