@@ -205,10 +205,18 @@ def _default_operators() -> dict[type[ast.AST], Callable[..., Any]]:
 
 
 def _all_nodes(tree: ast.AST) -> list[ast.AST]:
-    """The nodes of `tree` in `ast.walk`'s order (breadth first), without its generator overhead."""
+    """The nodes of `tree` in `ast.walk`'s order (breadth first), without its generator overhead.
+
+    Left out: the `Load`/`Store` markers of names, attributes and subscripts (allowed everywhere,
+    read by no pass), and the fields of leaves (a `Name`'s id, a `Constant`'s value)."""
     nodes = [tree]
     for node in nodes:  # the loop also visits the children appended while it runs
+        kind = type(node)
+        if kind is ast.Name or kind is ast.Constant:
+            continue
         for name in node._fields:
+            if name == "ctx":
+                continue
             value = getattr(node, name, None)
             if isinstance(value, ast.AST):
                 nodes.append(value)
@@ -217,7 +225,16 @@ def _all_nodes(tree: ast.AST) -> list[ast.AST]:
     return nodes
 
 
+# Argument nodes `ast.literal_eval` always refuses (it builds four closures to say so).
+_NEVER_LITERAL: frozenset[type[ast.AST]] = frozenset({
+    ast.Name, ast.Attribute, ast.Subscript, ast.Compare, ast.BoolOp, ast.IfExp, ast.JoinedStr})
+
+
 def _literal(node: ast.expr) -> Any:
+    if type(node) is ast.Constant:
+        return node.value
+    if type(node) in _NEVER_LITERAL:
+        return NOT_LITERAL
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -252,6 +269,8 @@ def _single_placeholder(text: str) -> bool:
 
 def _join_placeholder_lines(source: str) -> str:
     """Line breaks inside `{…}` become spaces (f-string placeholders cannot hold them)."""
+    if "\n" not in source:
+        return source
     out, depth, i = [], 0, 0
     while i < len(source):
         ch = source[i]
