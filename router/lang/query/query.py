@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -107,11 +107,12 @@ def compile_query(source: str) -> Query:
         raise ExpressionSyntaxError(f"invalid JMESPath: {exc}", code="RT201") from None
     except (RecursionError, ValueError):
         raise ExpressionSyntaxError("JMESPath expression is nested too deeply", code="RT201") from None
-    tree = cast(dict[str, Any], parsed.parsed)
-    calls = [(n["value"], len(n["children"])) for n in _walk(tree) if n["type"] == "function_expression"]
+    tree = cast("dict[str, Any]", parsed.parsed)  # quoted: no generic alias built per call
+    functions = _function_nodes(tree)
+    calls = [(n["value"], len(n["children"])) for n in functions]
     literal_args = [
         (n["value"], tuple(c.get("value") if c["type"] == "literal" else None for c in n["children"]))
-        for n in _walk(tree) if n["type"] == "function_expression"
+        for n in functions
     ]
     try:
         run = compile_node(tree, _FUNCTIONS, _FALLBACK)
@@ -136,11 +137,16 @@ def _jmespath_message(exc: jexc.JMESPathError) -> str:
     return re.sub(r"\s+", " ", text)
 
 
-def _walk(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    yield node
-    for child in node.get("children", []):
-        if isinstance(child, dict):
-            yield from _walk(child)
+def _function_nodes(tree: dict[str, Any]) -> list[dict[str, Any]]:
+    """The function calls of a tree, depth first in the children's order (no recursion)."""
+    found: list[dict[str, Any]] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if node["type"] == "function_expression":
+            found.append(node)
+        stack.extend(reversed([c for c in node.get("children", []) if isinstance(c, dict)]))
+    return found
 
 
 def _chain(node: dict[str, Any]) -> tuple[str, ...] | None:
