@@ -69,16 +69,17 @@ def compile_rule(entry: Entry, order: int, ctx: Context) -> CompiledRule | None:
     used = read | names_read([when, *template_expressions([a.params for a in actions])])
     ctx.diagnostics.extend(unused_bindings(kept_bindings(rule.let, bindings), used, doc, base, rule.id))
     examples = tuple((ex, doc.span((*base, "examples", i))) for i, ex in enumerate(rule.examples))
+    span = doc.span(base)
     return CompiledRule(
         id=rule.id, index=order, group=entry.group, on=tuple(rule.on), match=match, when=when,
-        actions=actions, continue_=rule.continue_, shadow=rule.shadow, span=doc.span(base),
+        actions=actions, continue_=rule.continue_, shadow=rule.shadow, span=span,
         file=entry.file.path, key_path=format_key_path(base), description=rule.description,
         examples=examples,
         match_span=doc.span((*base, "command" if rule.command is not None else "match"))
         if rule.match is not None or rule.command is not None else None,
         when_span=doc.span((*base, "when")) if rule.when is not None else None,
         layer=entry.file.layer, sandboxed=is_confined(entry.file.layer), bindings=tuple(bindings),
-        origin=f"{entry.file.path}:{doc.span(base).line}", locked=rule.locked and entry.file.layer == MANAGED,
+        origin=f"{entry.file.path}:{span.line}", locked=rule.locked and entry.file.layer == MANAGED,
     )
 
 
@@ -182,6 +183,14 @@ class Checker:
         self.ctx, self.tree, self.doc, self.rule_id = ctx, tree, doc, rule_id
         self.extra_names = extra_names
         self.reads = reads  # (where, path) of every field path read, for the capability analysis
+        self._known: frozenset[str] | None = None
+
+    @property
+    def known(self) -> frozenset[str]:
+        """The names of this scope and the extra names (made once per checker)."""
+        if self._known is None:
+            self._known = frozenset(self.tree) | self.extra_names
+        return self._known
 
     def _record(self, paths: Iterable[tuple[str, ...]], key_path: KeyPath) -> None:
         if self.reads is not None:
@@ -226,7 +235,7 @@ class Checker:
         return template
 
     def _check_loop_names(self, names: Iterable[str], key_path: KeyPath) -> None:
-        for name in sorted(set(names) & (set(self.tree) | self.extra_names)):
+        for name in sorted(set(names) & self.known):
             self.ctx.error("RT330", f"template loop name '{name}' is already a name here, in "
                            f"{self._where(key_path)}", self.doc.span(key_path), rule_id=self.rule_id,
                            help="choose another name: loop names never hide fields, vars, signals or "
@@ -250,18 +259,18 @@ class Checker:
     def _check_expression(self, expr: Expression, key_path: KeyPath) -> None:
         self._record(expr.paths, key_path)
         self._check_calls(expr.calls, key_path, jmespath=False)
-        known = set(self.tree) | self.extra_names
-        for name in sorted(expr.names - known):
+        for name in sorted(expr.names - self.known):
+            known = set(self.tree) | self.extra_names  # in this order for the suggestion
             self.ctx.error("RT302", f"unknown name '{name}' in {self._where(key_path)}",
                            self.doc.span(key_path), rule_id=self.rule_id,
                            help=did_you_mean(name, known) or f"write '{name}' in quotes for a string")
         self._check_paths([p for p in expr.paths if p[0] in self.tree], key_path)
 
     def _check_calls(self, calls: Iterable[tuple[str, int]], key_path: KeyPath, *, jmespath: bool) -> None:
-        names = set(FUNCTIONS) | (JMESPATH_BUILTINS if jmespath else set())
         for name, arity in calls:
             spec = FUNCTIONS.get(name)
-            if name not in names:
+            if spec is None and not (jmespath and name in JMESPATH_BUILTINS):
+                names = set(FUNCTIONS) | (JMESPATH_BUILTINS if jmespath else set())
                 self.ctx.error("RT208", f"unknown function '{name}' in {self._where(key_path)}",
                                self.doc.span(key_path), rule_id=self.rule_id,
                                help=did_you_mean(name, names) or "see docs/reference/functions.md")
