@@ -235,6 +235,10 @@ def _literal(node: ast.expr) -> Any:
         return node.value
     if type(node) in _NEVER_LITERAL:
         return NOT_LITERAL
+    if type(node) is ast.List:
+        values = [e.value for e in node.elts if type(e) is ast.Constant]
+        if len(values) == len(node.elts):
+            return values  # what literal_eval returns for a list of constants
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -289,7 +293,8 @@ def _outside_brackets(text: str) -> str:
 
 
 # Allowed node types that need no check of their own (most nodes: the loop below skips them).
-_PLAIN_NODES = frozenset(_ALLOWED_NODES) - {ast.Attribute, ast.Name, ast.Call, ast.FormattedValue}
+_ALLOWED_TYPES = frozenset(_ALLOWED_NODES)
+_PLAIN_NODES = _ALLOWED_TYPES - {ast.Attribute, ast.Name, ast.Call, ast.FormattedValue}
 
 
 def _check_tree(nodes: list[ast.AST], lead: int) -> None:
@@ -301,7 +306,7 @@ def _check_tree(nodes: list[ast.AST], lead: int) -> None:
 
 def _check_node(node: ast.AST, lead: int) -> None:
     offset = max(0, lead + getattr(node, "col_offset", 0))
-    if not isinstance(node, _ALLOWED_NODES):
+    if type(node) not in _ALLOWED_TYPES and not isinstance(node, _ALLOWED_NODES):
         raise ExpressionSyntaxError(f"{_describe(node)} is not allowed in expressions", offset,
                                     code="RT203")
     if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
