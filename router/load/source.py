@@ -306,12 +306,14 @@ class _Builder:
                 self._error("RT101", "the document expands to too many values (aliases repeated too "
                             f"often; at most {MAX_ALIAS_NODES} values may come from aliases)", node)
             return None
+        if isinstance(node, ScalarNode):  # holds nothing: no recursion, no alias expansion inside
+            return self._build(node, key_path)
         self._active.add(id(node))
-        self._in_alias += repeated and not isinstance(node, ScalarNode)
+        self._in_alias += repeated
         try:
             return self._build(node, key_path)
         finally:
-            self._in_alias -= repeated and not isinstance(node, ScalarNode)
+            self._in_alias -= repeated
             self._active.discard(id(node))
 
     def _build(self, node: Node, key_path: KeyPath) -> Any:
