@@ -55,11 +55,13 @@ class _Compiler:
         self.fallback, self.max_string = fallback, max_string
 
     def build(self, node: ast.AST) -> Run:
-        method = getattr(self, f"_{type(node).__name__}", None)
+        kind = type(node)
+        method = _METHODS[kind] if kind in _METHODS else _METHODS.setdefault(
+            kind, getattr(_Compiler, f"_{kind.__name__}", None))
         if method is None:
             fallback = self.fallback
             return lambda scope: fallback(scope, node)
-        result: Run = method(node)
+        result: Run = method(self, node)
         return result
 
     def _Constant(self, node: ast.Constant) -> Run:
@@ -233,3 +235,7 @@ class _Compiler:
                        if isinstance(v, ast.Constant))
         pattern = "{:" + spec + "}"
         return lambda scope: pattern.format(inner(scope))
+
+
+# The builder of each node type (None: through the fallback), looked up once per type.
+_METHODS: dict[type[ast.AST], Callable[[_Compiler, Any], Run] | None] = {}
