@@ -127,10 +127,10 @@ def compile_expression(source: str) -> Expression:
         raise ExpressionSyntaxError("expression is nested too deeply") from None
     nodes = _all_nodes(tree)
     _check_tree(nodes, lead - 1)  # the parse added "(" in front
-    expression = _from_tree(text, tree, nodes)
+    facts = _facts(nodes)
     _prepare_calls(nodes, lead - 1)
     try:
-        return replace(expression, run=_closures(tree))
+        return Expression(text, tree, *facts, run=_closures(tree))
     except RecursionError:
         raise ExpressionSyntaxError("expression is nested too deeply") from None
 
@@ -159,10 +159,10 @@ def compile_text(source: str) -> Template:
         raise ExpressionSyntaxError(f"invalid template: {exc.msg}", offset, code="RT204") from None
     nodes = _all_nodes(tree)
     _check_tree(nodes, 0)
-    expression = _from_tree(source, tree, nodes)
+    facts = _facts(nodes)
     _prepare_calls(nodes, 0)
     try:
-        return Template(source, expression=replace(expression, run=_closures(tree)))
+        return Template(source, expression=Expression(source, tree, *facts, run=_closures(tree)))
     except RecursionError:
         raise ExpressionSyntaxError("template is nested too deeply", code="RT204") from None
 
@@ -346,8 +346,16 @@ def _describe(node: ast.AST) -> str:
     return names.get(type(node), type(node).__name__)
 
 
-def _from_tree(source: str, tree: ast.expr, nodes: list[ast.AST] | None = None) -> Expression:
-    nodes = _all_nodes(tree) if nodes is None else nodes
+Facts = tuple[frozenset[str], tuple[tuple[str, int], ...], tuple[tuple[str, ...], ...],
+              tuple[tuple[str, tuple[Any, ...]], ...]]
+
+
+def _from_tree(source: str, tree: ast.expr) -> Expression:
+    return Expression(source, tree, *_facts(_all_nodes(tree)))
+
+
+def _facts(nodes: list[ast.AST]) -> Facts:
+    """What the nodes of a tree read: names, calls with their arity, field paths, literal arguments."""
     bound = {t.id for c in nodes if isinstance(c, ast.comprehension)
              for t in ast.walk(c.target) if isinstance(t, ast.Name)}
     names = set()
@@ -362,8 +370,8 @@ def _from_tree(source: str, tree: ast.expr, nodes: list[ast.AST] | None = None) 
             calls.append((node.func.id, len(node.args)))
             literal_args.append((node.func.id, tuple(a.value if isinstance(a, ast.Constant) else None
                                                      for a in node.args)))
-    return Expression(source, tree, frozenset(names - callee - set(CONSTANTS)), tuple(calls),
-                      tuple(_paths(nodes, bound)), tuple(literal_args))
+    return (frozenset(names - callee - CONSTANTS.keys()), tuple(calls), tuple(_paths(nodes, bound)),
+            tuple(literal_args))
 
 
 def _paths(nodes: list[ast.AST], bound: set[str]) -> list[tuple[str, ...]]:
