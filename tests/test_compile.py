@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
 
 from router.compile.compiler import compile_files
+from router.compile.context import Context
 from router.diagnostics.diagnostic import Severity
 from router.load.loader import MAX_RULES
 from tests.helpers import codes, compile_ok, compile_text, only, where, write
@@ -333,6 +335,27 @@ def test_compile_signal_cycle_rt310(tmp_path: Path) -> None:
         diagnose(tmp_path, "signals:\n  a: {expr: 'signals.b'}\n  b: {expr: 'signals.a + 1'}\n"), "RT310"
     )
     assert where(diag) == (2, 6) and "a -> b -> a" in diag.message
+
+
+def test_compile_leaves_no_cycle_holding_its_context(tmp_path: Path) -> None:
+    """A compile's context (its documents, diagnostics, names) is freed when the compile returns,
+    not at the next garbage collection: the signal cycle check used to be a closure calling
+    itself, a reference cycle that held the context."""
+    text = ("signals:\n  a: {expr: 'signals.b'}\n  b: {expr: '1'}\n"
+            "rules:\n  - {id: r, on: input, do: [{notify: x}]}\n")
+    diagnose(tmp_path, text)
+    gc.collect()
+    gc.disable()
+    try:
+        diagnose(tmp_path, text)
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        held = [o for o in gc.garbage if isinstance(o, Context)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert held == []
 
 
 def test_compile_signal_self_cycle_rt310(tmp_path: Path) -> None:

@@ -85,20 +85,25 @@ def _signal_deps(sig: CompiledSignal) -> set[str]:
 def check_signal_cycles(signals: dict[str, CompiledSignal | None], ctx: Context) -> None:
     deps = {name: _signal_deps(sig) for name, sig in signals.items() if sig is not None}
     state: dict[str, int] = {}
-
-    def visit(name: str, chain: list[str]) -> None:
-        if state.get(name) == 2 or name not in deps:
-            return
-        if state.get(name) == 1:
-            cycle = [*chain[chain.index(name):], name]
-            sig = signals[name]
-            ctx.error("RT310", f"signals depend on each other in a cycle: {' -> '.join(cycle)}",
-                      sig.span if sig else Span(""), help="break the cycle with a fallback value")
-            return
-        state[name] = 1
-        for dep in sorted(deps[name]):
-            visit(dep, [*chain, name])
-        state[name] = 2
-
     for name in sorted(deps):
-        visit(name, [])
+        _visit(name, [], deps, state, signals, ctx)
+
+
+def _visit(name: str, chain: list[str], deps: dict[str, set[str]], state: dict[str, int],
+           signals: dict[str, CompiledSignal | None], ctx: Context) -> None:
+    """Depth first from `name` (state 1: on the path, 2: done); RT310 for each cycle found.
+
+    A function of the module, not a closure that calls itself: such a closure is a reference
+    cycle, which kept the compile context alive until the next garbage collection."""
+    if state.get(name) == 2 or name not in deps:
+        return
+    if state.get(name) == 1:
+        cycle = [*chain[chain.index(name):], name]
+        sig = signals[name]
+        ctx.error("RT310", f"signals depend on each other in a cycle: {' -> '.join(cycle)}",
+                  sig.span if sig else Span(""), help="break the cycle with a fallback value")
+        return
+    state[name] = 1
+    for dep in sorted(deps[name]):
+        _visit(dep, [*chain, name], deps, state, signals, ctx)
+    state[name] = 2
