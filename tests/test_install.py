@@ -35,7 +35,8 @@ def test_install_copies_every_module_and_writes_the_config(dirs: tuple[Path, Pat
     code, message = command.install(agent=agent, cwd=cwd, project=False)
     target = user_target(agent)
     assert code == 0
-    assert {"index.mjs", "transport.mjs", "apply.mjs", "types.mjs"} <= set(MODULES)
+    assert {"index.mjs", "transport.mjs", "apply.mjs", "warm.mjs"} <= set(MODULES)
+    assert "types.mjs" not in MODULES  # types only: nothing to run
     assert sorted(p.name for p in target.iterdir()) == sorted(
         [*MODULES, "package.json", "router-bridge.json"])
     for name in [*MODULES, "package.json"]:
