@@ -12,8 +12,6 @@ import dataclasses
 import fcntl
 import json
 import os
-import shutil
-import tempfile
 import time
 import types
 from collections.abc import Awaitable, Callable, Iterator
@@ -184,7 +182,7 @@ class Executor:
         """A tool-less `pi --print`: the prompt goes to its stdin, the system prompt to a private
         file (`--system-prompt` takes a path), so neither shows in the process table."""
         params = request.params
-        pi_bin = str(params.get("pi_bin") or shutil.which("pi") or "pi")
+        pi_bin = str(params.get("pi_bin") or _which("pi") or "pi")
         if not _is_pi(pi_bin):
             return SignalOutcome(error=f"child: {pi_bin!r} is not a pi binary (its name must be pi, "
                                  "pi-… or pi.…); the rules run no other program")
@@ -220,7 +218,7 @@ class Executor:
             return SignalOutcome(error="which: no program name")
         if "/" in name:
             return SignalOutcome(result=str(Path(name).expanduser()))
-        found = shutil.which(name)
+        found = _which(name)
         return SignalOutcome(result=found) if found else SignalOutcome(error=f"which: {name} is not on PATH")
 
     def _load(self, request: SignalRequest) -> SignalOutcome:
@@ -580,6 +578,13 @@ def _int(value: Any, default: int, *, allow_zero: bool = False) -> int:
     return number if number > 0 or (allow_zero and number == 0) else default
 
 
+def _which(name: str) -> str | None:
+    """`shutil.which`, imported on first use (a sidecar's start does without shutil)."""
+    import shutil
+
+    return shutil.which(name)
+
+
 @contextlib.contextmanager
 def _private_file(text: str) -> Iterator[Path | None]:
     """`text` in a file only this user can read (0600, in a 0700 directory), removed afterwards;
@@ -587,6 +592,9 @@ def _private_file(text: str) -> Iterator[Path | None]:
     if not text:
         yield None
         return
+    import shutil
+    import tempfile
+
     directory = Path(tempfile.mkdtemp(prefix="router-child-"))
     try:
         path = directory / "system-prompt.txt"

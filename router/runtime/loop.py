@@ -21,7 +21,6 @@ import os
 import queue
 import select
 import signal as signals
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Coroutine, Generator
@@ -315,6 +314,8 @@ async def run_process(argv: list[str], stdin: bytes, *, cwd: str | None,
     loop = running()
     if loop is None:
         return await _run_process_asyncio(argv, stdin, cwd=cwd, timeout=timeout)
+    import subprocess  # here: a sidecar's start does without it (~3 ms), most sessions never run one
+
     process = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, start_new_session=True)
     future = loop.create_future()

@@ -108,9 +108,11 @@ def private_directory(directory: Path) -> None:
         raise WarmError(f"{directory} is not a private directory of this user (mode 0700)")
 
 
-LAZY_IMPORTS = ("router.load.git_source", "router.load.managed", "router.runtime.otel")
-"""What a sidecar imports only once it runs (its engine, its first hello): a spawned sidecar's
-module-level imports stay lean, a fork finds them loaded (tests/test_warm.py checks the list)."""
+LAZY_IMPORTS = ("router.load.git_source", "router.load.managed", "router.runtime.otel",
+                "tempfile", "subprocess", "shutil")
+"""What a sidecar imports only once it runs (its engine, its first hello, a file written whole, a
+child process): a spawned sidecar's start stays lean, a fork finds them loaded (tests/test_warm.py
+checks that a session on the default policy imports nothing more)."""
 
 
 def preload() -> None:

@@ -15,7 +15,6 @@ import fcntl
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -175,6 +174,8 @@ class TrustStore:
             os.close(lock)
 
     def _write(self, data: dict[str, Any]) -> None:
+        import tempfile  # here: a sidecar's start does without it (~3 ms)
+
         fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".trust-")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
