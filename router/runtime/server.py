@@ -8,7 +8,6 @@ keeps the last good policy and says so.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import copy
 import functools
@@ -18,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -411,7 +411,7 @@ class Engine:
         return self.memo
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _serve(args: ServeArgs) -> int:
     """The sidecar's loop: it reads stdin and answers line by line (router.runtime.loop)."""
     events = loop.Loop()
     engine: list[Engine] = []
@@ -457,7 +457,42 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str]) -> int:
+OPTIONS = ("--cwd", "--agent-dir", "--policy", "--warm", "--forked-from")  # each takes a value
+
+
+@dataclass(frozen=True)
+class ServeArgs:
+    cwd: str
+    agent_dir: str
+    policy: list[str]
+    warm: str | None
+    forked_from: str | None
+
+
+def parse_args(argv: list[str]) -> ServeArgs:
+    """`router serve`'s options. A command line of these options with their values (what the
+    bridge and the warm sidecar pass) is read here; anything else (`--help`, a mistake, a repeated
+    option) goes to argparse for its usage, errors and rules. Importing argparse and building its
+    parser cost a sidecar's start ~6 ms."""
+    values: dict[str, list[str]] = {}
+    rest = list(argv)
+    while rest:
+        name, sep, value = rest.pop(0).partition("=")
+        if name not in OPTIONS or not (sep or (rest and not rest[0].startswith("-"))):
+            return _argparse(argv)
+        values.setdefault(name, []).append(value if sep else rest.pop(0))
+    if any(len(found) > 1 for name, found in values.items() if name != "--policy"):
+        return _argparse(argv)
+    one = {name: found[0] for name, found in values.items()}
+    return ServeArgs(cwd=one["--cwd"] if "--cwd" in one else os.getcwd(),
+                     agent_dir=one["--agent-dir"] if "--agent-dir" in one else str(default_agent_dir()),
+                     policy=values.get("--policy", []), warm=one.get("--warm"),
+                     forked_from=one.get("--forked-from"))
+
+
+def _argparse(argv: list[str]) -> ServeArgs:
+    import argparse
+
     parser = argparse.ArgumentParser(prog="router serve", description="the router sidecar (stdio)")
     parser.add_argument("--cwd", default=os.getcwd())
     parser.add_argument("--agent-dir", default=str(default_agent_dir()))
@@ -466,6 +501,12 @@ def main(argv: list[str]) -> int:
                         "with a forked sidecar (router/runtime/warm.py)")
     parser.add_argument("--forked-from", metavar="PID", help=argparse.SUPPRESS)  # by the warm sidecar
     args = parser.parse_args(argv)
+    return ServeArgs(cwd=args.cwd, agent_dir=args.agent_dir, policy=args.policy, warm=args.warm,
+                     forked_from=args.forked_from)
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
     if args.warm:
         from router.runtime import warm
         return warm.main(args.warm)
