@@ -256,3 +256,37 @@ def test_a_user_install_keeps_naming_this_python(dirs: tuple[Path, Path]) -> Non
     command.install(agent=agent, cwd=cwd, project=True)
     command.install(agent=agent, cwd=cwd, project=False)
     assert command.configured_command(user_target(agent)) == command.serve_command()
+
+
+@pytest.mark.parametrize("linked", [".pi", ".pi/extensions", ".pi/extensions/pi-policy-router"])
+@pytest.mark.parametrize("uninstall", [False, True])
+def test_a_project_install_never_goes_through_a_link_the_repository_made(
+        dirs: tuple[Path, Path], tmp_path: Path, linked: str, uninstall: bool) -> None:
+    """A cloned repository's `.pi` (or a folder in it) that is a symbolic link to a folder of the
+    user's: the install would write and remove files there, the uninstall delete it whole."""
+    agent, cwd = dirs
+    victim = tmp_path / "victim"
+    inner = victim / "extensions" / "pi-policy-router" if linked == ".pi" else \
+        victim / "pi-policy-router" if linked == ".pi/extensions" else victim
+    inner.mkdir(parents=True)
+    for name in ("keep.mjs", "notes.ts", "package.json"):
+        (inner / name).write_text("the user's\n")
+    link = cwd / linked
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(victim, target_is_directory=True)
+    before = sorted((p.relative_to(victim), p.read_bytes()) for p in victim.rglob("*") if p.is_file())
+    action = command.uninstall if uninstall else command.install
+    code, message = action(agent=agent, cwd=cwd, project=True)
+    assert code == 1 and f"{link} is a symbolic link" in message and "nothing was written" in message
+    assert sorted((p.relative_to(victim), p.read_bytes()) for p in victim.rglob("*") if p.is_file()) == before
+
+
+def test_a_user_install_may_live_behind_the_user_s_own_link(dirs: tuple[Path, Path], tmp_path: Path) -> None:
+    """The agent dir is the user's: a linked extensions folder (dotfiles) is theirs to make."""
+    agent, cwd = dirs
+    real = tmp_path / "dotfiles" / "extensions"
+    real.mkdir(parents=True)
+    agent.mkdir()
+    (agent / "extensions").symlink_to(real, target_is_directory=True)
+    code, _ = command.install(agent=agent, cwd=cwd, project=False)
+    assert code == 0 and (real / "pi-policy-router" / "index.mjs").is_file()

@@ -50,9 +50,29 @@ def expected_files(created: list[str] | None = None, *, project: bool = False) -
     return files
 
 
+def linked_folder(target: Path, cwd: Path) -> Path | None:
+    """The first of `.pi`, `.pi/extensions` and the bridge's folder that is a symbolic link (or
+    not a folder), None when none is. A repository can commit such a link: an install or
+    uninstall through it would write or delete wherever it points, outside the project."""
+    for path in (cwd / ".pi", cwd / ".pi" / "extensions", target):
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            return path
+    return None
+
+
+def _refused(target: Path, cwd: Path) -> tuple[int, str] | None:
+    found = linked_folder(target, cwd)
+    if found is None:
+        return None
+    return 1, (f"error: {found} is a symbolic link or not a folder; the bridge is installed only into "
+               "real folders of the project (nothing was written or removed)")
+
+
 def install(*, agent: Path, cwd: Path, project: bool) -> tuple[int, str]:
     """Copy the bridge and write its config; report what changed."""
     target = target_dir(agent=agent, cwd=cwd, project=project)
+    if project and (refusal := _refused(target, cwd)):
+        return refusal
     created = _created_folders(target, cwd) if project else []
     target.mkdir(parents=True, exist_ok=True)
     changed = []
@@ -108,6 +128,8 @@ def uninstall(*, agent: Path, cwd: Path, project: bool) -> tuple[int, str]:
     goes only when the install made it and it is empty now.
     """
     target = target_dir(agent=agent, cwd=cwd, project=project)
+    if project and (refusal := _refused(target, cwd)):
+        return refusal
     if not target.exists():
         return 0, f"the bridge is not installed there: {target}"
     recorded = _read_config(target).get("created")
