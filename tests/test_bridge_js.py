@@ -3,7 +3,9 @@ position for position, and with every relative import renamed."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 from pathlib import Path
 
 from tests import bridge_js
@@ -49,3 +51,52 @@ def test_the_check_names_stale_missing_and_left_over_files(node_install: PiInsta
 def test_no_ts_specifier_survives() -> None:
     for path in sorted(BRIDGE_DIR.glob("*.mjs")):
         assert not re.search(r"""["']\.{1,2}/[^"'\n]+\.ts["']""", path.read_text(encoding="utf-8")), path.name
+
+
+STATIC = re.compile(r"""^\s*(?:import|export)\b[^"';]*?\bfrom\s*["']([^"']+)["']"""
+                    r"""|^\s*import\s*["']([^"']+)["']""", re.MULTILINE)
+DYNAMIC = re.compile(r"\bimport\(")
+
+
+def dynamic_imports(text: str) -> list[str]:
+    """The argument of each `import(…)` call, up to its own closing parenthesis."""
+    found = []
+    for match in DYNAMIC.finditer(text):
+        depth, end = 1, match.end()
+        while depth:
+            depth += {"(": 1, ")": -1}.get(text[end], 0)
+            end += 1
+        found.append(text[match.end():end - 1].strip())
+    return found
+
+
+def test_every_import_is_node_s_own_or_a_sibling_module() -> None:
+    """Pi's jiti imports a `.mjs` with Node's loader and, if that throws, transpiles it again with
+    Babel (the slow path, silently): a value import of a package the bridge's folder cannot
+    resolve would bring it back. So the modules import only `node:` modules and each other; the
+    one dynamic import is Pi's pi-tui for the panel (panel.ts, resolved from Pi's entry)."""
+    for path in sorted(BRIDGE_DIR.glob("*.mjs")):
+        text = path.read_text(encoding="utf-8")
+        for match in STATIC.finditer(text):
+            specifier = match[1] or match[2]
+            sibling = specifier.startswith("./") and (BRIDGE_DIR / specifier[2:]).is_file()
+            assert specifier.startswith("node:") or sibling, f"{path.name}: {specifier}"
+        dynamic = dynamic_imports(text)
+        allowed = ["pathToFileURL(resolved).href", '"@earendil-works/pi-tui"']
+        allowed = allowed if path.name == "panel.mjs" else []
+        assert dynamic == allowed, f"{path.name}: {dynamic}"
+
+
+def test_node_alone_imports_the_installed_bridge(node_install: PiInstall, tmp_path: Path) -> None:
+    """The files `router install` copies load in a plain Node, from a folder with no node_modules:
+    nothing in them needs jiti."""
+    from router.commands import install
+
+    code, _ = install.install(agent=tmp_path / "agent", cwd=tmp_path, project=False)
+    entry = tmp_path / "agent" / "extensions" / "pi-policy-router" / "index.mjs"
+    script = (f"const m = await import({json.dumps(entry.as_uri())});\n"
+              "console.log(typeof m.default, typeof m.connect);")
+    done = subprocess.run([str(node_install.node), "--input-type=module", "-e", script],
+                          capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path)
+    assert code == 0 and done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["function", "function"]

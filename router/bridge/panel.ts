@@ -1,7 +1,7 @@
 /**
  * The `panel` action: in Pi's TUI a searchable settings list through `ctx.ui.custom`, built from
- * pi-tui's SettingsList and Input, Pi's own copy (nothing is installed: jiti maps the name for a
- * `.ts` extension; the `.mjs` one imports it from beside Pi's entry script). Each change runs the policy's command (`<args> KEY VALUE`, VALUE as
+ * pi-tui's SettingsList and Input, Pi's own copy (nothing is installed: it is imported from beside
+ * Pi's entry script). Each change runs the policy's command (`<args> KEY VALUE`, VALUE as
  * JSON), then its refresh, whose `panel` action with the same id updates the open panel in place.
  * Without the TUI the panel is shown as text. The promise ends when the panel is closed.
  */
@@ -114,17 +114,18 @@ function loadTuiKit(state: BridgeState): Promise<TuiKit | null> {
 }
 
 /**
- * `@earendil-works/pi-tui` by name (a `.ts` bridge: jiti maps it to Pi's copy), else the copy Pi's
- * entry script resolves (a `.mjs` bridge: Node looks beside the bridge, where there is none).
+ * Pi's own `@earendil-works/pi-tui`: the copy Pi's entry script resolves (what jiti maps the name
+ * to for a `.ts` extension), else the name as Node resolves it from the bridge's folder (a Pi
+ * whose entry is not a script, such as a single binary).
  */
 async function importTui(): Promise<TuiKit> {
+	const entry = process.argv[1];
 	try {
-		return await import("@earendil-works/pi-tui");
-	} catch (error) {
-		const entry = process.argv[1];
-		if (!entry) throw error;
+		if (!entry) throw new Error("no entry script");
 		const resolved = createRequire(fs.realpathSync(entry)).resolve("@earendil-works/pi-tui");
 		return (await import(pathToFileURL(resolved).href)) as TuiKit;
+	} catch {
+		return await import("@earendil-works/pi-tui");
 	}
 }
 
