@@ -89,6 +89,9 @@ def write(expected: dict[str, str], directory: Path = BRIDGE_DIR) -> None:
 
 
 def main(argv: list[str]) -> int:
+    if argv not in ([], ["--check"]):
+        print("usage: python -m tests.bridge_js [--check]", file=sys.stderr)
+        return 2
     expected = generate(ensure_pi(), sources())
     if argv == ["--check"]:
         problems = differences(expected)
@@ -97,9 +100,6 @@ def main(argv: list[str]) -> int:
         if problems:
             print("run `python -m tests.bridge_js` to regenerate the bridge's JavaScript", file=sys.stderr)
         return 1 if problems else 0
-    if argv:
-        print("usage: python -m tests.bridge_js [--check]", file=sys.stderr)
-        return 2
     write(expected)
     return 0
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import sys
 
-SERVE_OPTIONS = {"--cwd", "--agent-dir", "--policy", "--warm"}
+from router.runtime.lean import SERVE_OPTIONS
 
 
 def runs_serve_directly(argv: list[str]) -> bool:
     """The sidecar's own options skip typer's parsing; help and mistakes go through typer."""
     options = {arg.split("=", 1)[0] for arg in argv[2:] if arg.startswith("-")}
-    return len(argv) > 1 and argv[1] == "serve" and options <= SERVE_OPTIONS
+    return len(argv) > 1 and argv[1] == "serve" and options <= set(SERVE_OPTIONS)
 
 
 def main() -> None:

@@ -1,13 +1,13 @@
 """`router install`: register the bridge with Pi, idempotently, recording which Python serves it.
 
 The bridge (router/bridge: its `.mjs` modules, generated from the `.ts` ones, + package.json) is
-copied into
-`<agent dir>/extensions/pi-policy-router/` (or `.pi/extensions/pi-policy-router/` with
-`--project`), where Pi discovers it, next to a `router-bridge.json`. For the user it names the
-command that starts the sidecar: this Python with `-m router serve`. For a project it names no
-command and no path of this machine, so `.pi/` can be committed: the bridge resolves the sidecar
-on each machine (router/commands/sidecar_command.py). A project install that had to make `.pi/` records
-it there (`"created": [".pi"]`), so `--uninstall` can take away what it made.
+copied into `<agent dir>/extensions/pi-policy-router/` (or `.pi/extensions/pi-policy-router/`
+with `--project`), where Pi discovers it, next to a `router-bridge.json`. For the user it names
+the command that starts the sidecar: this Python with `-m router serve`. For a project it names
+no command and no path of this machine, so `.pi/` can be committed: the bridge resolves the
+sidecar on each machine (router/commands/sidecar_command.py). A project install that had to make
+`.pi/` records it there (`"created": [".pi"]`), so `--uninstall` can take away what it made. A
+project install never goes through a symbolic link a repository committed (`linked_folder`).
 """
 
 from __future__ import annotations

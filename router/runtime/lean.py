@@ -14,6 +14,10 @@ from __future__ import annotations
 import gc
 from types import ModuleType
 
+SERVE_OPTIONS = ("--cwd", "--agent-dir", "--policy", "--warm", "--forked-from")
+"""`router serve`'s options, each with a value: what the console script hands to the sidecar without
+typer (router/commands/entry.py) and what the sidecar reads without argparse (server.parse_args)."""
+
 _state = {"lean": False, "settled": False}
 
 

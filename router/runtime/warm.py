@@ -116,7 +116,7 @@ checks that a session on the default policy imports nothing more)."""
 
 
 def preload() -> None:
-    """Import what each fork would import by itself after it started: ~5 ms of every warm start."""
+    """Import what each fork would import by itself after it started: 2-4 ms of every warm start."""
     from router.load.paths import packs_dir
 
     for name in LAZY_IMPORTS:

@@ -1,4 +1,4 @@
-"""The one walker of parameter trees: nested dicts and lists whose leaves are values or templates
+"""The walkers of parameter trees: nested dicts and lists whose leaves are values or templates
 (an action's parameters, a signal's request), as written, compiled, cached and rendered."""
 
 from __future__ import annotations
