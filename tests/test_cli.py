@@ -281,6 +281,27 @@ def test_init_refuses_to_overwrite_without_force(tmp_path: Path, monkeypatch: py
     assert invoke("init", "--force")[0] == 0
 
 
+@pytest.mark.parametrize("linked", [".pi", ".pi/router.yaml", ".pi/router.schema.json"])
+def test_init_writes_nothing_through_a_link_the_repository_made(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, linked: str) -> None:
+    """A cloned repository's `.pi` (or a file in it) that links to a file or folder of the user's
+    (here `~/.bashrc` and `~/.config`): `router init`, even with --force, writes nothing there."""
+    project, home = tmp_path / "repo", tmp_path / "home"
+    (home / ".config").mkdir(parents=True)
+    bashrc = home / ".bashrc"
+    bashrc.write_text("the user's\n")
+    link = project / linked
+    link.parent.mkdir(parents=True)
+    if linked == ".pi":
+        link.symlink_to(home / ".config", target_is_directory=True)
+    else:
+        link.symlink_to(bashrc)
+    monkeypatch.chdir(project)
+    code, out = invoke("init", "--force")
+    assert code == 1 and f"{link} is a symbolic link" in out and "nothing was written" in out
+    assert bashrc.read_text() == "the user's\n" and list((home / ".config").iterdir()) == []
+
+
 def test_internal_error_exit_3_with_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -296,6 +317,29 @@ def test_internal_error_exit_3_with_log(
     assert err.startswith("router: internal error (RuntimeError: kaboom); details in ")
     log = Path(err.split("details in ")[1].split(" (router")[0])
     assert log.parent == tmp_path and "RuntimeError: kaboom" in log.read_text() and "router 0.1.0" in err
+    assert log.stat().st_mode & 0o777 == 0o600
+
+
+def test_the_crash_log_never_writes_through_a_name_somebody_prepared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a shared machine another user can put a link at a predictable name in /tmp; the log
+    goes to a new file of its own, and the file the link names stays as it was."""
+    import os
+
+    from router.commands import lint as lint_command
+
+    def explode(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("kaboom")
+
+    victim = tmp_path / "victim"
+    victim.write_text("the user's\n")
+    (tmp_path / f"router-crash-{os.getpid()}.log").symlink_to(victim)
+    monkeypatch.setattr(lint_command, "run", explode)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    code, _, err = run_main(monkeypatch, capsys, "lint", DEFAULT)
+    log = Path(err.split("details in ")[1].split(" (router")[0])
+    assert code == 3 and victim.read_text() == "the user's\n" and not log.is_symlink()
 
 
 def test_keyboard_interrupt_exit_130(

@@ -29,12 +29,14 @@ __all__ = ["UsageMistake", "app", "main"]
 # ---- the entry point: user mistakes, interrupts and bugs become exit codes ----
 
 def _crash_log(exc: BaseException) -> Path:
-    directory = Path(tempfile.gettempdir())
-    path = directory / f"router-crash-{os.getpid()}.log"
+    """The traceback in a new file of the temporary directory, 0600, never one that was there (a
+    predictable name there could be another user's link to a file of yours)."""
+    fd, name = tempfile.mkstemp(prefix=f"router-crash-{os.getpid()}-", suffix=".log")
     text = f"router {__version__}, Python {sys.version}\nargv: {sys.argv}\n\n"
     text += "".join(traceback.format_exception(exc))
-    path.write_text(text, encoding="utf-8")
-    return path
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return Path(name)
 
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from router.commands import schema
+from router.commands.project_paths import refusal
 
 STARTER = """\
 # yaml-language-server: $schema=./router.schema.json
@@ -46,6 +47,8 @@ rules:
 def run(cwd: Path, *, force: bool = False) -> tuple[int, str]:
     """Write `.pi/router.yaml` and `.pi/router.schema.json`; refuse to overwrite without force."""
     target = cwd / ".pi" / "router.yaml"
+    if refused := refusal([target, target.parent / "router.schema.json"], cwd, "router init"):
+        return 1, refused
     if target.exists() and not force:
         return 1, f"{target} already exists; use --force to overwrite it"
     target.parent.mkdir(parents=True, exist_ok=True)

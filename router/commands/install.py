@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from router.commands.project_paths import link_on_the_way
+
 BRIDGE_SOURCE = Path(__file__).resolve().parent.parent / "bridge"
 BRIDGE_FILES = (*sorted(p.name for p in BRIDGE_SOURCE.iterdir() if p.suffix == ".mjs"), "package.json")
 MODULE_SUFFIXES = ("*.mjs", "*.ts")  # what an installed bridge's modules are named (an older one: .ts)
@@ -52,12 +54,13 @@ def expected_files(created: list[str] | None = None, *, project: bool = False) -
 
 def linked_folder(target: Path, cwd: Path) -> Path | None:
     """The first of `.pi`, `.pi/extensions` and the bridge's folder that is a symbolic link (or
-    not a folder), None when none is. A repository can commit such a link: an install or
-    uninstall through it would write or delete wherever it points, outside the project."""
-    for path in (cwd / ".pi", cwd / ".pi" / "extensions", target):
-        if path.is_symlink() or (path.exists() and not path.is_dir()):
-            return path
-    return None
+    not a folder), None when none is: an install or uninstall through a link a repository
+    committed would write or delete wherever it points (router/commands/project_paths.py)."""
+    link = link_on_the_way(target, cwd)
+    if link is not None:
+        return link
+    folders = (cwd / ".pi", cwd / ".pi" / "extensions", target)
+    return next((path for path in folders if path.exists() and not path.is_dir()), None)
 
 
 def _refused(target: Path, cwd: Path) -> tuple[int, str] | None:
