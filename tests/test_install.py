@@ -281,6 +281,21 @@ def test_a_project_install_never_goes_through_a_link_the_repository_made(
     assert sorted((p.relative_to(victim), p.read_bytes()) for p in victim.rglob("*") if p.is_file()) == before
 
 
+@pytest.mark.parametrize("name", ["index.mjs", "package.json", "router-bridge.json"])
+def test_a_project_install_never_writes_through_a_file_link(dirs: tuple[Path, Path], tmp_path: Path,
+                                                           name: str) -> None:
+    """A real bridge folder in the repository, one of whose files links to a file of the user's."""
+    agent, cwd = dirs
+    bashrc = tmp_path / ".bashrc"
+    bashrc.write_text("the user's\n")
+    target = cwd / ".pi" / "extensions" / "pi-policy-router"
+    target.mkdir(parents=True)
+    (target / name).symlink_to(bashrc)
+    code, message = command.install(agent=agent, cwd=cwd, project=True)
+    assert code == 1 and f"{target / name} is a symbolic link" in message
+    assert bashrc.read_text() == "the user's\n" and sorted(p.name for p in target.iterdir()) == [name]
+
+
 def test_a_user_install_may_live_behind_the_user_s_own_link(dirs: tuple[Path, Path], tmp_path: Path) -> None:
     """The agent dir is the user's: a linked extensions folder (dotfiles) is theirs to make."""
     agent, cwd = dirs

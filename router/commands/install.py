@@ -53,14 +53,17 @@ def expected_files(created: list[str] | None = None, *, project: bool = False) -
 
 
 def linked_folder(target: Path, cwd: Path) -> Path | None:
-    """The first of `.pi`, `.pi/extensions` and the bridge's folder that is a symbolic link (or
-    not a folder), None when none is: an install or uninstall through a link a repository
-    committed would write or delete wherever it points (router/commands/project_paths.py)."""
+    """The first of `.pi`, `.pi/extensions`, the bridge's folder and the files an install writes
+    in it that is a symbolic link (or a folder that is not one), None when none is: an install or
+    uninstall through a link a repository committed would write or delete wherever it points
+    (router/commands/project_paths.py)."""
     link = link_on_the_way(target, cwd)
     if link is not None:
         return link
     folders = (cwd / ".pi", cwd / ".pi" / "extensions", target)
-    return next((path for path in folders if path.exists() and not path.is_dir()), None)
+    files = [target / name for name in (*BRIDGE_FILES, CONFIG_NAME)]
+    found = next((path for path in folders if path.exists() and not path.is_dir()), None)
+    return found or next((path for path in files if path.is_symlink()), None)
 
 
 def _refused(target: Path, cwd: Path) -> tuple[int, str] | None:
@@ -68,7 +71,7 @@ def _refused(target: Path, cwd: Path) -> tuple[int, str] | None:
     if found is None:
         return None
     return 1, (f"error: {found} is a symbolic link or not a folder; the bridge is installed only into "
-               "real folders of the project (nothing was written or removed)")
+               "real files and folders of the project (nothing was written or removed)")
 
 
 def install(*, agent: Path, cwd: Path, project: bool) -> tuple[int, str]:
