@@ -70,7 +70,7 @@ def status(command: Sequence[str], env: Mapping[str, str]) -> tuple[bool, str]:
         info = os.lstat(path.parent)
     except OSError:
         return True, f"not running; the next run starts it at {path}"
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+    if not _is_private(info):
         return False, (f"{path.parent} is not a private directory of yours (mode 0700), so no warm sidecar "
                        "is used: remove it, or set ROUTER_WARM_DIR")
     pid = _holder(Path(f"{path}.lock"))
@@ -96,6 +96,11 @@ def _holder(lock: Path) -> int | None:
     return int(text)
 
 
+def _is_private(info: os.stat_result) -> bool:
+    """A directory of this user that nobody else can enter or list (as router/bridge/warm.ts)."""
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
+
+
 class WarmError(Exception):
     """The warm server cannot run here (the message says why)."""
 
@@ -103,8 +108,7 @@ class WarmError(Exception):
 def private_directory(directory: Path) -> None:
     """Create `directory` (0700) or insist that it is the user's own and nobody else's."""
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = os.lstat(directory)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+    if not _is_private(os.lstat(directory)):
         raise WarmError(f"{directory} is not a private directory of this user (mode 0700)")
 
 
