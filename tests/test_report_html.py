@@ -2,12 +2,13 @@
 
 Chromium runs with a proxy on 127.0.0.1 that only counts connections: a page that tried to load
 anything over the network would reach it. A control page with an external image shows the trap
-works. Skipped (saying so) when Chromium is not installed (`apt-get install chromium`).
+works. Without Chromium the browser tests skip, saying how to install it (in CI they fail:
+tests/programs.py).
 """
 
 from __future__ import annotations
 
-import shutil
+import contextlib
 import socket
 import subprocess
 import threading
@@ -20,11 +21,9 @@ from typing import Any
 import pytest
 
 from router.replay.report_html import render
+from tests.programs import require
 from tests.test_log_cli import record, router, write_log
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None,
-                                reason="chromium is not installed (apt-get install chromium)")
 QUIET = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
          "--disable-background-networking", "--disable-component-update", "--disable-default-apps",
          "--disable-domain-reliability", "--disable-extensions", "--metrics-recording-only",
@@ -70,12 +69,17 @@ class Trap:
         return hosts
 
     def close(self) -> None:
+        """Stop listening: shutdown() wakes the thread blocked in accept(), which then ends."""
+        with contextlib.suppress(OSError):
+            self.server.shutdown(socket.SHUT_RDWR)
         self.server.close()
-        self.thread.join(timeout=5)
+        self.thread.join()
 
 
 @pytest.fixture
 def trap() -> Iterator[Trap]:
+    """The proxy trap, for a test that renders a page in Chromium (which it requires)."""
+    require("chromium", "chromium-browser")
     found = Trap()
     yield found
     found.close()
@@ -83,8 +87,7 @@ def trap() -> Iterator[Trap]:
 
 def dump_dom(page: Path, trap: Trap, profile: Path) -> str:
     """The DOM after the page loaded (and its scripts ran), as Chromium serializes it."""
-    assert CHROMIUM is not None
-    argv = [CHROMIUM, *QUIET, f"--user-data-dir={profile}", f"--proxy-server=http://127.0.0.1:{trap.port}",
+    argv = [require("chromium", "chromium-browser"), *QUIET, f"--user-data-dir={profile}", f"--proxy-server=http://127.0.0.1:{trap.port}",
             "--proxy-bypass-list=<-loopback>", "--virtual-time-budget=2000", "--dump-dom", page.as_uri()]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]

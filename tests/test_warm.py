@@ -87,7 +87,7 @@ class Client:
 def connect(socket_path: Path, proc: subprocess.Popen[bytes]) -> Client:
     """A connection once the server listens (its lock file names it only after it bound)."""
     lock = Path(f"{socket_path}.lock")
-    for _ in range(600):
+    for _ in range(2400):  # a bound against a hang (2 minutes), not a deadline: it ends as it listens
         if lock.exists() and lock.read_text().strip() == str(proc.pid) and socket_path.exists():
             return Client(socket_path)
         if proc.poll() is not None:
@@ -199,7 +199,9 @@ def test_an_upgraded_engine_is_refused_and_the_server_ends(short_dir: Path, tmp_
     module = Path(warm.__file__)
     before = module.stat()
     try:
-        connect(socket_path, proc).close()
+        with connect(socket_path, proc) as client:  # an answer: the server took its files' stamps
+            client.send(b"not json\n")
+            assert client.answer()["warm"] == "refused"
         os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
         with connect(socket_path, proc) as client:
             client.send(start_request(agent, cwd))

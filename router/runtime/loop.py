@@ -345,9 +345,15 @@ async def run_process(argv: list[str], stdin: bytes, *, cwd: str | None,
 async def _run_process_asyncio(argv: list[str], stdin: bytes, *, cwd: str | None,
                                timeout: float) -> tuple[int, bytes, bytes] | None:
     import asyncio
-    process = await asyncio.create_subprocess_exec(
+    creating = asyncio.ensure_future(asyncio.create_subprocess_exec(
         *argv, cwd=cwd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, start_new_session=True)
+        stderr=asyncio.subprocess.PIPE, start_new_session=True))
+    try:
+        # shielded: a cancel while the process is being created must not leave it running unseen
+        process = await asyncio.shield(creating)
+    except asyncio.CancelledError:
+        creating.add_done_callback(_kill_when_created)
+        raise
     try:
         # communicate() writes the prompt, closes stdin (EOF ends Pi's read) and reads both pipes
         out, err = await asyncio.wait_for(process.communicate(stdin), timeout)
@@ -359,6 +365,12 @@ async def _run_process_asyncio(argv: list[str], stdin: bytes, *, cwd: str | None
         kill_group(process)
         raise
     return (process.returncode if process.returncode is not None else -1), out, err
+
+
+def _kill_when_created(creating: Any) -> None:
+    """The process of a run cancelled while it was being created: killed once it exists."""
+    if not creating.cancelled() and creating.exception() is None:
+        kill_group(creating.result())
 
 
 def kill_group(process: Any) -> None:

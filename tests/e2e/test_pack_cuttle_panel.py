@@ -18,11 +18,17 @@ import pytest
 from tests.e2e import helpers_router
 from tests.e2e.helpers_cuttle import SMALL, base_config, setup_cuttle
 from tests.e2e.helpers_router import BRIDGE, RouterRig, wait_until
-from tests.e2e.tmux_pi import TMUX, TmuxPi
+from tests.e2e.tmux_pi import TmuxPi
+from tests.programs import require
 
-pytestmark = [pytest.mark.e2e,
-              pytest.mark.skipif(TMUX is None, reason="tmux is not installed (apt-get install -y tmux)")]
+pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
+
+
+@pytest.fixture(autouse=True)
+def _tmux() -> None:
+    """A real terminal: tmux (skips without it, saying how to install it; fails in CI)."""
+    require("tmux")
 
 POLICY = """\
 use: [cuttle]

@@ -1,0 +1,34 @@
+"""Suite-wide markers.
+
+`timing` marks the tests whose outcome involves time: a deadline, a budget, a timeout, an idle
+limit, a process stopped or killed mid-answer. Such a test must pass on a busy machine as on an
+idle one (it waits for events, and where the product has a deadline it makes the slow side
+deterministic), so `.ci/run` runs `pytest -m timing` a second time with two CPU-bound processes per
+core beside it (docs/development.md, "The busy lane"). A module is listed here whole; a test
+elsewhere can carry `@pytest.mark.timing` itself.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+TIMING_MODULES = frozenset({
+    # the engine's own clocks: budgets, the event loop's timers, child processes, locks, logs
+    "tests/test_decision_log.py", "tests/test_executor.py", "tests/test_expr_security.py",
+    "tests/test_filelock.py", "tests/test_loop.py", "tests/test_server.py", "tests/test_warm.py",
+    "tests/test_bridge_unit.py",
+    # a real Pi whose bridge meets deadlines, restarts, idles, or is stopped mid-answer
+    "tests/e2e/test_bridge_lifecycle.py", "tests/e2e/test_bridge_robust.py",
+    "tests/e2e/test_bridge_startup.py", "tests/e2e/test_bridge_warm.py",
+    "tests/e2e/test_pack_decision.py", "tests/e2e/test_pack_decision_audit.py",
+})
+TIMING_DIRECTORIES = ("tests/reliability/",)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests of the timing modules `timing`."""
+    root = config.rootpath
+    for item in items:
+        where = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+        if where in TIMING_MODULES or where.startswith(TIMING_DIRECTORIES):
+            item.add_marker(pytest.mark.timing)
