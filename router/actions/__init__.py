@@ -38,6 +38,7 @@ class ActionSpec:
     events: frozenset[str] | None = None
     shorthand: str | None = None
     example: str = ""
+    guard: bool = False  # it refuses something (a tool call, a result): its events fail closed
 
 
 _ACTIONS: dict[str, ActionSpec] = {}
@@ -48,7 +49,7 @@ _loaded: list[bool] = []
 
 def action(
     name: str, *, runs: Runs = "bridge", capabilities: Mapping[str, str] | None = None,
-    events: set[str] | None = None, shorthand: str | None = None, example: str = "",
+    events: set[str] | None = None, shorthand: str | None = None, example: str = "", guard: bool = False,
 ) -> Callable[[Describe], Describe]:
     """Register the decorated describe function as action `name` with params model `<Name>`."""
 
@@ -56,7 +57,7 @@ def action(
         params = describe.__globals__[_params_name(name)]
         _ACTIONS[name] = ActionSpec(name, params, describe, runs, dict(capabilities or {}),
                                     frozenset(events) if events is not None else None,
-                                    shorthand, example.strip())
+                                    shorthand, example.strip(), guard)
         return describe
 
     return register

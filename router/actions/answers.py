@@ -37,7 +37,7 @@ class BlockParams(Params):
     reason: str = "Blocked by policy."
 
 
-@action("block", events={"tool_call"}, shorthand="reason",
+@action("block", events={"tool_call"}, shorthand="reason", guard=True,
         example="- block: 'rm -rf is not allowed here'")
 def describe_block(params: dict[str, Any]) -> str:
     return f"block the tool call: {show(params.get('reason'))}"
@@ -50,7 +50,7 @@ class RewriteResultParams(Params):
     is_error: bool | None = None
 
 
-@action("rewrite_result", events={"tool_result"}, shorthand="text",
+@action("rewrite_result", events={"tool_result"}, shorthand="text", guard=True,
         example="- rewrite_result: {text: 'The user answered: yes', is_error: false}")
 def describe_rewrite_result(params: dict[str, Any]) -> str:
     return f"rewrite the tool result: {show(params.get('text'))}"

@@ -9,10 +9,11 @@ import { findModel, toolAnswer } from "./apply.mjs";
 import { excerpt } from "./branch.mjs";
 import { listenToQuestionnaires, patchUi } from "./dialogs.mjs";
 import {                   warn } from "./state.mjs";
-import { attempt, modelInfo, textOf } from "./util.mjs";
+import { attempt, isObject, modelInfo, textOf } from "./util.mjs";
 
 export function declare(state             , declared              )       {
 	state.subscribed = new Set        (declared.events ?? []);
+	state.failure = isFailureMap(declared.failure) ? declared.failure : null;
 	if (typeof declared.excerpt_entries === "number") state.excerptEntries = declared.excerpt_entries;
 	listenToQuestionnaires(state, declared.bus_events ?? []);
 	for (const command of declared.commands ?? []) registerCommand(state, command);
@@ -20,6 +21,10 @@ export function declare(state             , declared              )       {
 	for (const model of declared.virtual_models ?? []) registerVirtualModel(state, model);
 	state.skillPaths = (declared.skills ?? []).map(String);
 	if (state.subscribed.has("dialog")) patchUi(state, state.ctx);
+}
+
+function isFailureMap(value         )                                             {
+	return isObject(value) && Object.values(value).every((mode) => mode === "open" || mode === "closed");
 }
 
 function registerCommand(state             , command                    )       {

@@ -9,10 +9,11 @@ import { findModel, toolAnswer } from "./apply.ts";
 import { excerpt } from "./branch.ts";
 import { listenToQuestionnaires, patchUi } from "./dialogs.ts";
 import { type BridgeState, warn } from "./state.ts";
-import { attempt, modelInfo, textOf } from "./util.ts";
+import { attempt, isObject, modelInfo, textOf } from "./util.ts";
 
 export function declare(state: BridgeState, declared: Declarations): void {
 	state.subscribed = new Set<string>(declared.events ?? []);
+	state.failure = isFailureMap(declared.failure) ? declared.failure : null;
 	if (typeof declared.excerpt_entries === "number") state.excerptEntries = declared.excerpt_entries;
 	listenToQuestionnaires(state, declared.bus_events ?? []);
 	for (const command of declared.commands ?? []) registerCommand(state, command);
@@ -20,6 +21,10 @@ export function declare(state: BridgeState, declared: Declarations): void {
 	for (const model of declared.virtual_models ?? []) registerVirtualModel(state, model);
 	state.skillPaths = (declared.skills ?? []).map(String);
 	if (state.subscribed.has("dialog")) patchUi(state, state.ctx);
+}
+
+function isFailureMap(value: unknown): value is Record<string, "open" | "closed"> {
+	return isObject(value) && Object.values(value).every((mode) => mode === "open" || mode === "closed");
 }
 
 function registerCommand(state: BridgeState, command: CommandDeclaration): void {

@@ -31,11 +31,25 @@ export function snapshot(state: BridgeState, ctx: ExtensionContext | null): Snap
 /** Send one event and apply its result; the event's replies, or undefined for "no decision". */
 export async function forward(state: BridgeState, type: string, payload: object, ctx: ExtensionContext | null,
 	options: ForwardOptions = {}): Promise<Replies | undefined> {
+	const outcome = await decide(state, type, payload, ctx, options);
+	return "failed" in outcome ? undefined : outcome.replies;
+}
+
+/**
+ * What became of one event: the replies (undefined: nothing to decide, the policy has no rule for
+ * it, or Pi aborted it), or why the engine could not answer (`failed`: not started, timed out,
+ * crashed, refused the event), for a hook whose event may fail closed (guard.ts).
+ */
+export async function decide(state: BridgeState, type: string, payload: object, ctx: ExtensionContext | null,
+	options: ForwardOptions = {}): Promise<{ replies: Replies | undefined } | { failed: string }> {
 	if (ctx) state.ctx = ctx;
-	if (!state.subscribed.has(type) || !(await ensureStarted(state, state.ctx))) return undefined;
+	// before anything is declared the engine must be asked: a rule might refuse this event
+	if (state.failure !== null && !state.subscribed.has(type)) return { replies: undefined };
+	if (!(await ensureStarted(state, state.ctx))) return { failed: state.lastFailure ?? "the policy engine is not running" };
+	if (!state.subscribed.has(type)) return { replies: undefined };
 	try {
 		const result = await state.sidecar.call<EventResult | null>("event", { type, payload, ctx: snapshot(state, state.ctx) },
-			EVENT_TIMEOUT_MS, options.signal);
+			state.eventTimeoutMs || EVENT_TIMEOUT_MS, options.signal);
 		if (result?.state !== undefined && result.state !== null) {
 			const stored = result.state;
 			attempt(() => state.pi.appendEntry(STATE_ENTRY, { state: stored }), undefined);
@@ -45,11 +59,11 @@ export async function forward(state: BridgeState, type: string, payload: object,
 		for (const text of result?.warnings ?? []) warn(state, `router: ${text}`);
 		const replies = emptyReplies();
 		await applyActions(result?.actions ?? [], { state, ctx: state.ctx, replies, notices: options.notices });
-		return replies;
+		return { replies };
 	} catch (error) {
-		if (error instanceof AbortError) return undefined;
+		if (error instanceof AbortError) return { replies: undefined };
 		logLine(`event ${type} failed: ${errorText(error)}`);
 		lostEngine(state, errorText(error));
-		return undefined;
+		return { failed: errorText(error) };
 	}
 }

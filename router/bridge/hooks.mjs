@@ -8,6 +8,8 @@ import {
 	addSections, appendedPrompt, inputAnswer, isRouters, resultPatch, trustAnswer, withContextMessages,                     
 } from "./apply.mjs";
 import { history } from "./branch.mjs";
+import { decide } from "./forward.mjs";
+import { refuseIfClosed } from "./guard.mjs";
 import { patchUi } from "./dialogs.mjs";
 import { sessionStart, shutdown } from "./lifecycle.mjs";
                                               
@@ -105,16 +107,20 @@ export function registerHooks(state             )       {
 
 	pi.on("tool_call", async (event, ctx) => {
 		if (state.subscribed.has("dialog")) patchUi(state, ctx);
-		const replies = await forward("tool_call", { toolName: event.toolName, toolCallId: event.toolCallId, input: event.input }, ctx);
-		const block = replies?.block;
+		const outcome = await decide(state, "tool_call", { toolName: event.toolName, toolCallId: event.toolCallId, input: event.input }, ctx);
+		const refused = "failed" in outcome ? refuseIfClosed(state, "tool_call", outcome.failed) : null;
+		if (refused !== null) return { block: true, reason: refused };
+		const block = "replies" in outcome ? outcome.replies?.block : undefined;
 		return block ? { block: true, reason: String(block.reason) } : undefined;
 	});
 
 	pi.on("tool_result", async (event, ctx) => {
-		const replies = await forward("tool_result", {
+		const outcome = await decide(state, "tool_result", {
 			toolName: event.toolName, toolCallId: event.toolCallId, input: event.input, text: textOf(event.content), isError: !!event.isError,
 		}, ctx);
-		return resultPatch(replies);
+		const refused = "failed" in outcome ? refuseIfClosed(state, "tool_result", outcome.failed) : null;
+		if (refused !== null) return { content: [{ type: "text"         , text: refused }], isError: true };
+		return resultPatch("replies" in outcome ? outcome.replies : undefined);
 	});
 
 	pi.on("model_select", async (event, ctx) => {

@@ -8,6 +8,8 @@ import {
 	addSections, appendedPrompt, inputAnswer, isRouters, resultPatch, trustAnswer, withContextMessages, type ContextMessage,
 } from "./apply.ts";
 import { history } from "./branch.ts";
+import { decide } from "./forward.ts";
+import { refuseIfClosed } from "./guard.ts";
 import { patchUi } from "./dialogs.ts";
 import { sessionStart, shutdown } from "./lifecycle.ts";
 import type { BridgeState } from "./state.ts";
@@ -105,16 +107,20 @@ export function registerHooks(state: BridgeState): void {
 
 	pi.on("tool_call", async (event, ctx) => {
 		if (state.subscribed.has("dialog")) patchUi(state, ctx);
-		const replies = await forward("tool_call", { toolName: event.toolName, toolCallId: event.toolCallId, input: event.input }, ctx);
-		const block = replies?.block;
+		const outcome = await decide(state, "tool_call", { toolName: event.toolName, toolCallId: event.toolCallId, input: event.input }, ctx);
+		const refused = "failed" in outcome ? refuseIfClosed(state, "tool_call", outcome.failed) : null;
+		if (refused !== null) return { block: true, reason: refused };
+		const block = "replies" in outcome ? outcome.replies?.block : undefined;
 		return block ? { block: true, reason: String(block.reason) } : undefined;
 	});
 
 	pi.on("tool_result", async (event, ctx) => {
-		const replies = await forward("tool_result", {
+		const outcome = await decide(state, "tool_result", {
 			toolName: event.toolName, toolCallId: event.toolCallId, input: event.input, text: textOf(event.content), isError: !!event.isError,
 		}, ctx);
-		return resultPatch(replies);
+		const refused = "failed" in outcome ? refuseIfClosed(state, "tool_result", outcome.failed) : null;
+		if (refused !== null) return { content: [{ type: "text" as const, text: refused }], isError: true };
+		return resultPatch("replies" in outcome ? outcome.replies : undefined);
 	});
 
 	pi.on("model_select", async (event, ctx) => {

@@ -12,6 +12,8 @@ import { agentDir, attempt, errorText, isObject, logLine, modelInfo } from "./ut
 
 export const PROTOCOL = 1;
 export const EVENT_TIMEOUT_MS = Number(process.env.ROUTER_BRIDGE_TIMEOUT_MS) || 1500;
+/** Beyond the deadline the engine announces: the line's way there and back on a loaded machine. */
+export const TRANSIT_MARGIN_MS = 1000;
 /** The wait for the sidecar's first word on `hello` (its answer, or the progress it sends before loading). */
 export const HELLO_TIMEOUT_MS = Number(process.env.ROUTER_BRIDGE_HELLO_TIMEOUT_MS) || 2000;
 const PRELOAD_LOAD_MS = 5000; // loading at startup delays Pi's start: at most this long
@@ -22,6 +24,7 @@ const STATE_ENTRY = "pi-policy-router.state";
 /** The transport lost the sidecar (crash, protocol error): restart it, telling the user once. */
 export function handleExit(state             , reason        )       {
 	state.ready = false;
+	state.lastFailure = reason;
 	if (state.preloading) {
 		logLine(`router: ${reason} (while loading the policy declarations)`);
 		return;
@@ -80,8 +83,10 @@ async function start(state             , ctx                  )                 
 		const hello = await state.sidecar.call                    ("hello", await helloParams(state, ctx), HELLO_TIMEOUT_MS);
 		checkProtocol(hello);
 		declare(state, hello);
+		useDeadline(state, hello);
 		state.ready = true;
 		state.failures = 0;
+		state.guardTold = false;
 		showHelloWarnings(state, hello);
 		showTrust(state, hello.trust);
 		state.helloAnswered = true;
@@ -101,6 +106,7 @@ async function start(state             , ctx                  )                 
 
 function failedStart(state             , reason        )        {
 	state.ready = false;
+	state.lastFailure = `the policy engine did not start: ${reason}`;
 	state.failures += 1;
 	if (!state.outage) {
 		state.outage = true;
@@ -109,6 +115,16 @@ function failedStart(state             , reason        )        {
 	}
 	scheduleRestart(state);
 	return false;
+}
+
+/**
+ * The event deadline: the figure the engine announced (it decides within it, whatever the machine's
+ * load: router/runtime/server.py) plus the transit margin, unless the user set ROUTER_BRIDGE_TIMEOUT_MS.
+ */
+function useDeadline(state             , hello             )       {
+	const announced = hello.event_deadline_ms;
+	const explicit = Number(process.env.ROUTER_BRIDGE_TIMEOUT_MS) > 0;
+	if (!explicit && typeof announced === "number" && announced > 0) state.eventTimeoutMs = announced + TRANSIT_MARGIN_MS;
 }
 
 /** Warnings of a `hello` answer, each shown once (a second hello repeats them). */
@@ -158,6 +174,7 @@ async function preloadHello(state             , cwd        , key               )
 		const hello = await state.sidecar.call                    ("hello", params, HELLO_TIMEOUT_MS, undefined, PRELOAD_LOAD_MS);
 		checkProtocol(hello);
 		reconcile(state, hello);
+		useDeadline(state, hello);
 		if (hello.trust?.state === "approved") state.approvedDigest = hello.trust.digest ?? null;
 		state.helloAnswered = true;
 		state.ready = true;
@@ -204,6 +221,7 @@ async function sessionHello(state             , ctx                  , chained  
 	const hello = await state.sidecar.call                    ("hello", await helloParams(state, ctx), HELLO_TIMEOUT_MS).catch(() => null);
 	if (hello) {
 		declare(state, hello);
+		useDeadline(state, hello);
 		showHelloWarnings(state, hello);
 		showTrust(state, hello.trust);
 		state.helloAnswered = true;

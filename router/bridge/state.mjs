@@ -38,6 +38,12 @@ export const DEFAULT_EXCERPT_ENTRIES = 12;
 	                             
 	                                                                          
 	                        
+	                                                                                                                
+	                                                  
+	                                                           
+	                   
+	                                                                                                    
+	                       
 	                     
 	               
 	                                                                        
@@ -51,6 +57,8 @@ export const DEFAULT_EXCERPT_ENTRIES = 12;
 	                         
 	                                                                                                  
 	                     
+	                                                                                      
+	                           
 	                                                                    
 	                              
 	                                                                                                       
@@ -80,9 +88,10 @@ export const DEFAULT_EXCERPT_ENTRIES = 12;
 
 export function createState(pi       , sidecar          = new Sidecar())              {
 	return {
-		pi, sidecar, forward: async () => undefined, ctx: null, subscribed: new Set(), skillPaths: [],
+		pi, sidecar, forward: async () => undefined, ctx: null, subscribed: new Set(), failure: null, guardTold: false,
+		eventTimeoutMs: 0, skillPaths: [],
 		ready: false, outage: false, failures: 0, restartTimer: null, stopping: false, starting: null,
-		preloading: false, fromCache: null, cachedStart: false, preloadFailure: null,
+		preloading: false, fromCache: null, cachedStart: false, preloadFailure: null, lastFailure: null,
 		registered: { commands: new Set(), tools: new Set(), models: new Set(), busEvents: new Set() },
 		excerptEntries: DEFAULT_EXCERPT_ENTRIES,
 		nativeUi: null, toolActivity: false, routerCompaction: false, compactionQueued: null,

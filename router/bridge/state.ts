@@ -38,6 +38,12 @@ export interface BridgeState {
 	ctx: ExtensionContext | null;
 	/** The event types the policy has rules for: only those are forwarded. */
 	subscribed: Set<string>;
+	/** Per event type, `open` or `closed` when the engine cannot answer (guard.ts); null before any declaration. */
+	failure: Record<string, "open" | "closed"> | null;
+	/** A refused guarded event was told during this outage. */
+	guardTold: boolean;
+	/** How long an event may wait for the engine: the deadline it announced plus the transit margin. */
+	eventTimeoutMs: number;
 	skillPaths: string[];
 	ready: boolean;
 	/** The engine failed and the user was told; cleared when it is back. */
@@ -51,6 +57,8 @@ export interface BridgeState {
 	fromCache: string | null;
 	/** The factory registered from the cache: hellos run in the background (events wait for them). */
 	cachedStart: boolean;
+	/** Why the engine last failed to start or answer (guard.ts names it in a refusal). */
+	lastFailure: string | null;
 	/** Why the startup hello failed, until session_start reports it. */
 	preloadFailure: string | null;
 	registered: { commands: Set<string>; tools: Set<string>; models: Set<string>; busEvents: Set<string> };
@@ -80,9 +88,10 @@ export interface BridgeState {
 
 export function createState(pi: PiApi, sidecar: Sidecar = new Sidecar()): BridgeState {
 	return {
-		pi, sidecar, forward: async () => undefined, ctx: null, subscribed: new Set(), skillPaths: [],
+		pi, sidecar, forward: async () => undefined, ctx: null, subscribed: new Set(), failure: null, guardTold: false,
+		eventTimeoutMs: 0, skillPaths: [],
 		ready: false, outage: false, failures: 0, restartTimer: null, stopping: false, starting: null,
-		preloading: false, fromCache: null, cachedStart: false, preloadFailure: null,
+		preloading: false, fromCache: null, cachedStart: false, preloadFailure: null, lastFailure: null,
 		registered: { commands: new Set(), tools: new Set(), models: new Set(), busEvents: new Set() },
 		excerptEntries: DEFAULT_EXCERPT_ENTRIES,
 		nativeUi: null, toolActivity: false, routerCompaction: false, compactionQueued: null,

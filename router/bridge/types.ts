@@ -158,10 +158,14 @@ export interface Declarations {
 	bus_events?: BusEventDeclaration[];
 	/** How many of the branch's last messages a question's or dialog's excerpt carries. */
 	excerpt_entries?: number;
+	/** Per event type, what holds when the engine cannot answer (router/compile/failure.py). */
+	failure?: Record<string, "open" | "closed">;
 }
 
 export interface HelloResult extends Declarations {
 	protocol: number;
+	/** The engine answers an event within this many milliseconds of reading it (the bridge adds its margin). */
+	event_deadline_ms?: number;
 	engine?: string;
 	warnings?: string[];
 	files?: string[];

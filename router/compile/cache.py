@@ -29,7 +29,7 @@ from router.lang.expr.trees import map_leaves
 from router.lang.query.query import compile_query
 from router.trust.capabilities import CapabilityUse, Confinement, Refusal
 
-FORMAT = 9
+FORMAT = 10
 
 
 def cache_path(agent: Path, key: str) -> Path:
@@ -172,7 +172,7 @@ def to_ir(policy: CompiledPolicy) -> dict[str, Any]:
             "confinement": policy.confinement.to_dict() if policy.confinement else None,
             "refused": [r.to_dict() for r in policy.refused],
             "capabilities": [u.to_dict() for u in policy.capabilities],
-            "decision_log": dict(policy.decision_log)}
+            "decision_log": dict(policy.decision_log), "failure": dict(policy.failure)}
 
 
 def _expr(source: str | None) -> Any:
@@ -282,5 +282,5 @@ def from_ir(data: dict[str, Any]) -> CompiledPolicy:
         confinement=Confinement.from_dict(data["confinement"]) if data["confinement"] else None,
         refused=tuple(Refusal.from_dict(r) for r in data["refused"]),
         capabilities=tuple(CapabilityUse(**u) for u in data["capabilities"]),
-        decision_log=data.get("decision_log") or {},
+        decision_log=data.get("decision_log") or {}, failure=data.get("failure") or {},
     )

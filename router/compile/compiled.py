@@ -131,6 +131,7 @@ class CompiledPolicy:
     refused: tuple[Refusal, ...] = ()  # what the layers may not do, left out of the policy
     capabilities: tuple[CapabilityUse, ...] = ()  # every use of a capability, per layer
     decision_log: Mapping[str, Any] = field(default_factory=dict)  # the user's own settings only
+    failure: Mapping[str, str] = field(default_factory=dict)  # event type -> open/closed (compile/failure.py)
 
     def vars_for(self, env: Mapping[str, str]) -> dict[str, Any]:
         """The vars with environment-bound ones resolved from `env`."""

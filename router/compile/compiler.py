@@ -31,6 +31,7 @@ from router.compile.confinement import (
     policy_uses,
 )
 from router.compile.context import Context
+from router.compile.failure import failure_modes
 from router.compile.layering import merge_rules, merge_vars
 from router.compile.question_events import merge_question_events
 from router.compile.readable import (
@@ -172,6 +173,9 @@ def compile_policy(files: list[PolicyFile], *, agent: Path | None = None,
     literals = {k: v for k, v in literals.items() if verdicts[("var", k)].refusal is None}
     env_vars = {k: v for k, v in env_vars.items() if verdicts[("var", k)].refusal is None}
     env_names = {spec.env for spec in env_vars.values()} | env_list(files, confinement, refused)
+    failure = failure_modes(files, rules, ctx)
+    if has_errors(ctx.diagnostics):
+        return None, ctx.diagnostics + [r.diagnostic() for r in refused]
     compiled = CompiledPolicy(
         rules=rules, by_event=_by_event(rules), vars=literals,
         env_vars={name: spec.model_dump() for name, spec in env_vars.items()}, signals=kept_signals,
@@ -179,7 +183,7 @@ def compile_policy(files: list[PolicyFile], *, agent: Path | None = None,
         warnings=tuple(d for d in ctx.diagnostics if d.severity is Severity.WARNING),
         confinement=confinement, refused=tuple(refused),
         capabilities=tuple(policy_uses(files) + analysis.uses),
-        decision_log=decision_log_settings(files, agent or agent_dir(), refused),
+        decision_log=decision_log_settings(files, agent or agent_dir(), refused), failure=failure,
         **_declarations(files),
     )
     return compiled, ctx.diagnostics

@@ -419,6 +419,11 @@ class Policy(_Model):
         default_factory=list, description="files of the project (relative to its root, e.g. "
         ".pi/pi-cuttle.json) this policy reads as data: part of the project's trusted content, so "
         "`router trust` pins them with .pi/router.yaml; rules see `session.project_trusted`")
+    failure_policy: dict[str, Literal["open", "closed"]] = Field(
+        default_factory=dict, description="per event type, what the bridge does when the engine cannot "
+        "answer: `closed` refuses what a rule could refuse (the tool call), `open` lets Pi go on natively. "
+        "Default: closed where a rule can refuse (`block`, `rewrite_result`), open elsewhere; a project "
+        "layer may only close (docs/security.md)")
     transient_state: list[str] = Field(
         default_factory=list, description="state keys (dotted) kept only while the session runs: "
         "never stored in the session, so their changes write no state entry and a restored state has none")

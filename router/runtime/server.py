@@ -157,7 +157,8 @@ class Engine:
         engine_commands = [policy_command.DECLARATION]
         if policy is None:
             return {"events": ["command"], "commands": engine_commands, "tools": [], "virtual_models": [],
-                    "skills": [], "bus_events": [], "excerpt_entries": DEFAULT_SETTINGS.excerpt_entries}
+                    "skills": [], "bus_events": [], "excerpt_entries": DEFAULT_SETTINGS.excerpt_entries,
+                    "failure": {}}
         return {
             "events": sorted({*policy.event_types, "command"}),
             "commands": [*policy.commands, *engine_commands],
@@ -166,6 +167,7 @@ class Engine:
             "skills": list(policy.skills),
             "bus_events": list(policy.bus_events),
             "excerpt_entries": policy_question_settings(policy, self.env).excerpt_entries,
+            "failure": dict(policy.failure),
         }
 
     # --- requests -----------------------------------------------------------------------------

@@ -4,11 +4,15 @@
 // is not JSON. long: writes 200 characters without a newline. split: answers hello with its UTF-8
 // bytes in two writes, cut inside a character. echo: answers hello, and each event with the
 // actions its payload carries (payload.actions), after a progress note when payload.slow is set.
+// guard-exit / guard-silent / guard-open: answers hello with tool_call and input forwarded and a failure
+// policy (tool_call closed; open for guard-open), then exits 3 on the next event / never answers one.
 import { createInterface } from "node:readline";
 
 const mode = process.argv[2];
 const send = (message) => process.stdout.write(`${JSON.stringify(message)}\n`);
 const hello = (id) => send({ id, result: { protocol: 1, events: ["input"], warnings: [] } });
+const guarded = (id, toolCall) => send({ id, result: { protocol: 1, events: ["input", "tool_call"], warnings: [],
+	failure: { input: "open", tool_call: toolCall } } });
 
 createInterface({ input: process.stdin }).on("line", (line) => {
 	const message = JSON.parse(line);
@@ -22,8 +26,11 @@ createInterface({ input: process.stdin }).on("line", (line) => {
 			process.stdout.write(bytes.subarray(0, cut));
 			return void setImmediate(() => process.stdout.write(bytes.subarray(cut)));
 		}
+		if (mode.startsWith("guard-")) return guarded(message.id, mode === "guard-open" ? "open" : "closed");
 		return hello(message.id);
 	}
+	if (mode === "guard-exit" || mode === "guard-open") process.exit(3);
+	if (mode === "guard-silent") return;
 	if (mode === "exit") process.exit(3);
 	if (mode === "echo" && message.method === "event") {
 		const payload = message.params.payload ?? {};
