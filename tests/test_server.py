@@ -943,7 +943,8 @@ def test_startup_hello_writes_the_declarations_cache_with_every_file_it_depends_
     data = json.loads(entry.read_text())
     assert stat.S_IMODE(entry.stat().st_mode) == 0o600
     assert json.loads(data["declarations"]) == {name: hello[name] for name in (
-        "events", "commands", "tools", "virtual_models", "skills", "bus_events", "excerpt_entries")}
+        "events", "commands", "tools", "virtual_models", "skills", "bus_events", "excerpt_entries",
+        "failure")}
     assert data["digest"] == hashlib.sha256(data["declarations"].encode()).hexdigest()
     files = dict(data["files"])
     assert files[str(rig.policy)] == hashlib.sha256(rig.policy.read_bytes()).hexdigest()

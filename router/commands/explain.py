@@ -97,8 +97,9 @@ def parse_assignments(items: list[str]) -> dict[str, Any]:
 
 def render_text(explanation: Explanation, policy: CompiledPolicy, *, mode: str, color: bool) -> str:
     event, decision = explanation.event, explanation.decision
+    failure = policy_note.failure_line(policy.failure, str(event["type"]))
     lines = [f"event: {event['type']}{_event_summary(event)}",
-             policy_note.policy_line(policy.files), ""]
+             policy_note.policy_line(policy.files), *([failure] if failure else []), ""]
     events = [with_layer(e, policy) for e in filter_events(explanation.trace, mode)]
     lines += render_trace(events, color=color) or ["(no rule listens to this event type)"]
     lines.append("")
@@ -153,6 +154,8 @@ def render_json(explanation: Explanation) -> str:
         "dry_run_signals": explanation.dry_signals,
         "files": policy_note.files_json(explanation.files),
         "rules": rule_records(explanation.policy),
+        "failure": (explanation.policy.failure if explanation.policy else {}).get(
+            str(explanation.event["type"]), "open"),
         "errors": [e.to_dict() for e in decision.errors],
         "trace": [{"kind": t.kind, "rule": t.rule_id, "message": t.message,
                    "path": t.span.path if t.span else None, "line": t.span.line if t.span else None,

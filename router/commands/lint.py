@@ -100,10 +100,12 @@ def run(paths: list[Path], *, fmt: str = "text", cwd: Path | None = None,
         body["files"] = policy_note.files_json(f for _, files in result.policies for f in files)
         body["not_loaded"] = result.not_loaded
         body["rules"] = [record for policy in result.compiled for record in rule_records(policy)]
+        body["failure"] = [dict(policy.failure) for policy in result.compiled]
         out = json.dumps(body, indent=2, ensure_ascii=False)
     else:
+        failure = [line for policy in result.compiled if (line := policy_note.failure_line(policy.failure))]
         policy_note.emit([*(policy_note.policy_line(files, named=path) for path, files in result.policies),
-                          *policy_note.warning_lines(result.not_loaded)])
+                          *failure, *policy_note.warning_lines(result.not_loaded)])
         if fmt == "sarif":
             out = render_sarif(diagnostics, version=__version__,
                                rules_doc={code: info.title for code, info in CODES.items()})

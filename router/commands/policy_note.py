@@ -8,7 +8,7 @@ would not be loaded by a Pi started here: Pi reads `.pi/` in its working directo
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,17 @@ def policy_line(files: Iterable[PolicyFile], *, named: Path | None = None) -> st
     if named is not None and not any(f.source == named.resolve() for f in loaded):
         return f"policy: {display_path(named)} (does not load)"
     return "policy: " + describe_files(loaded)
+
+
+def failure_line(failure: Mapping[str, str], event_type: str | None = None) -> str | None:
+    """`if the engine cannot answer: tool_call refused (failure policy closed) …`, for the events
+    that fail closed (only `event_type`'s when given); None when none does."""
+    closed = [event for event, mode in failure.items() if mode == "closed"
+              and (event_type is None or event == event_type)]
+    if not closed:
+        return None
+    return (f"if the engine cannot answer: {', '.join(closed)} refused (failure policy closed); "
+            "other events go on as Pi would")
 
 
 def files_json(files: Iterable[PolicyFile]) -> list[dict[str, Any]]:

@@ -357,6 +357,14 @@ _ENTRIES = [
              "may take them away.",
              "# managed: - {id: no-force-push, locked: true, …}\n# .pi/router.yaml\ndisable: [no-force-push]",
              "Add a rule with another id, placed after the locked one."),
+    CodeInfo("RT620", "failure policy opened where it may not be",
+             "A project policy's `failure_policy:` says `open` for an event your own rules guard (a "
+             "`block` on `tool_call`, a `rewrite_result` on `tool_result`), or a file says `open` where "
+             "the managed policy says `closed`. The entry is ignored: the event stays closed.",
+             "When the engine cannot answer, a closed event is refused instead of let through; a cloned "
+             "repository must not be able to switch your guards off by making the engine fail.",
+             "# .pi/router.yaml\nfailure_policy: {tool_call: open}",
+             "Declare `open` in your own ~/.pi/agent/router.yaml if you mean it (docs/security.md)."),
 ]
 
 CODES: dict[str, CodeInfo] = {entry.code: entry for entry in _ENTRIES}

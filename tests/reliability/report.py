@@ -30,6 +30,7 @@ DOC = ROOT / "docs" / "reliability.md"
 SUITE = "tests/reliability"
 COMMAND = "python3 tests/reliability/report.py --run"
 GROUPS = {  # section order; the first column's header
+    "guard": ("Guards under faults", "Fault"),
     "sidecar": ("The sidecar", "Fault"),
     "logs": ("Logs and the disk", "Fault"),
     "policy": ("The policy file replaced mid-session by", "Content"),
@@ -37,7 +38,8 @@ GROUPS = {  # section order; the first column's header
     "protocol": ("Hostile lines into `router serve`", "Line"),
     "fuzz": ("Fuzzing", "Door"),
 }
-OUTCOME_NAMES = {"held": "held", "lost-nothing": "lost nothing", "recovered": "recovered"}
+OUTCOME_NAMES = {"held": "held", "lost-nothing": "lost nothing", "recovered": "recovered",
+                 "blocked": "blocked, told", "native": "Pi's own behaviour, told"}
 Record = dict[str, Any]
 
 INTRO = f"""\
@@ -66,6 +68,10 @@ Outcomes:
   next answer (a warning, or the turn going on).
 - **lost nothing**: something failed (a write, a log), the agent went on, and nothing already
   written was lost or left half-written. The time is the first answer once the fault was lifted.
+- **blocked, told**: a guard under a fault (the user's policy blocks `git push -f`; the engine is
+  killed, stopped or missing while the model runs it): the command did not run, the model read a
+  refusal, the user was warned. The time is what the fault cost the prompt, from the prompt to its
+  end. **Pi's own behaviour, told**: a routing event under the same fault went on natively.
 - **recovered**: an outage (the sidecar died, hung or spoke garbage): Pi answered natively, the
   user was warned, and the engine came back. The time runs from the fault to the bridge's "policy
   engine is back" (its next successful `hello`); a hang is only found by the next event, so it
