@@ -16,6 +16,10 @@ const PATCHED = "__routerPatched";
 export function patchUi(state             , ctx                         )       {
 	const ui = ctx?.ui                         ;
 	if (!ui || ui[PATCHED]) return;
+	// a context without Pi's dialogs (the one of `project_trust`, Pi's start before a session) is
+	// left alone: the session's own context is patched when it comes
+	const dialogs = [ui.select, ui.confirm, ui.input, ui.editor];
+	if (!dialogs.every((f) => typeof f === "function")) return;
 	const native           = {
 		select: ui.select.bind(ui), confirm: ui.confirm.bind(ui), input: ui.input.bind(ui), editor: ui.editor.bind(ui),
 		custom: typeof ui.custom === "function" ? ui.custom.bind(ui) : null,

@@ -4,14 +4,16 @@
  * It holds no policy logic. It starts the sidecar while Pi loads it (and again in `session_start`)
  * and stops it in `session_shutdown`, forwards the events the loaded policy has rules for, applies
  * the actions it gets back, and answers the engine's requests (classify, complete, ask). Every
- * engine call has a timeout; on timeout, crash or protocol error Pi continues with its native
- * behaviour, the user is warned, a status line says so, the failure is logged and the sidecar is
- * restarted with back-off. Protocol: docs/protocol.md (version 1).
+ * engine call has a timeout; on timeout, crash or protocol error an event the policy guards (a tool
+ * call a rule could block: guard.ts) is refused, saying why, and every other event goes on with
+ * Pi's native behaviour; the user is warned, a status line says so, the failure is logged and the
+ * sidecar is restarted with back-off. Protocol: docs/protocol.md (version 1).
  *
  * The modules, by job: transport.ts (the JSON-lines connection), resolve.ts (which command starts
  * the sidecar), lifecycle.ts (hello, restarts, shutdown), forward.ts (one event), hooks.ts (Pi's
- * events), apply.ts (the action table), declarations.ts (the policy's commands, tools and virtual
- * models), dialogs.ts, panel.ts, requests.ts (the engine's requests), trust.ts, state.ts, types.ts.
+ * events), guard.ts (what fails closed), apply.ts (the action table), declarations.ts (the
+ * policy's commands, tools and virtual models), dialogs.ts, panel.ts, requests.ts (the engine's
+ * requests), trust.ts, state.ts, types.ts.
  */
                                         
 import { forward } from "./forward.mjs";

@@ -104,3 +104,22 @@ def test_user_and_project_install_notify_once_over_rpc(rig: RouterRig) -> None:
     assert commands.count("router-hello") == 1
     assert helpers_router.notices(rpc, since).count("greeting from the router") == 1
     assert [c["name"] for c in rpc.command("get_commands")["commands"]].count("router-hello") == 1
+
+
+@pytest.mark.parametrize("trust", ["approve", "saved"])
+def test_user_and_project_install_with_the_decision_pack_start_every_run(rig: RouterRig, trust: str) -> None:
+    """The normal case of a developer opening a team repository: the user's own install with
+    `use: [decision]` (it patches Pi's dialogs) and the repository's committed install. From the
+    second run on the declarations come from the cache; every run's engine must start."""
+    install_twice(rig)
+    rig.policy("use: [decision]\n" + GREETING)
+    args = ["hello"]
+    if trust == "approve":
+        args.insert(0, "--approve")
+    else:
+        (rig.agent / "trust.json").write_text(f'{{"{rig.work.resolve()}": true}}\n')
+    for run in range(3):
+        done = rig.print(*args, bridge=False)
+        assert done.returncode == 0, done.stderr
+        assert "did not start" not in done.stderr, (run, done.stderr)
+        assert done.stderr.count("[router] greeting from the router") == 1, (run, done.stderr)
