@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -130,7 +131,8 @@ def schema(
         stale = command.stale(out)
         _finish(1 if stale else 0, f"stale: {', '.join(stale)}" if stale else "schemas are up to date")
     if out is not None:
-        _finish(0, "\n".join(f"wrote {p}" for p in command.write(out)))
+        written, text = _written(out, command.write, "router schema --out schema")
+        _finish(written, text, err=written != 0)
     _finish(0, command.render(kind).rstrip("\n"))
 
 
@@ -159,4 +161,16 @@ def docs(
     if check:
         stale = docgen.stale(out)
         _finish(1 if stale else 0, f"stale: {', '.join(stale)}" if stale else "docs are up to date")
-    _finish(0, "\n".join(f"wrote {p}" for p in docgen.write(out)))
+    written, text = _written(out, docgen.write, "router docs --out docs")
+    _finish(written, text, err=written != 0)
+
+
+def _written(out: Path, write: Callable[[Path], list[Path]], example: str) -> tuple[int, str]:
+    """Write generated files into `out`: (0, the `wrote` lines), or (1, a located error) when the
+    directory cannot be made or a file cannot be written (/proc/x, a file, a read-only place)."""
+    try:
+        return 0, "\n".join(f"wrote {p}" for p in write(out))
+    except OSError as exc:
+        where = exc.filename or out
+        return 1, (f"error: cannot write into {out}: {where}: {exc.strerror or exc}\n"
+                   f"  help: --out names a directory you can write (made when missing): {example}")

@@ -152,11 +152,25 @@ def uninstall(*, agent: Path, cwd: Path, project: bool) -> tuple[int, str]:
 
 def _read_config(target: Path) -> dict[str, Any]:
     """The installed router-bridge.json as an object ({} when missing or unreadable)."""
+    text = bridge_text(target / CONFIG_NAME)
     try:
-        data = json.loads((target / CONFIG_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(text) if text is not None else {}
+    except ValueError:
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def bridge_text(path: Path) -> str | None:
+    """An installed bridge file's text; None when it is missing, is not a regular UTF-8 file of at
+    most 4 MiB, or leads out of its folder (a project's `.pi/extensions/…/index.mjs` linked to a file
+    of the user's is never read: `read_text`)."""
+    from router.diagnostics.errors import SourceError
+    from router.load.source import read_text
+
+    try:
+        return read_text(path, within=path.parent)
+    except SourceError:
+        return None
 
 
 def configured_command(target: Path) -> list[str] | None:
@@ -174,7 +188,7 @@ def installed_state(*, agent: Path, cwd: Path) -> list[tuple[str, Path, bool]]:
     for scope, project in (("user", False), ("project", True)):
         target = target_dir(agent=agent, cwd=cwd, project=project)
         if (target / "index.mjs").is_file() or (target / "index.ts").is_file():
-            current = all((target / n).is_file() and (target / n).read_text(encoding="utf-8") == t
+            current = all(bridge_text(target / n) == t
                           for n, t in expected.items() if n != CONFIG_NAME)
             current = current and not any(p.name not in BRIDGE_FILES for p in _modules(target))
             found.append((scope, target, current))

@@ -13,10 +13,8 @@ from router.compile.compiled import CompiledPolicy
 from router.compile.compiler import compile_layers, load_layered
 from router.diagnostics.codes import CODES
 from router.diagnostics.diagnostic import Diagnostic, has_errors, render_json, render_sarif, render_text
-from router.diagnostics.errors import SourceError
 from router.lint import run_checks
 from router.load.loader import PolicyFile
-from router.load.source import read_text
 from router.testing.runner import default_test_files, is_test_file, lint_test_file
 
 
@@ -48,6 +46,7 @@ class LintResult:
     policies: list[tuple[Path | None, list[PolicyFile]]] = field(default_factory=list)  # path asked, files
     not_loaded: list[dict[str, str]] = field(default_factory=list)
     compiled: list[CompiledPolicy] = field(default_factory=list)
+    sources: dict[str, list[str]] = field(default_factory=dict)  # the test files' lines, as parsed
 
 
 def lint(paths: list[Path], *, cwd: Path | None = None) -> LintResult:
@@ -69,7 +68,7 @@ def lint(paths: list[Path], *, cwd: Path | None = None) -> LintResult:
             result.diagnostics += loaded.diagnostics + (run_checks(loaded.policy) if loaded.policy else [])
         tests = test_files(paths)
     for path in tests:
-        result.diagnostics += lint_test_file(path)
+        result.diagnostics += lint_test_file(path, sources=result.sources)
     return result
 
 
@@ -110,21 +109,17 @@ def run(paths: list[Path], *, fmt: str = "text", cwd: Path | None = None,
             out = render_sarif(diagnostics, version=__version__,
                                rules_doc={code: info.title for code, info in CODES.items()})
         else:
-            out = render_text(diagnostics, source_lines=_sources(diagnostics, result))
+            out = render_text(diagnostics, source_lines=_sources(result))
             if rules:
                 out = "\n".join([*rule_lines(result.compiled), out])
     return (1 if has_errors(diagnostics) else 0), out
 
 
-def _sources(diagnostics: list[Diagnostic], result: LintResult | None = None) -> dict[str, list[str]]:
-    """The lines of each file a diagnostic points into (a git source's provenance is its cache file)."""
-    real = {f.path: str(f.source) for _, files in (result.policies if result else []) for f in files
-            if f.origin is not None and f.source is not None}
-    lines: dict[str, list[str]] = {}
-    for diag in diagnostics:
-        if diag.span and diag.span.path not in lines:
-            try:  # read_text: regular files of bounded size only (never /dev/zero or a FIFO)
-                lines[diag.span.path] = read_text(Path(real.get(diag.span.path, diag.span.path))).splitlines()
-            except SourceError:
-                lines[diag.span.path] = []
-    return lines
+def _sources(result: LintResult) -> dict[str, list[str]]:
+    """The lines of each policy and test file this run parsed, by the name diagnostics give it.
+
+    Excerpts come only from the text the loader read and parsed as a policy or test file, never
+    from a new read of a diagnostic's path: a refused link, a file that is not YAML or a file
+    outside the project is named, never quoted."""
+    lines = {f.path: f.doc.lines for _, files in result.policies for f in files}
+    return {**result.sources, **lines}

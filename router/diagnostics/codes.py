@@ -42,6 +42,16 @@ _ENTRIES = [
              "and the last good policy stays in force.",
              "rules:  # 20,000 generated rules", "Merge rules that differ only in data into one rule "
              "that reads a var, or split the work between policies."),
+    CodeInfo("RT104", "file refused: a link out of its project, or a kernel file",
+             "A file is not read: a project's test or data file (`.pi/*.test.yaml`, a `project_data:` "
+             "file) whose symbolic links lead outside the project or into a `.git` directory, or any "
+             "file of `/proc` or `/sys` (or a file that reports no size yet gives bytes). "
+             "Nothing of it is read or quoted; the diagnostic names the file and where it leads.",
+             "A cloned repository could link `.pi/ci.test.yaml` to `~/.git-credentials` or to "
+             "`/proc/self/environ`, and `router lint` in CI would print your token or your whole "
+             "environment into a public log.",
+             "# .pi/ci.test.yaml -> ~/.netrc", "Commit the file itself, or a link to another file "
+             "of the project."),
     CodeInfo("RT110", "unknown key",
              "A key that the policy format does not have; the help line suggests the closest one.",
              "A misspelled key (`matchh:`) would otherwise be ignored and the rule would match "

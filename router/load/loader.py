@@ -29,7 +29,7 @@ from router.load.git_source import (
 from router.load.installed_packs import installed_pack
 from router.load.model import Policy
 from router.load.paths import agent_dir, display_path, layer_paths, pack_names, packs_dir
-from router.load.source import SourceDoc, read_source
+from router.load.source import SourceDoc, read_source, refused_read
 from router.load.validation import validation_diagnostics
 from router.trust.capabilities import (
     CODES,
@@ -38,7 +38,6 @@ from router.trust.capabilities import (
     is_confined,
     project_area,
     project_root,
-    show_path,
 )
 
 __all__ = ["MAX_RULES", "PolicyFile", "agent_dir", "describe_files", "layer_paths", "load_layers",
@@ -123,15 +122,11 @@ def load_layers(layers: Iterable[tuple[str, Path]], *, git: GitSources | None = 
 
 def _outside(path: Path, root: Path) -> str | None:
     """Why `path` (links followed) is not a file of the project at `root`, or None."""
-    area = Path(os.path.realpath(project_area(root, Path.home())))
-    real = Path(os.path.realpath(path))
-    if not real.is_relative_to(area):
-        outside = f"outside the project {show_path(area)}"
-        return f"leads to {show_path(real)}, {outside}" \
-            if real != Path(os.path.normpath(path.absolute())) else f"is {outside}"
-    if ".git" in real.relative_to(area).parts:
-        return "is inside a .git directory"
-    return None
+    return refused_read(path, _area(root))
+
+
+def _area(root: Path) -> Path:
+    return project_area(root, Path.home())
 
 
 class _Loader:
@@ -159,7 +154,8 @@ class _Loader:
         if resolved in self._done:
             return
         try:
-            doc = read_source(path, display=origin.label if origin else display_path(path))
+            doc = read_source(path, display=origin.label if origin else display_path(path),
+                              within=_area(root) if root is not None and origin is None else None)
             if origin is not None:
                 self.git.verify(origin, doc.sha256)
         except SourceError as exc:  # nothing of a file that is not a policy is shown

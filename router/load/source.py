@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -107,23 +108,53 @@ def format_key_path(key_path: Iterable[str | int]) -> str:
     return out
 
 
-def read_source(path: Path, *, display: str | None = None) -> SourceDoc:
+def read_source(path: Path, *, display: str | None = None, within: Path | None = None) -> SourceDoc:
     """Read and parse a YAML file; raise SourceError with a located diagnostic. The document keeps
-    the SHA-256 of the bytes it was parsed from (valid UTF-8 encodes back to the same bytes)."""
-    text = read_text(path, display=display)
+    the SHA-256 of the bytes it was parsed from (valid UTF-8 encodes back to the same bytes).
+    `within`: the project directory the file must stay inside (`read_bytes`)."""
+    text = read_text(path, display=display, within=within)
     doc = parse_source(text, display or str(path))
     return replace(doc, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
 
 
-def read_text(path: Path, *, display: str | None = None, limit: int = MAX_FILE_BYTES) -> str:
-    """The UTF-8 text of a regular file of at most `limit` bytes; SourceError otherwise.
+def read_text(path: Path, *, display: str | None = None, limit: int = MAX_FILE_BYTES,
+              within: Path | None = None) -> str:
+    """The UTF-8 text of a regular file of at most `limit` bytes; SourceError otherwise
+    (`read_bytes`); invalid UTF-8 is located by line and column, and none of it is shown."""
+    data = read_bytes(path, display=display, limit=limit, within=within)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = data[: exc.start]
+        line = before.count(b"\n") + 1
+        col = len(before) - (before.rfind(b"\n") + 1) + 1
+        raise SourceError([_no_excerpt(Diagnostic(
+            "RT100", f"cannot read {path}: it is not UTF-8 text (byte {exc.start + 1})",
+            Span(display or str(path), line, col),
+            help="policy, test and event files are UTF-8 text; this one looks binary"))]) from None
 
-    FIFOs, devices and directories are refused without reading (opening does not block), so
-    `/dev/zero` or a pipe nobody writes to cannot hang or exhaust the router.
+
+def read_bytes(path: Path, *, display: str | None = None, limit: int = MAX_FILE_BYTES,
+               within: Path | None = None) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes; SourceError otherwise.
+
+    The path is resolved first (links followed, `refused_read` checks where it leads) and the
+    resolved file is opened without following a final link. FIFOs, devices and directories are
+    refused without reading (opening does not block), so `/dev/zero` or a pipe nobody writes to
+    cannot hang or exhaust the router; files of `/proc` and `/sys` are refused before they are
+    opened (RT104), and so is a file that reports no size yet gives bytes (a kernel file
+    elsewhere). With `within` (a project's directory), a file whose links lead out of it, or
+    into a `.git` directory, is refused (RT104).
     """
     where = Span(display or str(path))
+    real = Path(os.path.realpath(path))
+    problem = refused_read(path, within, real=real)
+    if problem is not None:
+        raise SourceError([_no_excerpt(Diagnostic(
+            "RT104", f"{display or path} is not read: it {problem}", where,
+            help=READ_HELP))])
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise SourceError([Diagnostic("RT100", f"file not found: {path}", where)]) from None
     except OSError as exc:
@@ -143,10 +174,44 @@ def read_text(path: Path, *, display: str | None = None, limit: int = MAX_FILE_B
         os.close(fd)
     if len(data) > limit:  # the file grew while it was read
         raise SourceError([_too_large(path, len(data), limit, where)])
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SourceError([Diagnostic("RT100", f"cannot read {path}: {exc}", where)]) from None
+    if data and info.st_size == 0:  # a kernel file (procfs, sysfs, debugfs) reports no size
+        raise SourceError([_no_excerpt(Diagnostic(
+            "RT104", f"{display or path} is not read: it is a kernel file (its size is 0, yet it "
+            "gives bytes)", where, help=READ_HELP))])
+    return data
+
+
+READ_HELP = ("policy, test, event and data files are regular files; a project's own files stay "
+             "inside the project (a link may point to another file of the project)")
+SPECIAL_ROOTS = (Path("/proc"), Path("/sys"))  # devices are refused by their kind (fstat)
+
+
+def refused_read(path: Path, within: Path | None, *, real: Path | None = None) -> str | None:
+    """Why the file at `path` is not read (`is a file of /proc`, `leads to ~/.netrc, outside the
+    project ~/src/x`), or None. `within` is the directory a project's file must stay inside."""
+    from router.trust.capabilities import show_path
+
+    real = real or Path(os.path.realpath(path))
+    special = next((root for root in SPECIAL_ROOTS if real.is_relative_to(root)), None)
+    if special is not None:
+        return f"is a file of {special} (a kernel file system), not a policy file" \
+            if real == Path(os.path.normpath(path.absolute())) else \
+            f"leads to {show_path(real)}, a file of {special} (a kernel file system)"
+    if within is None:
+        return None
+    area = Path(os.path.realpath(within))
+    if not real.is_relative_to(area):
+        outside = f"outside the project {show_path(area)}"
+        return f"leads to {show_path(real)}, {outside}" \
+            if real != Path(os.path.normpath(path.absolute())) else f"is {outside}"
+    if ".git" in real.relative_to(area).parts:
+        return "is inside a .git directory"
+    return None
+
+
+def _no_excerpt(diagnostic: Diagnostic) -> Diagnostic:
+    """A diagnostic about a file that is not (or not yet) a policy: renderers quote none of it."""
+    return replace(diagnostic, extra={**diagnostic.extra, "excerpt": False})
 
 
 def _unreadable(path: Path, exc: OSError, where: Span) -> Diagnostic:
@@ -188,6 +253,13 @@ def parse_source(text: str, path: str) -> SourceDoc:
     its stack), which stops at the first node nested deeper than MAX_DEPTH or past MAX_NODES;
     only then does the composer, which recurses once per level, build the node graph.
     """
+    try:
+        return _parse(text, path)
+    except SourceError as exc:  # a file that is not YAML is named, none of its text shown
+        raise SourceError([_no_excerpt(d) for d in exc.diagnostics]) from None
+
+
+def _parse(text: str, path: str) -> SourceDoc:
     yaml = _safe_yaml()
     try:
         _check_shape(yaml, text, path)
@@ -201,7 +273,7 @@ def parse_source(text: str, path: str) -> SourceDoc:
             "RT101", f"invalid YAML: character {exc.character!r} is not allowed", Span(path, line, col),
             help="remove control characters; YAML files are printable UTF-8 text")]) from None
     except YAMLError as exc:
-        raise SourceError([Diagnostic("RT101", f"invalid YAML: {exc}", Span(path))]) from None
+        raise SourceError([Diagnostic("RT101", f"invalid YAML ({type(exc).__name__})", Span(path))]) from None
     except RecursionError:  # not expected after the shape check; never a traceback
         raise SourceError([Diagnostic("RT101", f"YAML nesting is deeper than {MAX_DEPTH} levels",
                                       Span(path))]) from None
@@ -267,10 +339,25 @@ def _event_error(code: str, message: str, event: Any, path: str) -> Diagnostic:
 def _yaml_diagnostic(exc: MarkedYAMLError, path: str) -> Diagnostic:
     mark = exc.problem_mark or exc.context_mark
     line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-    problem = exc.problem or "invalid YAML"
-    context = f" ({exc.context})" if exc.context else ""
+    problem = _unquoted(exc.problem or "invalid YAML")
+    context = f" ({_unquoted(exc.context)})" if exc.context else ""
     return Diagnostic("RT101", f"invalid YAML: {problem}{context}", Span(path, line, col),
                       help="check indentation, quoting and brackets near this place")
+
+
+_QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"")
+
+
+def _unquoted(message: str) -> str:
+    """A parser's message without the file's text it quotes (an alias, a tag, a directive):
+    only token names (`'<scalar>'`) and single punctuation characters are kept."""
+    def keep(match: re.Match[str]) -> str:
+        inner = match.group(1) if match.group(1) is not None else match.group(2) or ""
+        token = inner.startswith("<") and inner.endswith(">")
+        mark = len(inner) == 1 and not inner.isalnum()
+        return match.group(0) if token or mark else "'…'"
+
+    return _QUOTED.sub(keep, message)
 
 
 class _Builder:

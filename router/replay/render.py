@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
+from router.replay.report_html import MAX_ROWS, cut_field
 from router.replay.runner import SessionRun
 from router.replay.sources import Inputs
 from router.replay.summary import Summary
@@ -33,8 +35,8 @@ def replay_text(total: Summary, sessions: list[tuple[SessionRun, Summary]], inpu
                 policy_line: str) -> str:
     lines = [policy_line, _read_line(inputs), ""]
     for run, summary in sessions:
-        lines.append(f"session {run.id} ({run.path}): {summary.events} events, {summary.decisions} "
-                     f"evaluated, {summary.turns} turns"
+        lines.append(f"session {cut_field(run.id)} ({run.path}): {summary.events} events, "
+                     f"{summary.decisions} evaluated, {summary.turns} turns"
                      + ("" if run.logged else "; not in the decision log"))
         lines.append(f"  models: {_share(summary.models, summary.turns)}")
         if summary.rules:
@@ -44,7 +46,9 @@ def replay_text(total: Summary, sessions: list[tuple[SessionRun, Summary]], inpu
     lines += _section(total)
     problems = _problems(total, inputs)
     if problems:
-        lines += ["", f"problems ({len(problems)}):", *(f"  {p}" for p in problems)]
+        lines += ["", f"problems ({len(problems)}):",
+                  *(f"  {cut_field(p, 400)}" for p in problems[:MAX_ROWS])]
+        lines += [f"  … {len(problems) - MAX_ROWS} more"] if len(problems) > MAX_ROWS else []
     return "\n".join(lines)
 
 
@@ -92,9 +96,16 @@ def _log(inputs: Inputs) -> dict[str, Any]:
 
 
 def _counts(counter: Counter[str]) -> str:
-    return ", ".join(f"{key} {count}" for key, count in counter.most_common())
+    return _listed(f"{cut_field(key)} {count}" for key, count in counter.most_common())
 
 
 def _share(counter: Counter[str], total: int) -> str:
-    return ", ".join(f"{key} {count} ({count * 100 / total:.0f}%)" for key, count in counter.most_common()
-                     if total)
+    return _listed(f"{cut_field(key)} {count} ({count * 100 / total:.0f}%)"
+                   for key, count in counter.most_common() if total)
+
+
+def _listed(items: Iterable[str]) -> str:
+    """At most MAX_ROWS items, comma separated; the rest counted (a page of bounded size)."""
+    shown = list(items)
+    more = f", … {len(shown) - MAX_ROWS} more" if len(shown) > MAX_ROWS else ""
+    return ", ".join(shown[:MAX_ROWS]) + more

@@ -16,6 +16,8 @@ from typing import Any
 from router.replay.log_files import fired_ids, record_time, shadow_ids
 
 SLOWEST = 10
+FIELD_CHARS = 120  # a longer value (a model, a rule id, a title) is cut, and says so
+MAX_ROWS = 100  # rows of a table or bars of a chart; the rest is counted, not shown
 BAR_HEIGHT, BAR_GAP, LABEL_WIDTH, BAR_WIDTH = 18, 6, 220, 360
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 STYLE = """
@@ -42,7 +44,20 @@ def render(records: Iterable[dict[str, Any]], title: str = "Router decisions") -
 
 
 def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    """`value` escaped for HTML, cut to FIELD_CHARS characters (`cut_field`)."""
+    return html.escape(cut_field(str(value)), quote=True)
+
+
+def cut_field(text: str, limit: int = FIELD_CHARS) -> str:
+    """`text`, or its first `limit` characters and `… [cut: N characters]`: a 50 MB field in a
+    record makes a line of a page, not 50 MB of it."""
+    return text if len(text) <= limit else f"{text[:limit]}… [cut: {len(text):,} characters]"
+
+
+def _more(shown: int, total: int, what: str) -> str:
+    left = total - shown
+    return f"<p class=\"muted more\">{left} more {what} not shown (at most {MAX_ROWS}).</p>" \
+        if left > 0 else ""
 
 
 def _counts(records: Sequence[dict[str, Any]], key: str) -> list[tuple[str, int]]:
@@ -73,12 +88,14 @@ def _share(title: str, key: str, counts: list[tuple[str, int]], what: str) -> st
         return "" if key == "tier" else (f"<section id=\"{key}s\"><h2>{title}</h2>"
                                          "<p class=\"muted\">No record names a model.</p></section>")
     total = sum(n for _, n in counts)
+    more = _more(min(len(counts), MAX_ROWS), len(counts), f"{key}s")
+    counts = counts[:MAX_ROWS]
     rows = "".join(f"<tr data-{key}=\"{_e(name)}\"><td>{_e(name)}</td><td class=\"n count\">{n}</td>"
                    f"<td class=\"n\">{n / total:.0%}</td></tr>" for name, n in counts)
     table = (f"<table><tr><th>{key}</th><th class=\"n\">decisions</th><th class=\"n\">share</th></tr>"
              f"{rows}</table>")
     return (f"<section id=\"{key}s\"><h2>{title}</h2><p class=\"muted\">Decisions by the {what}.</p>"
-            f"{_bars([(name, n) for name, n in counts])}{table}</section>")
+            f"{_bars([(name, n) for name, n in counts])}{table}{more}</section>")
 
 
 def _cost(records: Sequence[dict[str, Any]]) -> str:
@@ -100,12 +117,14 @@ def _rules(records: Sequence[dict[str, Any]]) -> str:
     names = sorted(set(fired) | set(shadow), key=lambda n: (-(fired[n] + shadow[n]), n))
     if not names:
         return "<section id=\"rules\"><h2>Hits per rule</h2><p class=\"muted\">No rule fired.</p></section>"
+    more = _more(min(len(names), MAX_ROWS), len(names), "rules")
+    names = names[:MAX_ROWS]
     rows = "".join(f"<tr data-rule=\"{_e(n)}\"><td>{_e(n)}</td><td class=\"n fired\">{fired[n]}</td>"
                    f"<td class=\"n shadowed\">{shadow[n]}</td></tr>" for n in names)
     table = ("<table><tr><th>rule</th><th class=\"n\">fired</th><th class=\"n\">shadow (would fire)</th>"
              f"</tr>{rows}</table>")
     bars = _bars([(n, fired[n]) for n in names], [shadow[n] for n in names])
-    return f"<section id=\"rules\"><h2>Hits per rule</h2>{bars}{table}</section>"
+    return f"<section id=\"rules\"><h2>Hits per rule</h2>{bars}{table}{more}</section>"
 
 
 def _slowest(records: Sequence[dict[str, Any]]) -> str:

@@ -13,9 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from router.diagnostics.errors import SourceError
 from router.load.paths import display_path
+from router.load.source import read_bytes
 
 MAX_LINE_CHARS = 16 * 1024 * 1024  # a longer line is skipped (Pi's own lines are far shorter)
+MAX_SESSION_BYTES = 512 * 1024 * 1024  # a larger session file is refused, not read into memory
 LOG_PREFIX = "decisions"  # decisions*.jsonl inside the given paths are decision logs, not sessions
 
 
@@ -95,11 +98,12 @@ def parse_session(text: str, path: str) -> SessionFile:
 def read_session(path: Path) -> SessionFile:
     """Read one session file; an unreadable file is a SessionFile with one Problem."""
     shown = display_path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
+    try:  # a regular file of bounded size: never a FIFO, a device or a file of /proc
+        raw = read_bytes(path, display=shown, limit=MAX_SESSION_BYTES)
+    except SourceError as exc:
         return SessionFile(path=shown, id=_id_from_name(shown),
-                           problems=[Problem(shown, 0, f"cannot read: {exc.strerror or exc}")])
+                           problems=[Problem(shown, 0, "cannot read: " + "; ".join(
+                               d.message for d in exc.diagnostics))])
     return parse_session(raw.decode("utf-8", "replace"), shown)
 
 

@@ -33,6 +33,7 @@ from router.runtime.filelock import (
     read_text,
     update_json_values,
 )
+from router.runtime.log_line import escape_line
 from router.trust.capabilities import (
     CAPABILITY_CODES,
     CODES,
@@ -418,7 +419,7 @@ class Executor:
         if target == ROUTER_LOG:
             self.log(f"rule {effect.rule_id}: {params.get('text', '')}")
         elif (path := checked.get("file") or _path(target)) is not None:
-            return self._append(path, str(params.get("text", "")), named=str(target))
+            return self._append(path, escape_line(str(params.get("text", ""))), named=str(target))
         return None
 
     def _audit(self, effect: Effect, checked: dict[str, Path]) -> tuple[str, str] | None:
@@ -448,9 +449,11 @@ class Executor:
 
     def log(self, text: str) -> None:
         """A line in the router's own log (failures of the router itself); environment values the
-        policy reads are never written, whatever message carries them."""
+        policy reads are never written, whatever message carries them, and the text is one line
+        whatever it holds (`escape_line`)."""
         if self.log_file is not None:
-            problem = self.append(self.log_file, f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {self.redact(text)}")
+            line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {escape_line(self.redact(text))}"
+            problem = self.append(self.log_file, line)
             if problem:
                 self.notices.append(f"router log: {problem}")
 

@@ -97,11 +97,23 @@ def data_files(cwd: Path, names: Sequence[str]) -> list[tuple[Path, str | None]]
     found: list[tuple[Path, str | None]] = []
     for name in names:
         path = cwd / name
-        try:
-            found.append((path, hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None))
-        except OSError:
-            found.append((path, None))
+        found.append((path, project_digest(path, cwd)))
     return found
+
+
+def project_digest(path: Path, cwd: Path, *, confined: bool = True) -> str | None:
+    """The SHA-256 of a project's file, read as the loader reads one (a regular file of bounded
+    size, not through a link out of the project, never a kernel file); None when it is not there
+    or is refused (`read_bytes`)."""
+    from router.diagnostics.errors import SourceError  # the YAML reader's module: not at the start
+    from router.load.source import read_bytes
+    from router.trust.capabilities import project_area
+
+    try:
+        within = project_area(cwd.absolute(), Path.home()) if confined else None
+        return hashlib.sha256(read_bytes(path, within=within)).hexdigest()
+    except SourceError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -195,11 +207,8 @@ def _cached_with_project(cwd: Path, agent: Path,
         if not (isinstance(item, list) and len(item) == 3):
             return None
         path, sha, name = Path(str(item[0])), str(item[1]), item[2]
-        try:
-            current = hashlib.sha256(path.read_bytes()).hexdigest()
-        except OSError:
-            return None
-        if current != sha:
+        current = project_digest(path, cwd, confined=name is None)
+        if current is None or current != sha:
             return None
         files.append((str(name) if name is not None else path, sha))
     data = _recorded_data(meta.get("data"))
@@ -228,11 +237,10 @@ def _content(cwd: Path, files: Sequence[Any],
 
 def _raw_content(cwd: Path, data: Sequence[tuple[Path, str | None]] = ()) -> ProjectContent | None:
     """A project file the loader could not read or parse still has content to (not) trust."""
-    try:
-        raw = project_file(cwd).read_bytes()
-    except OSError:
+    digest = project_digest(project_file(cwd), cwd)
+    if digest is None:
         return None
-    return project_content(cwd, [(project_file(cwd), hashlib.sha256(raw).hexdigest()), *_present(data)])
+    return project_content(cwd, [(project_file(cwd), digest), *_present(data)])
 
 
 def _present(data: Sequence[tuple[Path, str | None]]) -> list[tuple[Path, str]]:

@@ -35,6 +35,7 @@ from router.load.model import Example, Expectation
 from router.load.paths import agent_dir, display_path
 from router.load.source import SourceDoc, read_source
 from router.load.validation import validation_diagnostics
+from router.trust.capabilities import project_area
 
 NOT_GIVEN = "not computed in a test: pack signal '{name}' has no value under `signals:`"
 SCOPE_RULE_IN_CASE = "`scope: rule` needs the rule of an inline example; in a test file use `own` or `all`"
@@ -133,16 +134,27 @@ def default_test_files(cwd: Path, *, agent: Path | None = None) -> list[Path]:
     return found + ([user] if user.is_file() else [])
 
 
-def lint_test_file(path: Path) -> list[Diagnostic]:
+def project_test_area(path: Path) -> Path | None:
+    """The project a project's test file (`<project>/.pi/*.test.yaml`) must stay inside: its links
+    may not lead out (RT104). Other test files are the ones a user names, read where they lead."""
+    parent = path.absolute().parent
+    if parent.name != ".pi" or path.absolute().is_relative_to(agent_dir().absolute()):
+        return None
+    return project_area(parent.parent, Path.home())
+
+
+def lint_test_file(path: Path, *, sources: dict[str, list[str]] | None = None) -> list[Diagnostic]:
     """Located diagnostics of a test file: YAML, keys, the policy it names, each case's event.
 
     The policy and the events are checked even when the file does not fit the schema, so that
-    one run shows every problem.
+    one run shows every problem. `sources` receives the file's lines once it parsed (for excerpts).
     """
     try:
-        doc = read_source(path, display=display_path(path))
+        doc = read_source(path, display=display_path(path), within=project_test_area(path))
     except SourceError as exc:
         return exc.diagnostics
+    if sources is not None:
+        sources[doc.path] = doc.lines
     try:
         TestFile.model_validate(doc.data or {})
         found: list[Diagnostic] = []
@@ -183,7 +195,7 @@ def _case_problems(data: dict[str, Any], doc: SourceDoc) -> list[Diagnostic]:
 
 def read_test_file(path: Path) -> tuple[TestFile, SourceDoc]:
     """Parse and validate a test file; raise SourceError with located diagnostics."""
-    doc = read_source(path, display=display_path(path))
+    doc = read_source(path, display=display_path(path), within=project_test_area(path))
     try:
         return TestFile.model_validate(doc.data or {}), doc
     except ValidationError as exc:

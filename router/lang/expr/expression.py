@@ -195,7 +195,13 @@ def _closures(tree: ast.AST) -> Run:
 
 
 def _fallback(scope: Mapping[str, Any], node: ast.AST) -> Any:
-    return Evaluator(scope, limits=DEFAULT_LIMITS)._eval(node)
+    """A subtree the closures leave to simpleeval; its refusals (IterableTooLong, NumberTooHigh,
+    FeatureNotAvailable …, all InvalidExpression) become an ExpressionError (RT403) like every
+    other failure, so a compiled condition fails its rule instead of reaching the caller."""
+    try:
+        return Evaluator(scope, limits=DEFAULT_LIMITS)._eval(node)
+    except InvalidExpression as exc:
+        raise ExpressionError(str(exc) or type(exc).__name__, code="RT403") from None
 
 
 @functools.cache
