@@ -89,7 +89,7 @@ def test_reads_keep_the_whole_project(world: World) -> None:
         confined_path(".GIT/config", world.confinement, "fs.read", label="read.file")
 
 
-@pytest.mark.parametrize("value", [".PI/Extensions/x.ts", ".Pi/NPM/node_modules/x/index.js", "Agents.md",
+@pytest.mark.parametrize("value", [".PI/Extensions/x.ts", ".Pi/NPM/node_modules/x/index.js", "Agents.MD",
                                    "CLAUDE.MD", ".Agents/skills/x/SKILL.md", ".GIT/hooks/pre-commit"])
 def test_case_folded_spellings_are_refused(world: World, value: str) -> None:
     """On a case-insensitive file system (macOS, Windows) these are the loaded files."""

@@ -58,8 +58,9 @@ NEVER_WRITE_DIRS = frozenset({".git", ".pi", ".agents", ".claude", ".cursor", ".
                               "node_modules"})
 """Directories (case-folded) no project write passes through below the allowed places: where Pi
 (`.pi/`, `.agents/skills`, `node_modules/` of its packages) and other agents load code or settings."""
-NEVER_WRITE = frozenset({"agents.md", "agents.override.md", "claude.md", "system.md", "append_system.md",
-                         "skill.md", "settings.json", "mcp.json", "package.json", ".cursorrules"})
+NEVER_WRITE = frozenset(name.casefold() for name in (
+    "AGENTS.md", "AGENTS.override.md", "CLAUDE.md", "SYSTEM.md", "APPEND_SYSTEM.md", "SKILL.md",
+    "settings.json", "mcp.json", "package.json", ".cursorrules"))
 """File names (case-folded) a project policy never writes, even in an allowed place: context files
 Pi reads in every directory up from its working directory, and instructions and settings files."""
 GRANT_CODE = "RT606"  # `project_env` outside the user's own file
