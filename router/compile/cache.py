@@ -29,7 +29,7 @@ from router.lang.expr.trees import map_leaves
 from router.lang.query.query import compile_query
 from router.trust.capabilities import CapabilityUse, Confinement, Refusal
 
-FORMAT = 10
+FORMAT = 11
 
 
 def cache_path(agent: Path, key: str) -> Path:

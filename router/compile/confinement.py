@@ -40,7 +40,8 @@ from router.trust.capabilities import (
 
 
 def confinement_of(files: list[PolicyFile], agent: Path, refused: list[Refusal]) -> Confinement | None:
-    """The project layer's bounds and the variables the user grants it (`project_env`)."""
+    """The project layer's bounds, the variables the user grants it (`project_env`) and the project
+    data files the unconfined layers declare (`project_data:`: writable; a project's own are not)."""
     grant: set[str] = set()
     for f in files:
         if not f.policy.project_env:
@@ -58,7 +59,10 @@ def confinement_of(files: list[PolicyFile], agent: Path, refused: list[Refusal])
         return None
     if not any(f.layer in GRANT_LAYERS for f in files):  # a project file compiled on its own
         grant.update(_user_grant(agent))
-    return Confinement(str(project.root), str(agent.absolute()), str(Path.home()), frozenset(grant))
+    data_files = {Path(name).as_posix() for f in files if not is_confined(f.layer)
+                  for name in f.policy.project_data}
+    return Confinement(str(project.root), str(agent.absolute()), str(Path.home()), frozenset(grant),
+                       frozenset(data_files))
 
 
 def decision_log_settings(files: list[PolicyFile], agent: Path, refused: list[Refusal]) -> dict[str, Any]:

@@ -91,8 +91,11 @@ _ENTRIES = [
     CodeInfo("RT125", "git source not available",
              "A `use:` entry `git+<url>@<ref>#<file>` cannot be read: the entry is malformed (an "
              "unknown scheme, a ref or URL that starts with `-`, a path outside the repository), git "
-             "failed or timed out, the commit has no such file, or the sidecar found the source missing "
-             "from `router.lock` or from the cache (it never fetches).",
+             "failed or timed out, the commit has no such file, the file is a symbolic link of the "
+             "repository (links are never extracted), the commit holds more than 64 MiB, "
+             "`router.lock` pins a commit the named ref does not reach (a fork's pull request under a "
+             "tag's name), or the sidecar found the source missing from `router.lock` or from the "
+             "cache (it never fetches).",
              "The entry's rules are not in force: the source is refused, the rest of the policy applies "
              "and you are told which command fetches it.",
              "use: [\"git+https://github.com/acme/policies.git@v1#team.yaml\"]  # not fetched yet",

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import json
 import os
 import re
@@ -205,6 +204,48 @@ class Git:
         return done.stdout if binary else done.stdout.decode("utf-8", "replace")
 
 
+    def status(self, args: list[str], *, what: str) -> int:
+        """Run `git <args>` for its exit status (a yes/no question such as `merge-base --is-ancestor`)."""
+        exe = shutil.which("git")
+        if exe is None:
+            raise GitSourceError(UNAVAILABLE, f"{what}: git is not installed (git sources need it)")
+        try:
+            return subprocess.run([exe, *args], env=self.env(), capture_output=True, timeout=self.timeout,
+                                  stdin=subprocess.DEVNULL, check=False).returncode
+        except subprocess.TimeoutExpired:
+            raise GitSourceError(UNAVAILABLE, f"{what}: git did not finish within {self.timeout:.0f} s",
+                                 "check the network and the URL, then run the command again") from None
+
+    def stream(self, args: list[str]) -> subprocess.Popen[bytes]:
+        """Start `git <args>` with its stdout as a pipe to read as it comes (stop it with `stop`)."""
+        exe = shutil.which("git")
+        if exe is None:
+            raise GitSourceError(UNAVAILABLE, "git is not installed (git sources need it)")
+        return subprocess.Popen([exe, *args], env=self.env(), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _drain(process: subprocess.Popen[bytes], limit: int = 1 << 20) -> None:
+    """Read what follows the archive's end (its padding), at most `limit` bytes, so that git ends
+    on its own; more than that and `_stop` kills it."""
+    assert process.stdout is not None
+    while limit > 0 and (chunk := process.stdout.read(min(limit, 1 << 16))):
+        limit -= len(chunk)
+    if limit > 0:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=GIT_TIMEOUT_S)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop a streaming git and reap it (its pipes closed)."""
+    if process.poll() is None:
+        process.kill()
+    for pipe in (process.stdout, process.stderr):
+        if pipe is not None:
+            pipe.close()
+    process.wait()
+
+
 class Cache:
     """The bare mirrors and exported trees under `root`."""
 
@@ -235,10 +276,38 @@ class Cache:
             [f"refs/tags/{ref}", f"refs/heads/{ref}", *([ref] if _COMMIT.fullmatch(ref) else [])]
         for candidate in candidates:
             found = self._commit(mirror, candidate)
-            if found is not None:
-                return found
+            if found is None:
+                continue
+            if candidate == ref and not self._published(mirror, found):
+                raise GitSourceError(UNAVAILABLE, f"{spec.key}: commit {found[:12]} is on no branch or tag "
+                                     "of the repository (a fork's pull request, or a commit since removed)",
+                                     "name a tag or branch after @, or a commit one of them contains")
+            return found
         raise GitSourceError(UNAVAILABLE, f"{spec.key}: the repository has no tag, branch or commit "
                              f"{spec.ref or 'HEAD'!r}", "check the ref after @ in the `use:` entry")
+
+    def _published(self, mirror: Path, commit: str) -> bool:
+        """Whether a branch or tag of the mirror contains `commit`."""
+        out = self.git.run([f"--git-dir={mirror}", "for-each-ref", "--count=1", f"--contains={commit}",
+                            "--format=%(refname)", "refs/heads", "refs/tags"], what="for-each-ref")
+        return bool(str(out).strip())
+
+    def check_reachable(self, spec: GitSpec, commit: str, lock_file: Path) -> None:
+        """Refuse a locked commit that is not what the ref names nor reachable from it (a lock
+        pinning a fork's commit that only `refs/pull/…` reaches, under the name of a tag)."""
+        mirror = repo_dir(spec, self.root) / "repo.git"
+        tip = self.resolve(spec)
+        if tip == commit:
+            return
+        code = self.git.status([f"--git-dir={mirror}", "merge-base", "--is-ancestor", "--end-of-options",
+                                commit, tip], what=f"checking {spec.key}")
+        if code == 0:
+            return
+        ref = spec.ref or "HEAD"
+        raise GitSourceError(UNAVAILABLE, f"{_show(lock_file)} pins {spec.key} at commit {commit[:12]}, "
+                             f"which is not {ref} ({tip[:12]}) nor reachable from it: the lock is refused",
+                             f"`router update {spec.key}` locks what {ref} names now (review it, then "
+                             f"trust again), or restore {_show(lock_file)} from a version you trust")
 
     def _commit(self, mirror: Path, name: str) -> str | None:
         try:
@@ -254,29 +323,85 @@ class Cache:
         return path if path.is_dir() else None
 
     def export(self, spec: GitSpec, commit: str) -> Path:
-        """Export `commit`'s files (fetched first) into the cache; the tree's directory."""
+        """Export `commit`'s files (fetched first) into the cache; the tree's directory.
+
+        The sizes `git ls-tree` lists are checked against the cap before anything is read, and the
+        archive is read as a stream (memory bounded whatever the repository holds). Links are not
+        extracted: their names are kept in `<commit>.links` to refuse a `use:` naming one."""
         target = tree_dir(spec, commit, self.root)
         if target.is_dir():
             return target
         mirror = repo_dir(spec, self.root) / "repo.git"
-        data = self.git.run([f"--git-dir={mirror}", "archive", "--format=tar", "--end-of-options", commit],
-                            what=f"exporting {spec.key} at {commit[:12]}", binary=True)
-        if len(data) > MAX_ARCHIVE_BYTES:
-            raise GitSourceError(UNAVAILABLE, f"{spec.key}: the commit holds more than "
-                                 f"{MAX_ARCHIVE_BYTES >> 20} MiB", "keep policies in a small repository")
+        what = f"exporting {spec.key} at {commit[:12]}"
+        self._check_sizes(spec, mirror, commit, what)
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         temp = Path(tempfile.mkdtemp(dir=target.parent, prefix=".export-"))
         try:
-            import tarfile  # only when a source is fetched
-
-            with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-                archive.extractall(temp, filter="data")
+            links = self._extract(spec, mirror, commit, temp, what)
+            links_file(target).write_text(json.dumps(sorted(links)) + "\n", encoding="utf-8")
             os.replace(temp, target)
-        except OSError:
+        except BaseException:
             shutil.rmtree(temp, ignore_errors=True)
             if not target.is_dir():
                 raise
         return target
+
+    def _check_sizes(self, spec: GitSpec, mirror: Path, commit: str, what: str) -> None:
+        """Refuse a commit whose files add up to more than the cap, from `git ls-tree -l` alone."""
+        listing = str(self.git.run([f"--git-dir={mirror}", "ls-tree", "-r", "-l", "-z", "--end-of-options",
+                                    commit], what=what))
+        total = 0
+        for entry in listing.split("\0"):
+            meta, _, _ = entry.partition("\t")
+            fields = meta.split()
+            if len(fields) == 4 and fields[1] == "blob" and fields[3].isdigit():
+                total += int(fields[3])
+        if total > MAX_ARCHIVE_BYTES:
+            raise _too_big(spec, f" ({total >> 20} MiB of files; nothing was read)")
+
+    def _extract(self, spec: GitSpec, mirror: Path, commit: str, temp: Path, what: str) -> list[str]:
+        """Stream `git archive` into `temp`: regular files and directories only, at most the cap;
+        the names of the links left out."""
+        import tarfile  # only when a source is fetched
+
+        process = self.git.stream([f"--git-dir={mirror}", "archive", "--format=tar", "--end-of-options",
+                                   commit])
+        links: list[str] = []
+        total = 0
+        try:
+            assert process.stdout is not None
+            with tarfile.open(fileobj=process.stdout, mode="r|") as archive:
+                for member in archive:
+                    if member.issym() or member.islnk():
+                        links.append(member.name)
+                        continue
+                    if not (member.isreg() or member.isdir()):
+                        continue
+                    total += member.size
+                    if total > MAX_ARCHIVE_BYTES:
+                        raise _too_big(spec)
+                    try:
+                        archive.extract(member, temp, filter="data")
+                    except tarfile.FilterError:
+                        links.append(member.name)  # a name that leaves the tree: never extracted
+            _drain(process)
+        except tarfile.TarError as exc:
+            raise GitSourceError(UNAVAILABLE, f"{what}: git archive gave no readable tar ({exc})") from None
+        finally:
+            _stop(process)
+        if process.returncode != 0:
+            raise GitSourceError(UNAVAILABLE, f"{what}: git archive failed (exit {process.returncode})")
+        return links
+
+
+def _too_big(spec: GitSpec, detail: str = "") -> GitSourceError:
+    return GitSourceError(UNAVAILABLE, f"{spec.key}: the commit holds more than {MAX_ARCHIVE_BYTES >> 20} MiB"
+                          f"{detail}", "keep policies in a small repository")
+
+
+def links_file(tree: Path) -> Path:
+    """Beside an exported tree: the names of the links its commit holds (not extracted)."""
+    return tree.parent / f"{tree.name}.links"
 
 
 # --- the lock ----------------------------------------------------------------------------------
@@ -387,6 +512,7 @@ class GitSources:
     locks: dict[Path, Lock] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     _fetched: set[str] = field(default_factory=set)
+    _reached: set[tuple[str, str]] = field(default_factory=set)
 
     @classmethod
     def current(cls) -> GitSources:
@@ -405,7 +531,11 @@ class GitSources:
         locked = lock.entry(spec.key)
         if locked is not None and not self._refreshing(spec.key):
             commit = str(locked["commit"])
-            tree = self.cache.tree(spec, commit) or self._export(spec, commit, lock_file)
+            tree = self.cache.tree(spec, commit)
+            if tree is None:
+                tree = self._export(spec, commit, lock_file)
+            else:
+                self._reachable(spec, commit, lock_file)
         else:
             tree, commit = self._first(spec, lock, lock_file)
         origin = GitOrigin(spec.key, spec.repo, commit, spec.path, tree, lock_file)
@@ -418,10 +548,30 @@ class GitSources:
         if not real.is_relative_to(Path(os.path.realpath(origin.tree))):
             raise GitSourceError(UNAVAILABLE, f"{origin.label} leads outside the repository",
                                  "a file of a git source uses only files of the same repository")
+        linked = self.linked(origin)
+        if linked is not None:
+            raise GitSourceError(UNAVAILABLE, linked, "a git source's policy files are regular files: commit "
+                                 "the file itself where the link is")
         if not target.is_file():
             raise GitSourceError(UNAVAILABLE, f"{origin.key}: commit {origin.commit[:7]} has no file "
                                  f"{origin.path}", "check the path after # in the `use:` entry")
         return target
+
+    def linked(self, origin: GitOrigin) -> str | None:
+        """Why `origin`'s file cannot be used when it (or a directory on its way) is a link of the
+        commit (links are never extracted), else None."""
+        try:
+            names = json.loads(links_file(origin.tree).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None  # a tree exported before links were recorded: the realpath check holds
+        if not isinstance(names, list):
+            return None
+        parts = Path(origin.path).parts
+        for name in names:
+            if isinstance(name, str) and Path(name).parts == parts[:len(Path(name).parts)]:
+                return (f"{origin.label}: {name} is a symbolic link in commit {origin.commit[:7]} of "
+                        f"{origin.key}; links in git sources are not followed")
+        return None
 
     def verify(self, origin: GitOrigin, sha: str) -> None:
         """Check the bytes read for `origin` against the lock (recording them on a first use)."""
@@ -479,7 +629,20 @@ class GitSources:
         if self.cache._commit(repo_dir(spec, self.cache.root) / "repo.git", commit) is None:
             raise GitSourceError(UNAVAILABLE, f"{spec.key}: the repository no longer has the locked commit "
                                  f"{commit[:7]}", f"`router update {spec.key}` locks what the ref names now")
+        self._reachable(spec, commit, lock_file)
         return self.cache.export(spec, commit)
+
+    def _reachable(self, spec: GitSpec, commit: str, lock_file: Path) -> None:
+        """The locked commit is what the ref names or an ancestor of it (checked once per load)."""
+        if (spec.key, commit) in self._reached:
+            return
+        if not (repo_dir(spec, self.cache.root) / "repo.git" / "HEAD").is_file():
+            if not self.fetch:
+                raise GitSourceError(UNAVAILABLE, f"{spec.key}: its repository is not in the cache; the "
+                                     "sidecar never fetches", "run `router lint` to fetch it")
+            self._fetch(spec)
+        self.cache.check_reachable(spec, commit, lock_file)
+        self._reached.add((spec.key, commit))
 
     def _fetch(self, spec: GitSpec, commit: str | None = None) -> None:
         if spec.key in self._fetched and commit is None:

@@ -192,6 +192,11 @@ class _Loader:
                 return
             relative = Path(os.path.normpath(named)).relative_to(os.path.normpath(origin.tree))
             inner = origin.inside(relative.as_posix())
+            linked = self.git.linked(inner)
+            if linked is not None:
+                self.refuse(entry, layer, linked, span, code="RT125",
+                            help="a git source's policy files are regular files: commit the file itself")
+                return
         elif root is not None and _is_path(entry):
             named = path.parent / Path(entry).expanduser()
             problem = None if _is_pack_file(named) else _outside(named, root)

@@ -7,7 +7,10 @@ file (and what it `use:`s) and `--policy` files keep every capability. A project
 `.pi/router.yaml` (and the project files it `use:`s) is *confined* (docs/language.md,
 "Capabilities"):
 
-- `fs.write`, `fs.read`: only inside the project directory (never under a `.git` directory) and
+- `fs.write`: an allow-list: only the project's `.pi/router/data/`, the project data files the
+  unconfined layers declare (`project_data:`, e.g. the cuttle pack's `.pi/pi-cuttle.json`) and
+  `<agent dir>/router/data/`; never a name an agent loads (`NEVER_WRITE`), wherever it is;
+- `fs.read`: only inside the project directory (never under a `.git` directory) and
   `<agent dir>/router/data/`;
 - `env.read`: only the variables the user grants with `project_env:` in their own file;
 - `process.spawn`: a `child` signal runs the user's `pi`; a project may not choose the binary;
@@ -48,11 +51,18 @@ POLICY_KEYS: Mapping[str, str] = {
 }
 CODES: Mapping[str, str] = {FS_WRITE: "RT601", FS_READ: "RT602", ENV_READ: "RT603",
                             PROCESS_SPAWN: "RT604", POLICY_USE: "RT605", PI_TRUST: "RT608"}
-PI_CONFIG = frozenset({"settings.json", "mcp.json", "extensions", "skills", "prompts", "themes", "SYSTEM.md",
-                       "APPEND_SYSTEM.md", "router.yaml", "router.lock", "router.schema.json",
-                       "trust.json", "AGENTS.md"})
-"""What Pi and the router read from a project's `.pi/` as configuration or code: closed to writes
-of a project policy (writing `.pi/extensions/x.ts` would make Pi run it)."""
+PROJECT_WRITE_DIR = (".pi", "router", "data")
+"""The one directory of a project its policy writes freely (relative to the project root): Pi loads
+nothing from `.pi/router/`, nor does any other agent we know of (docs/security.md, "Confinement")."""
+NEVER_WRITE_DIRS = frozenset({".git", ".pi", ".agents", ".claude", ".cursor", ".github", ".vscode",
+                              "node_modules"})
+"""Directories (case-folded) no project write passes through below the allowed places: where Pi
+(`.pi/`, `.agents/skills`, `node_modules/` of its packages) and other agents load code or settings."""
+NEVER_WRITE = frozenset(name.casefold() for name in (
+    "AGENTS.md", "AGENTS.override.md", "CLAUDE.md", "SYSTEM.md", "APPEND_SYSTEM.md", "SKILL.md",
+    "settings.json", "mcp.json", "package.json", ".cursorrules"))
+"""File names (case-folded) a project policy never writes, even in an allowed place: context files
+Pi reads in every directory up from its working directory, and instructions and settings files."""
 GRANT_CODE = "RT606"  # `project_env` outside the user's own file
 SYMLINK_CODE = "RT607"  # a file the router writes is a symbolic link
 CAPABILITY_CODES = frozenset({*CODES.values(), GRANT_CODE, SYMLINK_CODE})
@@ -103,6 +113,7 @@ class Confinement:
     agent: str
     home: str
     env: frozenset[str] = frozenset()
+    files: frozenset[str] = frozenset()  # project data files (relative) of unconfined layers: writable
 
     @property
     def area(self) -> Path:
@@ -114,14 +125,25 @@ class Confinement:
         return project_data_dir(Path(self.agent))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"project": self.project, "agent": self.agent, "home": self.home, "env": sorted(self.env)}
+        return {"project": self.project, "agent": self.agent, "home": self.home, "env": sorted(self.env),
+                "files": sorted(self.files)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Confinement:
-        return cls(str(data["project"]), str(data["agent"]), str(data["home"]), frozenset(data["env"]))
+        return cls(str(data["project"]), str(data["agent"]), str(data["home"]), frozenset(data["env"]),
+                   frozenset(data.get("files", ())))
+
+    @property
+    def write_dir(self) -> Path:
+        """`<project>/.pi/router/data/`: where the project policy writes inside its project."""
+        return Path(self.project).joinpath(*PROJECT_WRITE_DIR)
 
     def bounds(self) -> str:
         return f"{show_path(self.area)} and {show_path(self.data)}"
+
+    def write_bounds(self) -> str:
+        files = "".join(f", {name}" for name in sorted(self.files))
+        return f"{show_path(self.write_dir)}{files} and {show_path(self.data)}"
 
 
 class Refused(Exception):
@@ -153,12 +175,17 @@ def confined_path(value: str, conf: Confinement, capability: str, *, label: str,
         path = Path(value)
     path = Path(os.path.normpath(Path(conf.project) / path))
     verb = "writes" if capability == FS_WRITE else "reads"
-    writing = capability == FS_WRITE
-    problem = _out_of_bounds(path, conf.area, Path(conf.agent), conf.data, writing=writing)
+    check = _write_problem if capability == FS_WRITE else _read_problem
+    places = _Places(Path(conf.project), conf.area, Path(conf.agent), conf.data)
+    problem = check(path, conf, places)
     if problem is None and resolve:
         real = Path(os.path.realpath(path))
-        problem = _out_of_bounds(real, *(Path(os.path.realpath(p)) for p in
-                                         (conf.area, Path(conf.agent), conf.data)), writing=writing)
+        # the project's own places are taken from its real directory, never through a link inside
+        # it (`.pi/router/data` committed as a link to `.pi/extensions` is not the data directory)
+        project = Path(os.path.realpath(conf.project))
+        area = project / ".pi" if conf.area != Path(conf.project) else project
+        places = _Places(project, area, *(Path(os.path.realpath(p)) for p in (conf.agent, conf.data)))
+        problem = check(real, conf, places)
         if problem is not None and real != path:
             problem = f"resolves to {show_path(real)}, which {problem}"
         path = real
@@ -167,26 +194,73 @@ def confined_path(value: str, conf: Confinement, capability: str, *, label: str,
     return path
 
 
-def _out_of_bounds(path: Path, area: Path, agent: Path, data: Path, *, writing: bool = False) -> str | None:
-    if path.is_relative_to(data):
-        return None
-    if path.is_relative_to(agent):
-        return f"is inside Pi's agent directory (only {show_path(data)} is open to a project policy)"
-    if path.is_relative_to(area):
-        parts = path.relative_to(area).parts
-        if ".git" in parts:
-            return "is inside a .git directory"
-        if writing and _is_pi_config(parts if area.name != ".pi" else (".pi", *parts)):
-            return "is configuration or code Pi or the router reads from the project's .pi/"
-        return None
-    return f"is outside the project {show_path(area)}"
+@dataclass(frozen=True)
+class _Places:
+    """The directories a check compares with: the project, its area, the agent dir, the data dir."""
+
+    project: Path
+    area: Path
+    agent: Path
+    data: Path
 
 
-def _is_pi_config(parts: tuple[str, ...]) -> bool:
-    """`.pi/<name>` that Pi or the router reads as configuration or code, or a policy test file."""
-    if len(parts) < 2 or parts[0] != ".pi":
-        return False
-    return parts[1] in PI_CONFIG or parts[1].endswith((".test.yaml", ".ts", ".js"))
+def _read_problem(path: Path, conf: Confinement, places: _Places) -> str | None:
+    """Why a confined read of `path` is out of bounds: outside the project's area and the data dir."""
+    if _within(path, places.data):
+        return None
+    if _within(path, places.agent):
+        return f"is inside Pi's agent directory (only {show_path(conf.data)} is open to a project policy)"
+    if not _within(path, places.area):
+        return f"is outside the project {show_path(conf.area)}"
+    return "is inside a .git directory" if ".git" in _folded(_relative(path, places.area)) else None
+
+
+def _write_problem(path: Path, conf: Confinement, places: _Places) -> str | None:
+    """Why a confined write of `path` is not on the allow-list: the project's `.pi/router/data/`,
+    the declared data files of the unconfined layers and `<agent dir>/router/data/`."""
+    for place in (places.data, places.project.joinpath(*PROJECT_WRITE_DIR)):
+        if _within(path, place):
+            return _never(_relative(path, place))
+    for name in conf.files:
+        if path.as_posix().casefold() == places.project.joinpath(name).as_posix().casefold():
+            return _never((Path(name).name,))
+    if _within(path, places.agent):
+        return f"is inside Pi's agent directory (only {show_path(conf.data)} is open to a project policy)"
+    if not _within(path, places.area):
+        return f"is outside the project {show_path(conf.area)}"
+    parts = _folded(_relative(path, places.project))
+    if ".git" in parts:
+        return "is inside a .git directory"
+    if parts[:1] == (".pi",) or (parts and parts[-1] in NEVER_WRITE) or set(parts) & NEVER_WRITE_DIRS:
+        return ("is where Pi or another coding agent loads code, skills, prompts, settings or "
+                "instructions from")
+    return f"is not a data path of the project (a project policy writes only {conf.write_bounds()})"
+
+
+def _never(parts: tuple[str, ...]) -> str | None:
+    """Why a path below an allowed place is still refused: a name an agent loads."""
+    folded = _folded(parts)
+    if set(folded[:-1]) & NEVER_WRITE_DIRS or (folded and folded[-1] in NEVER_WRITE | NEVER_WRITE_DIRS):
+        return (f"names {'/'.join(parts)}, a file or directory coding agents load (never written by a "
+                "project policy)")
+    return None
+
+
+def _within(path: Path, place: Path) -> bool:
+    """`path` is `place` or below it, compared case-folded (macOS and Windows file systems)."""
+    if path.is_relative_to(place):
+        return True
+    folded, base = path.as_posix().casefold(), place.as_posix().casefold()
+    return folded == base or folded.startswith(base.rstrip("/") + "/")
+
+
+def _relative(path: Path, place: Path) -> tuple[str, ...]:
+    """The parts of `path` below `place` (which `_within` found it under, maybe by case)."""
+    return path.parts[len(place.parts):]
+
+
+def _folded(parts: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(part.casefold() for part in parts)
 
 
 def check_rendered(action: str, params: Any, confined: Mapping[str, str], conf: Confinement, *,
@@ -277,8 +351,9 @@ def spawn_refusal(label: str, value: Any) -> str:
 
 def help_for(capability: str, conf: Confinement | None) -> str:
     bounds = conf.bounds() if conf else "the project and <agent dir>/router/data"
+    writable = conf.write_bounds() if conf else "the project's .pi/router/data/ and <agent dir>/router/data/"
     return {
-        FS_WRITE: f"a project policy writes only inside {bounds}; move the file there, or put the "
+        FS_WRITE: f"a project policy writes only {writable}; move the file there, or put the "
                   "rule in your own router.yaml",
         FS_READ: f"a project policy reads only inside {bounds}",
         ENV_READ: "grant the variable in your own router.yaml: `project_env: [NAME]`",
