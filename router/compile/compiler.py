@@ -172,6 +172,7 @@ def compile_policy(files: list[PolicyFile], *, agent: Path | None = None,
     literals = {k: v for k, v in literals.items() if verdicts[("var", k)].refusal is None}
     env_vars = {k: v for k, v in env_vars.items() if verdicts[("var", k)].refusal is None}
     env_names = {spec.env for spec in env_vars.values()} | env_list(files, confinement, refused)
+    log_settings = decision_log_settings(files, agent or agent_dir(), refused)  # before `refused` is read
     compiled = CompiledPolicy(
         rules=rules, by_event=_by_event(rules), vars=literals,
         env_vars={name: spec.model_dump() for name, spec in env_vars.items()}, signals=kept_signals,
@@ -179,7 +180,7 @@ def compile_policy(files: list[PolicyFile], *, agent: Path | None = None,
         warnings=tuple(d for d in ctx.diagnostics if d.severity is Severity.WARNING),
         confinement=confinement, refused=tuple(refused),
         capabilities=tuple(policy_uses(files) + analysis.uses),
-        decision_log=decision_log_settings(files, agent or agent_dir(), refused),
+        decision_log=log_settings,
         **_declarations(files),
     )
     return compiled, ctx.diagnostics
