@@ -9,12 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from router.load.paths import log_files
 from router.replay.log_files import ReadStats, read_records
-from router.runtime.decision_log import DecisionLog, LogSettings, event_texts, scrub
+from router.runtime.decision_log import DecisionLog, LogSettings
 from router.runtime.server import Engine
 from tests.test_server import FakeConnection, Rig, trust_project
 
@@ -79,7 +77,7 @@ def test_a_decision_writes_one_record_in_the_contract_format(rig: Rig) -> None:
     result = rig.event(event())
     assert result["fired"] == ["greet", "big", "try-small", "try-big"]
     [record] = records(rig.agent)
-    assert record["v"] == 1 and record["session"] == "s-1" and record["event"] == "input"
+    assert record["v"] == 2 and record["session"] == "s-1" and record["event"] == "input"
     assert record["seq"] == 0 and record["time"].endswith("Z") and len(record["time"]) == 24
     assert record["event_digest"].startswith("sha256:") and record["policy"].startswith("sha256:")
     assert [(r["id"], r["fired"]) for r in record["rules"]] == [
@@ -99,7 +97,8 @@ def test_prompt_text_and_environment_values_stay_out_by_default(rig: Rig) -> Non
     text = (rig.agent / "router" / "log" / "decisions.jsonl").read_text()
     assert PROMPT not in text and "tok-SECRET-123" not in text
     [record] = records(rig.agent)
-    assert record["actions"][0]["params"]["text"] == "you said: <text> (token <$MY_TOKEN>)"
+    notify = record["actions"][0]["params"]
+    assert notify["text"].startswith(f"<text:{len(f'you said: {PROMPT} (token tok-SECRET-123)')}:")
 
 
 def test_the_users_own_file_turns_prompt_logging_on(rig: Rig) -> None:
@@ -245,17 +244,6 @@ def test_a_rule_the_executor_refuses_is_not_fired_and_has_no_actions(tmp_path: P
     assert [(r["id"], r["fired"]) for r in record["rules"]] == [("p", False)]
     assert record["actions"] == [] and record["refused"] == ["p"]
     assert list(outside.iterdir()) == []
-
-
-@given(prompt=st.text(min_size=8, max_size=60).filter(lambda t: t.strip() == t and len(set(t)) > 3),
-       before=st.text(max_size=10), after=st.text(max_size=10))
-def test_scrubbed_parameters_never_hold_the_prompt(prompt: str, before: str, after: str) -> None:
-    event = {"type": "input", "text": prompt, "messages": [{"role": "user", "text": prompt}]}
-    params = {"text": before + prompt + after, "list": [prompt], "nested": {"k": f"<{prompt}>"}}
-    cleaned = scrub(params, event_texts(event), {})
-    strings = [cleaned["text"], *cleaned["list"], cleaned["nested"]["k"]]
-    assert not [text for text in strings if prompt in text], strings
-    assert cleaned["list"] == ["<text>"]
 
 
 def test_a_resumed_session_continues_its_seq_in_a_new_sidecar(rig: Rig) -> None:

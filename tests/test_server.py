@@ -299,6 +299,9 @@ def test_event_failed_signal_uses_fallback_and_logs(tmp_path: Path) -> None:
     rig = Rig(tmp_path, SIGNAL_POLICY, complete={"error": "429 too many requests"})
     rig.hello()
     assert rig.event()["actions"][0]["params"]["text"] == "p=low"
+    assert f"RT502 signal p failed: <text:{len('429 too many requests')}:" in rig.log()  # may quote a prompt
+    rig.edit(SIGNAL_POLICY + "decision_log: {keep_text: [errors]}\n")
+    assert rig.event()["actions"][0]["params"]["text"] == "p=low"
     assert "RT502 signal p failed: 429 too many requests" in rig.log()
 
 
@@ -981,6 +984,9 @@ def test_evaluation_errors_are_warned_with_their_code_once_per_rule_until_a_relo
     assert first["fired"] == ["greet"]
     assert first["warnings"] == ["rule 'shout': when failed: lower(): expected a string, got boolean [RT402]"]
     assert second["warnings"] == []  # told once; every occurrence is in the log
-    assert rig.log().count("RT402 rule 'shout': when failed: lower()") == 2
+    message = "rule 'shout': when failed: lower(): expected a string, got boolean"
+    lines = [line.split(" ", 1)[1] for line in rig.log().splitlines()]  # without the time
+    assert len(lines) == 2 and lines[0] == lines[1]  # the same text, the same stub
+    assert lines[0].startswith(f"RT402 <text:{len(message)}:") and lines[0].endswith(" (rule shout)")
     rig.edit(BROKEN_RULES + "# changed\n")
     assert rig.event()["warnings"] == first["warnings"]  # a new policy: told again

@@ -176,6 +176,7 @@ def compile_policy(files: list[PolicyFile], *, agent: Path | None = None,
     failure = failure_modes(files, rules, ctx)
     if has_errors(ctx.diagnostics):
         return None, ctx.diagnostics + [r.diagnostic() for r in refused]
+    log_settings = decision_log_settings(files, agent or agent_dir(), refused)  # before `refused` is read
     compiled = CompiledPolicy(
         rules=rules, by_event=_by_event(rules), vars=literals,
         env_vars={name: spec.model_dump() for name, spec in env_vars.items()}, signals=kept_signals,
@@ -183,7 +184,7 @@ def compile_policy(files: list[PolicyFile], *, agent: Path | None = None,
         warnings=tuple(d for d in ctx.diagnostics if d.severity is Severity.WARNING),
         confinement=confinement, refused=tuple(refused),
         capabilities=tuple(policy_uses(files) + analysis.uses),
-        decision_log=decision_log_settings(files, agent or agent_dir(), refused), failure=failure,
+        decision_log=log_settings, failure=failure,
         **_declarations(files),
     )
     return compiled, ctx.diagnostics

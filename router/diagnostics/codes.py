@@ -349,7 +349,8 @@ _ENTRIES = [
              "A file the router writes (a log, audit or saved-settings file, a lock file) or a file a "
              "project policy reads is a symbolic link. The router opens such files without "
              "following a final link (O_NOFOLLOW) and refuses this one; the rest of the decision "
-             "still applies.",
+             "still applies. The decision log's directories (`router/`, `router/log/` of the agent "
+             "dir) are not followed either: a link there turns the log off for the run.",
              "A link planted in a shared directory (`/tmp/debug.log -> ~/.bashrc`) would make the "
              "router append to or replace a file of someone's choosing.",
              "ln -s ~/.bashrc /tmp/cuttle-debug.log", "Remove the link, or name the real file."),

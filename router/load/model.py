@@ -376,9 +376,13 @@ class DecisionLogSettings(_Model):
     """The decision log (docs/observability.md); only your own router.yaml may set it."""
 
     enabled: bool = Field(True, description="write one record per decision to <agent dir>/router/log/")
-    prompts: bool = Field(False, description="also record the prompt text (off: never written)")
+    prompts: bool = Field(False, description="keep the conversation's text in every field "
+                          "(`keep_text` with all of them)")
     max_bytes: int = Field(10 * 1024 * 1024, ge=4096, description="rotate the file past this size")
     keep: int = Field(5, ge=1, le=100, description="rotated files kept (decisions.1.jsonl, …)")
+    keep_text: list[Literal["prompt", "actions", "signals", "errors"]] = Field(
+        default_factory=list, description="the fields whose text is kept as it is (off: its length "
+        "and a digest): prompt, actions (their parameters, the model, the tier), signals, errors")
 
 
 class Policy(_Model):

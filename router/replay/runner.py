@@ -282,7 +282,8 @@ class _Session:
                 return decision
             name = decision.pending.name
             recorded = record.signals.get(name) if record is not None else None
-            if recorded is not None and recorded.get("source") in ("live", "cache") and "value" in recorded:
+            if recorded is not None and recorded.get("source") in ("live", "cache") and "value" in recorded \
+                    and not recorded.get("redacted"):  # a stub of the value is not the value
                 values[name] = recorded["value"]
                 self.result.signals["recorded"] += 1
             elif recorded is not None:

@@ -26,6 +26,7 @@ from router.runtime.decision_log import (
     logged_seqs,
     policy_digest,
 )
+from router.runtime.log_privacy import Stubber, literals_of
 
 if TYPE_CHECKING:
     from router.runtime.otel import Telemetry
@@ -44,12 +45,20 @@ class LastDecision:
 
 @dataclass
 class PolicyFacts:
-    """Of one policy: its log settings, its content digest, which event types have shadow rules."""
+    """Of one policy: its log settings, its content digest, which event types have shadow rules,
+    the strings it spells out (the text a record may keep, router/runtime/log_privacy.py)."""
 
     policy: CompiledPolicy
     settings: LogSettings
     digest: str | None = None
     shadow: dict[str, bool] = field(default_factory=dict)
+    _literals: frozenset[str] | None = None
+
+    @property
+    def literals(self) -> frozenset[str]:
+        if self._literals is None:
+            self._literals = literals_of(self.policy)
+        return self._literals
 
     def has_shadow(self, event_type: str) -> bool:
         if event_type not in self.shadow:
@@ -71,6 +80,7 @@ class Observer:
     _pending_warnings: list[str] = field(default_factory=list)  # told at the next decision
     _catalog: tuple[Any, str] | None = None  # the last model catalog and its digest
     _facts: PolicyFacts | None = None  # of the policy in force
+    _key: bytes = field(default_factory=lambda: os.urandom(32))  # the stubs' key without a log
 
     def __post_init__(self) -> None:
         from router.runtime import otel
@@ -104,13 +114,14 @@ class Observer:
 
     def log_for(self, settings: LogSettings) -> DecisionLog:
         if self._log is None or self._log.settings != settings:
-            failing = self._log.failing if self._log is not None else False
-            if self._log is not None:
-                self._log.close()
+            before = self._log
+            if before is not None:
+                before.close()
             running = loop.running()  # the sidecar's own loop: the log stays open during a burst
-            self._log = DecisionLog(log_dir(self.agent), settings,
+            self._log = DecisionLog(log_dir(self.agent), settings, root=self.agent,
                                     later=running.call_later if running is not None else None)
-            self._log.failing = failing
+            if before is not None:  # a refusal (a link on the way) holds for the whole run
+                self._log.failing, self._log.refused = before.failing, before.refused
         return self._log
 
     def next_seq(self, session: str, event_type: str) -> int:
@@ -137,17 +148,19 @@ class Observer:
         session = str(session_info.get("id") or "") if isinstance(session_info, Mapping) else ""
         facts = self.facts(policy)
         settings = facts.settings
+        log = self.log_for(settings) if settings.enabled else None
         record = build_record(
             policy=policy, event=event, decision=decision, session=session,
             seq=self.next_seq(session, str(event.get("type"))),
             latency_ms=(ended_ns - started_ns) / 1e6, policy_hash=self.policy_hash(policy),
             settings=settings, secrets=secrets, refused=refused,
             models_digest=self.models_digest(event.get("models")),
-            has_shadow=facts.has_shadow(str(event.get("type"))))
+            has_shadow=facts.has_shadow(str(event.get("type"))), literals=facts.literals,
+            key=log.digest_key() if log is not None and not log.refused else self._key)
         last = LastDecision(policy, event, state_before, dict(outcomes), record)
         self.last[session] = self.last_of_type[(session, record["event"])] = last
-        if settings.enabled:
-            problem = self.log_for(settings).write(record)
+        if log is not None:
+            problem = log.write(record)
             if problem:
                 warnings.append(problem)
         if self.telemetry is not None:
@@ -156,6 +169,23 @@ class Observer:
                 self.told.add(problem)
                 warnings.append(problem)
         return warnings
+
+    def error_lines(self, policy: CompiledPolicy, decision: Decision) -> list[str]:
+        """The router.log lines of a decision's errors and failed signals, their text stubbed as
+        in the decision log unless the user keeps it (`keep_text: [errors]`): a message may quote
+        a value of the conversation (a regex, a number that was not one)."""
+        if not decision.errors and not decision.signal_errors:
+            return []
+        facts = self.facts(policy)
+        keep = "errors" in facts.settings.kept
+        key = self.log_for(facts.settings).digest_key() if facts.settings.enabled else self._key
+        stubber = Stubber(key, facts.literals, frozenset(), {})
+        lines = [f"{e.code} " + (e.message if keep else stubber.text(e.message)) + (
+            f" (rule {e.rule_id})" if e.rule_id else "") for e in decision.errors]
+        for name, text in decision.signal_errors.items():
+            shown = text if keep else stubber.text(text)
+            lines.append(f"{decision.signal_codes.get(name, 'RT502')} signal {name} failed: {shown}")
+        return lines
 
     def last_decision(self, session: str, event_type: str | None = None) -> LastDecision | None:
         """The session's last decision, or its last one of `event_type`."""

@@ -13,6 +13,7 @@ from router.engine.interpreter import evaluate
 from router.engine.trace import BufferTracer, TraceEvent
 
 if TYPE_CHECKING:
+    from router.engine.decision import Decision
     from router.runtime.observer import LastDecision
 
 VERDICTS = {"fire": "fired", "shadow": "would fire (shadow: not applied)", "skip": "skipped",
@@ -41,7 +42,7 @@ def why_text(last: LastDecision | None, event_type: str | None = None) -> str:
         lines.append("actions: " + "; ".join(f"{e.action} <- {e.rule_id}" for e in decision.effects))
     else:
         lines.append("actions: none")
-    lines += _signal_lines(record)
+    lines += _signal_lines(record, decision)
     return "\n".join(lines)
 
 
@@ -73,14 +74,18 @@ def _verdict(events: list[TraceEvent]) -> str:
     return "not matched"
 
 
-def _signal_lines(record: dict[str, Any]) -> list[str]:
+def _signal_lines(record: dict[str, Any], decision: Decision) -> list[str]:
+    """The record's signals with the values and errors of the decision evaluated again (the record
+    keeps only stubs of their text; this is shown in Pi, never written)."""
     signals = record.get("signals") or {}
     if not signals:
         return []
     parts = []
     for name, entry in sorted(signals.items()):
-        value = "(text, not shown)" if entry.get("redacted") else _short(entry.get("value"))
-        error = f": {entry['error']}" if entry.get("error") else ""
+        model_text = entry.get("redacted") and entry.get("value") is None  # a complete or child answer
+        value = "(text, not shown)" if model_text else _short(decision.signals.get(name, entry.get("value")))
+        error_text = decision.signal_errors.get(name) or entry.get("error")
+        error = f": {error_text}" if error_text else ""
         parts.append(f"  {name} = {value} ({entry.get('source')}{error})")
     return ["signals:", *parts]
 

@@ -326,10 +326,8 @@ class Engine:
         stored = self.store(decision.state)
         if stored is not None:
             result["state"] = stored
-        for error in decision.errors:
-            self.executor.log(f"{error.code} {error.message}")
-        for name, text in decision.signal_errors.items():
-            self.executor.log(f"{decision.signal_codes.get(name, 'RT502')} signal {name} failed: {text}")
+        for line in self.observer.error_lines(policy, decision):
+            self.executor.log(line)
         result["warnings"] += self.notices()
         if (self.policy.event_types if self.policy else ()) != before:
             result["declarations"] = self.declarations()
