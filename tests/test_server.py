@@ -25,7 +25,7 @@ import router.runtime.executor as executor_module
 from router import __version__
 from router.compile.compiler import compile_files
 from router.load.paths import packs_dir
-from router.runtime import policy_command, protocol
+from router.runtime import protocol
 from router.runtime.connection import Connection, handle_line, id_key
 from router.runtime.connection import Lines as LineReader
 from router.runtime.server import Engine
@@ -140,14 +140,17 @@ def test_hello_declares_the_policys_skills(tmp_path: Path) -> None:
     assert rig.hello()["skills"] == [str((rig.agent / "team").resolve())]
 
 
-def test_hello_broken_policy_warns_and_declares_nothing(tmp_path: Path) -> None:
+def test_hello_broken_user_policy_warns_and_the_built_in_layers_stay(tmp_path: Path) -> None:
+    """Layers fail apart: the user's file has errors and no earlier policy loaded for it, so the
+    built-in (and managed) layers apply, and the first warning says what is off and why."""
     rig = Rig(tmp_path, "rules:\n  - id: a\n    on: inptu\n    do: [{notify: x}]\n")
     hello = rig.hello()
-    assert hello["warnings"][0] == "the router policy has errors; Pi runs without it (run `router lint`)"
+    assert hello["warnings"][0].startswith(f"{rig.policy} (or a file it uses) is not applied: it has errors")
+    assert "the built-in and managed layers apply" in hello["warnings"][0]
+    assert "router lint" in hello["warnings"][0] and hello["warnings"][0].endswith("[RT503]")
     assert hello["warnings"][1].endswith("[RT205]") and ":3:9: " in hello["warnings"][1]
-    assert (hello["events"], hello["commands"], hello["tools"], hello["virtual_models"], hello["files"]) == (
-        ["command"], [policy_command.DECLARATION], [], [], [])
-    assert rig.event() == {"actions": [], "warnings": []}
+    assert hello["events"] == events() and not any(f.endswith("agent/router.yaml") for f in hello["files"])
+    assert "greet" not in rig.event().get("fired", [])
 
 
 PROJECT = "rules:\n  - {id: p, on: turn_start, do: [{notify: x}]}\n"
@@ -825,10 +828,12 @@ def test_a_new_sidecar_with_broken_files_starts_with_the_last_good_policy(tmp_pa
     assert asyncio.run(restarted.event(1, INPUT))["fired"] == ["greet"]
 
 
-def test_a_new_sidecar_with_broken_files_and_no_good_policy_runs_without_one(tmp_path: Path) -> None:
+def test_a_new_sidecar_with_broken_files_and_no_good_policy_starts_with_the_built_in_layers(
+        tmp_path: Path) -> None:
     rig = Rig(tmp_path, "rules: " + "[" * 100_000 + "]" * 100_000 + "\n")
     hello = rig.hello()
-    assert hello["warnings"][0].startswith("the router policy has errors; Pi runs without it")
+    assert hello["warnings"][0].startswith(f"{rig.policy} (or a file it uses) is not applied")
+    assert any("[RT101]" in w for w in hello["warnings"]) and hello["events"] == events()
     assert rig.event()["actions"] == []
 
 

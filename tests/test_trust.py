@@ -12,7 +12,15 @@ from hypothesis import strategies as st
 from router.compile.compiler import compile_files
 from router.runtime import trust_review as command
 from router.runtime.session_policy import load_session_policy, read_project_content
-from router.trust.store import TrustStore, TrustStoreError, decide, file_digest, project_content
+from router.trust.store import (
+    ProjectContent,
+    TrustStore,
+    TrustStoreError,
+    decide,
+    file_digest,
+    precheck,
+    project_content,
+)
 
 PROJECT = "rules:\n  - {id: p, on: turn_start, do: [{notify: x}]}\n"
 
@@ -24,6 +32,11 @@ def project(tmp_path: Path, text: str = PROJECT, **more: str) -> Path:
     for name, body in more.items():
         (root / ".pi" / name).write_text(body)
     return root
+
+
+def record(content: ProjectContent) -> dict[str, object]:
+    """A trust record as `TrustStore.trust` writes it: the digest and the files it covers."""
+    return {"sha256": content.digest, "files": [name for name, _ in content.files]}
 
 
 def test_digest_covers_every_used_file_and_its_name(tmp_path: Path) -> None:
@@ -88,7 +101,7 @@ def test_session_policy_applies_project_only_when_trusted(tmp_path: Path) -> Non
     assert "turn_start" not in loaded.policy.event_types
     content, _ = read_project_content(root)
     assert content is not None
-    records = {str(root.resolve()): {"sha256": content.digest}}
+    records = {str(root.resolve()): record(content)}
     for _ in range(2):  # compiled, then from the cache
         again = load_session_policy(root, agent, records=records)
         assert again.trust.state == "trusted" and again.policy is not None
@@ -105,7 +118,7 @@ def test_project_data_files_are_pinned_with_the_project_policy(tmp_path: Path) -
     content, _ = read_project_content(root, agent)
     assert content is not None
     assert [name for name, _ in content.files] == [".pi/router.yaml", ".pi/data.json"]
-    records = {str(root.resolve()): {"sha256": content.digest}}
+    records = {str(root.resolve()): record(content)}
     for _ in range(2):  # compiled, then from the cache
         loaded = load_session_policy(root, agent, records=records)
         assert loaded.trust.state == "trusted"
@@ -116,7 +129,7 @@ def test_project_data_files_are_pinned_with_the_project_policy(tmp_path: Path) -
     assert load_session_policy(root, agent, records=records).trust.state == "changed"
     bare, _ = read_project_content(root, agent)
     assert bare is not None
-    without = {str(root.resolve()): {"sha256": bare.digest}}
+    without = {str(root.resolve()): record(bare)}
     assert load_session_policy(root, agent, records=without).trust.state == "trusted"
     (root / ".pi" / "data.json").write_text("{}")  # appears after the policy was trusted and cached
     assert load_session_policy(root, agent, records=without).trust.state == "changed"
@@ -214,16 +227,16 @@ def test_review_digest_and_summary_come_from_one_read(tmp_path: Path,
 
     root = project(tmp_path)
     reads: list[Path] = []
-    original = source.read_source
+    original = source.read_text
 
     def counting(path: Path, **kwargs: object) -> object:
         reads.append(path)
         return original(path, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(source, "read_source", counting)
+    monkeypatch.setattr(source, "read_text", counting)
     import router.load.loader as loader
 
-    monkeypatch.setattr(loader, "read_source", counting)
+    monkeypatch.setattr(loader, "read_text", counting)
     item = command.review(root, tmp_path / "agent")
     assert item.content is not None and item.policy is not None
     assert sum(1 for p in reads if p.name == "router.yaml" and ".pi" in p.parts) == 1

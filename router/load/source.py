@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import stat
-import time
-from collections.abc import Iterable, Iterator
-from contextvars import ContextVar
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -23,6 +20,11 @@ from ruamel.yaml.resolver import VersionedResolver
 
 from router.diagnostics.diagnostic import Diagnostic, Span
 from router.diagnostics.errors import SourceError
+from router.load.deadline import TooSlow as _TooSlow
+from router.load.deadline import check as _check_deadline
+from router.load.deadline import limit_seconds, time_limit
+
+__all__ = ["SourceDoc", "format_key_path", "parse_source", "read_source", "read_text", "time_limit"]
 
 KeyPath = tuple[str | int, ...]
 MAX_FILE_BYTES = 4 * 1024 * 1024  # a 5,000-rule policy is about 1 MiB
@@ -32,7 +34,6 @@ MAX_ALIAS_NODES = 10_000
 """Values that come from aliases or merge keys (`<<`): each merged mapping counts, and so does
 each value it brings, however deep the chain (200 chained merges stop here, not after minutes)."""
 CHECK_EVERY = 2048  # the parse looks at its deadline once per this many YAML events or values
-_DEADLINE: ContextVar[tuple[float, float] | None] = ContextVar("router_parse_deadline", default=None)
 
 _BOOL_TAG = "tag:yaml.org,2002:bool"
 _INT_TAG = "tag:yaml.org,2002:int"
@@ -188,35 +189,8 @@ def _file_kind(mode: int) -> str:
     return next((name for test, name in kinds if test(mode)), "a special file")
 
 
-@contextlib.contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    """Parses inside stop with RT103 once `seconds` have passed (checked while the events are read
-    and the values built; the composer in between runs only when the events took a fifth of it)."""
-    token = _DEADLINE.set((time.monotonic() + seconds, seconds))
-    try:
-        yield
-    finally:
-        _DEADLINE.reset(token)
-
-
-class _TooSlow(Exception):
-    """The parse ran past its time limit (time_limit)."""
-
-
-def _check_deadline(part: float = 1.0) -> None:
-    """_TooSlow when the deadline passed (or, with `part` < 1, when more than that part of the
-    limit is used: the next step would need the rest several times over)."""
-    limit = _DEADLINE.get()
-    if limit is None:
-        return
-    deadline, seconds = limit
-    if time.monotonic() > deadline - seconds * (1.0 - part):
-        raise _TooSlow
-
-
 def _too_slow(path: str) -> Diagnostic:
-    limit = _DEADLINE.get()
-    seconds = limit[1] if limit else 0.0
+    seconds = limit_seconds()
     return Diagnostic("RT103", f"reading the document took longer than {seconds:g} s; it is not used",
                       Span(path), help="a policy that big is slow to read wherever it runs: split it, "
                       "or generate fewer rules and values")
