@@ -988,3 +988,71 @@ def test_evaluation_errors_are_warned_with_their_code_once_per_rule_until_a_relo
     assert rig.log().count("RT402 rule 'shout': when failed: lower()") == 2
     rig.edit(BROKEN_RULES + "# changed\n")
     assert rig.event()["warnings"] == first["warnings"]  # a new policy: told again
+
+
+GUARD = """\
+version: 1
+rules:
+  - id: no-force-push
+    on: tool_call
+    match: "tool.name == 'bash' && contains(tool.input.command, 'git push -f')"
+    do: [{block: "force pushes are not allowed"}]
+"""
+PUSH = {"type": "tool_call", "payload": {"toolName": "bash", "input": {"command": "git push -f origin"}},
+        "ctx": {}}
+
+
+def blocked(result: dict[str, Any]) -> bool:
+    return "no-force-push" in result.get("fired", []) and any(
+        a.get("action") == "block" for a in result["actions"])
+
+
+def test_an_untrusted_merge_key_bomb_is_not_parsed_and_the_users_guard_holds(tmp_path: Path) -> None:
+    """Issue 22: a cloned repository's 6.9 KB of 200 chained merge keys took the sidecar past its
+    start budget, and the user's block rule with it. It is not parsed now: the hello answers with
+    the user's rules in force and says why the project's are off."""
+    from tests.test_trust import merge_bomb
+
+    rig = Rig(tmp_path, GUARD)
+    (rig.cwd / ".pi").mkdir()
+    (rig.cwd / ".pi" / "router.yaml").write_text(merge_bomb())
+    hello = rig.hello()
+    assert "tool_call" in hello["events"] and hello["trust"]["state"] == "untrusted"
+    assert [w for w in hello["warnings"] if "is not applied" in w and "router trust" in w]
+    assert not [w for w in hello["warnings"] if "RT101" in w]  # nothing of it was read
+    assert blocked(rig.event(PUSH))
+
+
+def test_a_trusted_policy_deleted_mid_session_stays_in_force_with_a_notice(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, "version: 1\n")
+    (rig.cwd / ".pi").mkdir()
+    project = rig.cwd / ".pi" / "router.yaml"
+    project.write_text(GUARD)
+    trust_project(rig)
+    assert rig.hello()["trust"]["state"] == "trusted"
+    assert blocked(rig.event(PUSH))
+    project.unlink()  # the model runs `rm .pi/router.yaml`
+    result = rig.event(PUSH)
+    assert blocked(result)
+    [notice] = [w for w in result["warnings"] if "was removed" in w]
+    assert "stays in force until this session ends" in notice
+    again = rig.event(PUSH)
+    assert blocked(again) and not [w for w in again["warnings"] if "was removed" in w]  # told once
+    project.write_text(GUARD.replace("git push -f", "never"))  # replaced: the trusted one stays too
+    assert blocked(rig.event(PUSH))
+
+
+def test_a_huge_edit_of_the_users_policy_mid_session_keeps_the_policy_in_force(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A valid edit too big to read within the reload's limit: the prompt is answered with the
+    policy in force and a notice naming the file (the limit made tiny here: nothing waits on time)."""
+    import router.runtime.server as server
+
+    rig = Rig(tmp_path, GUARD)
+    rig.hello()
+    rig.edit(GUARD + "vars:\n  big: [" + ", ".join(["1"] * 40_000) + "]\n")
+    monkeypatch.setattr(server, "RELOAD_PARSE_S", 0.0001)
+    result = rig.event(PUSH)
+    assert blocked(result)
+    [notice] = [w for w in result["warnings"] if w.startswith("policy reload failed")]
+    assert "took longer than" in notice and "[RT103]" in notice and "keeping the last good policy" in notice
