@@ -1056,3 +1056,34 @@ def test_a_huge_edit_of_the_users_policy_mid_session_keeps_the_policy_in_force(
     assert blocked(result)
     [notice] = [w for w in result["warnings"] if w.startswith("policy reload failed")]
     assert "took longer than" in notice and "[RT103]" in notice and "keeping the last good policy" in notice
+
+
+def test_a_write_of_your_own_to_project_data_keeps_the_trust_only_while_the_policy_is_unchanged(
+        tmp_path: Path) -> None:
+    """`/cuttle config set`-like: a command of yours saving into a declared project data file
+    re-records the trust; but not when the policy's own files changed meanwhile (the model's edit
+    would be trusted along with your write)."""
+    rig = Rig(tmp_path, "version: 1\nproject_data: [.pi/data.json]\n")
+    (rig.cwd / ".pi").mkdir()
+    project = rig.cwd / ".pi" / "router.yaml"
+    data = rig.cwd / ".pi" / "data.json"
+    data.write_text('{"a": 1}\n')
+    project.write_text("rules:\n  - id: keep\n    on: command\n    do:\n"
+                       f"      - save: {{file: '{data}', key: a, value: 2}}\n")
+    content, _ = read_project_content(rig.cwd, rig.agent)
+    assert content is not None
+    TrustStore(rig.agent).trust(content)
+    assert rig.hello()["trust"]["state"] == "trusted"
+    command = {"type": "command", "payload": {"name": "x", "args": ""}, "ctx": {}}
+    seen: list[Any] = []
+    keep = rig.engine.keep_trust_after_own_writes
+    rig.engine.keep_trust_after_own_writes = lambda d: (seen.append(d), keep(d))[1]  # type: ignore[method-assign]
+    rig.event(command)
+    assert '"a": 2' in data.read_text() and rig.engine.trust.state == "trusted"
+    assert "trust kept for" in rig.log() and len(seen) == 1
+    before = TrustStore(rig.agent).projects()[str(rig.cwd.resolve())]["sha256"]
+    project.write_text(project.read_text().replace("value: 2", "value: 3"))  # the model's edit, then
+    data.write_text('{"a": 4}\n')  # your write lands before the next event looks at the files
+    keep(seen[0])
+    assert TrustStore(rig.agent).projects()[str(rig.cwd.resolve())]["sha256"] == before
+    assert ".pi/router.yaml changed as well" in rig.log()

@@ -38,8 +38,20 @@ from router.runtime import declarations_cache, lean, loop, policy_command, polic
 from router.runtime.connection import Connection, LineSplitter, handle_line
 from router.runtime.executor import Executor, budget_ms
 from router.runtime.observer import Observer
-from router.runtime.session_policy import PROJECT_SECONDS, load_session_policy, read_project_content
-from router.trust.store import TrustDecision, TrustStore, TrustStoreError, decide
+from router.runtime.session_policy import (
+    PROJECT_SECONDS,
+    git_tree_file,
+    load_session_policy,
+    read_project_content,
+)
+from router.trust.store import (
+    TrustDecision,
+    TrustStore,
+    TrustStoreError,
+    bounded_sha256,
+    decide,
+    recorded_path,
+)
 
 MAX_SIGNALS = 16
 RELOAD_BUDGET_MS = 10000  # the bridge's wait for an event whose policy is being reloaded
@@ -228,6 +240,15 @@ class Engine:
         written = [e for e in decision.effects if e.action == "save" and isinstance(e.params, dict)
                    and _resolved(e.params.get("file")) in data]
         if not written:
+            return
+        names = {str(Path(name)) for name in policy.project_data}
+        base = self.cwd.resolve()
+        changed = [name for name, sha in self.trust.checked
+                   if name not in names and bounded_sha256(recorded_path(base, name, git_tree_file)[0]
+                                                           or base / name) != sha]
+        if changed or not self.trust.checked:  # the policy's own files changed too: not yours to keep
+            self.executor.log(f"trust not updated after a write to the project's data: "
+                              f"{', '.join(changed) or 'no trusted file list'} changed as well")
             return
         content, _ = read_project_content(self.cwd, self.agent)
         if content is None:

@@ -16,7 +16,7 @@ is off, why, and the command that fixes it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -91,11 +91,19 @@ def load_session_policy(cwd: Path, agent: Path, *, extra: Sequence[Path] = (),
         policy, content = cached
         trust = decide(content, cwd, records, approve=content.digest == approved)
         if trust.applies:
-            return SessionPolicy(policy, [], trust, _watched(policy, agent, extra, cwd, content))
+            watched = _watched(policy, agent, extra, cwd, content)
+            return _with_checked(SessionPolicy(policy, [], trust, watched), checked)
         base, diagnostics, last = _base(cwd, agent, extra)
         return SessionPolicy(base, diagnostics, trust, _watched(base, agent, extra, cwd, content), last)
-    return _compile_with_project(cwd, agent, extra, records=records, approved=approved,
-                                 checked=checked)
+    return _with_checked(_compile_with_project(cwd, agent, extra, records=records, approved=approved,
+                                               checked=checked), checked)
+
+
+def _with_checked(loaded: SessionPolicy, checked: frozenset[tuple[str, str]] | None) -> SessionPolicy:
+    """The trusted decision keeps the files its precheck hashed (what a later write may compare)."""
+    if checked is None or not loaded.trust.applies:
+        return loaded
+    return replace(loaded, trust=replace(loaded.trust, checked=checked))
 
 
 def git_tree_file(key: str, commit: str, inside: str) -> Path | None:
