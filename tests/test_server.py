@@ -24,7 +24,7 @@ import router.runtime.executor as executor_module
 from router import __version__
 from router.compile.compiler import compile_files
 from router.load.paths import packs_dir
-from router.runtime import policy_command, protocol
+from router.runtime import protocol
 from router.runtime.connection import Connection, handle_line, id_key
 from router.runtime.connection import Lines as LineReader
 from router.runtime.server import Engine
@@ -139,14 +139,17 @@ def test_hello_declares_the_policys_skills(tmp_path: Path) -> None:
     assert rig.hello()["skills"] == [str((rig.agent / "team").resolve())]
 
 
-def test_hello_broken_policy_warns_and_declares_nothing(tmp_path: Path) -> None:
+def test_hello_broken_user_policy_warns_and_the_built_in_layers_stay(tmp_path: Path) -> None:
+    """Layers fail apart: the user's file has errors and no earlier policy loaded for it, so the
+    built-in (and managed) layers apply, and the first warning says what is off and why."""
     rig = Rig(tmp_path, "rules:\n  - id: a\n    on: inptu\n    do: [{notify: x}]\n")
     hello = rig.hello()
-    assert hello["warnings"][0] == "the router policy has errors; Pi runs without it (run `router lint`)"
+    assert hello["warnings"][0].startswith(f"{rig.policy} (or a file it uses) is not applied: it has errors")
+    assert "the built-in and managed layers apply" in hello["warnings"][0]
+    assert "router lint" in hello["warnings"][0] and hello["warnings"][0].endswith("[RT503]")
     assert hello["warnings"][1].endswith("[RT205]") and ":3:9: " in hello["warnings"][1]
-    assert (hello["events"], hello["commands"], hello["tools"], hello["virtual_models"], hello["files"]) == (
-        ["command"], [policy_command.DECLARATION], [], [], [])
-    assert rig.event() == {"actions": [], "warnings": []}
+    assert hello["events"] == events() and not any(f.endswith("agent/router.yaml") for f in hello["files"])
+    assert "greet" not in rig.event().get("fired", [])
 
 
 PROJECT = "rules:\n  - {id: p, on: turn_start, do: [{notify: x}]}\n"
@@ -828,10 +831,12 @@ def test_a_new_sidecar_with_broken_files_starts_with_the_last_good_policy(tmp_pa
     assert asyncio.run(restarted.event(1, INPUT))["fired"] == ["greet"]
 
 
-def test_a_new_sidecar_with_broken_files_and_no_good_policy_runs_without_one(tmp_path: Path) -> None:
+def test_a_new_sidecar_with_broken_files_and_no_good_policy_starts_with_the_built_in_layers(
+        tmp_path: Path) -> None:
     rig = Rig(tmp_path, "rules: " + "[" * 100_000 + "]" * 100_000 + "\n")
     hello = rig.hello()
-    assert hello["warnings"][0].startswith("the router policy has errors; Pi runs without it")
+    assert hello["warnings"][0].startswith(f"{rig.policy} (or a file it uses) is not applied")
+    assert any("[RT101]" in w for w in hello["warnings"]) and hello["events"] == events()
     assert rig.event()["actions"] == []
 
 
@@ -990,3 +995,102 @@ def test_evaluation_errors_are_warned_with_their_code_once_per_rule_until_a_relo
     assert lines[0].startswith(f"RT402 <text:{len(message)}:") and lines[0].endswith(" (rule shout)")
     rig.edit(BROKEN_RULES + "# changed\n")
     assert rig.event()["warnings"] == first["warnings"]  # a new policy: told again
+
+
+GUARD = """\
+version: 1
+rules:
+  - id: no-force-push
+    on: tool_call
+    match: "tool.name == 'bash' && contains(tool.input.command, 'git push -f')"
+    do: [{block: "force pushes are not allowed"}]
+"""
+PUSH = {"type": "tool_call", "payload": {"toolName": "bash", "input": {"command": "git push -f origin"}},
+        "ctx": {}}
+
+
+def blocked(result: dict[str, Any]) -> bool:
+    return "no-force-push" in result.get("fired", []) and any(
+        a.get("action") == "block" for a in result["actions"])
+
+
+def test_an_untrusted_merge_key_bomb_is_not_parsed_and_the_users_guard_holds(tmp_path: Path) -> None:
+    """Issue 22: a cloned repository's 6.9 KB of 200 chained merge keys took the sidecar past its
+    start budget, and the user's block rule with it. It is not parsed now: the hello answers with
+    the user's rules in force and says why the project's are off."""
+    from tests.test_trust import merge_bomb
+
+    rig = Rig(tmp_path, GUARD)
+    (rig.cwd / ".pi").mkdir()
+    (rig.cwd / ".pi" / "router.yaml").write_text(merge_bomb())
+    hello = rig.hello()
+    assert "tool_call" in hello["events"] and hello["trust"]["state"] == "untrusted"
+    assert [w for w in hello["warnings"] if "is not applied" in w and "router trust" in w]
+    assert not [w for w in hello["warnings"] if "RT101" in w]  # nothing of it was read
+    assert blocked(rig.event(PUSH))
+
+
+def test_a_trusted_policy_deleted_mid_session_stays_in_force_with_a_notice(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, "version: 1\n")
+    (rig.cwd / ".pi").mkdir()
+    project = rig.cwd / ".pi" / "router.yaml"
+    project.write_text(GUARD)
+    trust_project(rig)
+    assert rig.hello()["trust"]["state"] == "trusted"
+    assert blocked(rig.event(PUSH))
+    project.unlink()  # the model runs `rm .pi/router.yaml`
+    result = rig.event(PUSH)
+    assert blocked(result)
+    [notice] = [w for w in result["warnings"] if "was removed" in w]
+    assert "stays in force until this session ends" in notice
+    again = rig.event(PUSH)
+    assert blocked(again) and not [w for w in again["warnings"] if "was removed" in w]  # told once
+    project.write_text(GUARD.replace("git push -f", "never"))  # replaced: the trusted one stays too
+    assert blocked(rig.event(PUSH))
+
+
+def test_a_huge_edit_of_the_users_policy_mid_session_keeps_the_policy_in_force(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A valid edit too big to read within the reload's limit: the prompt is answered with the
+    policy in force and a notice naming the file (the limit made tiny here: nothing waits on time)."""
+    import router.runtime.server as server
+
+    rig = Rig(tmp_path, GUARD)
+    rig.hello()
+    rig.edit(GUARD + "vars:\n  big: [" + ", ".join(["1"] * 40_000) + "]\n")
+    monkeypatch.setattr(server, "RELOAD_PARSE_S", 0.0001)
+    result = rig.event(PUSH)
+    assert blocked(result)
+    [notice] = [w for w in result["warnings"] if w.startswith("policy reload failed")]
+    assert "took longer than" in notice and "[RT103]" in notice and "keeping the last good policy" in notice
+
+
+def test_a_write_of_your_own_to_project_data_keeps_the_trust_only_while_the_policy_is_unchanged(
+        tmp_path: Path) -> None:
+    """`/cuttle config set`-like: a command of yours saving into a declared project data file
+    re-records the trust; but not when the policy's own files changed meanwhile (the model's edit
+    would be trusted along with your write)."""
+    rig = Rig(tmp_path, "version: 1\nproject_data: [.pi/data.json]\n")
+    (rig.cwd / ".pi").mkdir()
+    project = rig.cwd / ".pi" / "router.yaml"
+    data = rig.cwd / ".pi" / "data.json"
+    data.write_text('{"a": 1}\n')
+    project.write_text("rules:\n  - id: keep\n    on: command\n    do:\n"
+                       f"      - save: {{file: '{data}', key: a, value: 2}}\n")
+    content, _ = read_project_content(rig.cwd, rig.agent)
+    assert content is not None
+    TrustStore(rig.agent).trust(content)
+    assert rig.hello()["trust"]["state"] == "trusted"
+    command = {"type": "command", "payload": {"name": "x", "args": ""}, "ctx": {}}
+    seen: list[Any] = []
+    keep = rig.engine.keep_trust_after_own_writes
+    rig.engine.keep_trust_after_own_writes = lambda d: (seen.append(d), keep(d))[1]  # type: ignore[method-assign]
+    rig.event(command)
+    assert '"a": 2' in data.read_text() and rig.engine.trust.state == "trusted"
+    assert "trust kept for" in rig.log() and len(seen) == 1
+    before = TrustStore(rig.agent).projects()[str(rig.cwd.resolve())]["sha256"]
+    project.write_text(project.read_text().replace("value: 2", "value: 3"))  # the model's edit, then
+    data.write_text('{"a": 4}\n')  # your write lands before the next event looks at the files
+    keep(seen[0])
+    assert TrustStore(rig.agent).projects()[str(rig.cwd.resolve())]["sha256"] == before
+    assert ".pi/router.yaml changed as well" in rig.log()

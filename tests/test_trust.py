@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,15 @@ from hypothesis import strategies as st
 from router.compile.compiler import compile_files
 from router.runtime import trust_review as command
 from router.runtime.session_policy import load_session_policy, read_project_content
-from router.trust.store import TrustStore, TrustStoreError, decide, file_digest, project_content
+from router.trust.store import (
+    ProjectContent,
+    TrustStore,
+    TrustStoreError,
+    decide,
+    file_digest,
+    precheck,
+    project_content,
+)
 
 PROJECT = "rules:\n  - {id: p, on: turn_start, do: [{notify: x}]}\n"
 
@@ -24,6 +33,11 @@ def project(tmp_path: Path, text: str = PROJECT, **more: str) -> Path:
     for name, body in more.items():
         (root / ".pi" / name).write_text(body)
     return root
+
+
+def record(content: ProjectContent) -> dict[str, object]:
+    """A trust record as `TrustStore.trust` writes it: the digest and the files it covers."""
+    return {"sha256": content.digest, "files": [name for name, _ in content.files]}
 
 
 def test_digest_covers_every_used_file_and_its_name(tmp_path: Path) -> None:
@@ -88,7 +102,7 @@ def test_session_policy_applies_project_only_when_trusted(tmp_path: Path) -> Non
     assert "turn_start" not in loaded.policy.event_types
     content, _ = read_project_content(root)
     assert content is not None
-    records = {str(root.resolve()): {"sha256": content.digest}}
+    records = {str(root.resolve()): record(content)}
     for _ in range(2):  # compiled, then from the cache
         again = load_session_policy(root, agent, records=records)
         assert again.trust.state == "trusted" and again.policy is not None
@@ -105,7 +119,7 @@ def test_project_data_files_are_pinned_with_the_project_policy(tmp_path: Path) -
     content, _ = read_project_content(root, agent)
     assert content is not None
     assert [name for name, _ in content.files] == [".pi/router.yaml", ".pi/data.json"]
-    records = {str(root.resolve()): {"sha256": content.digest}}
+    records = {str(root.resolve()): record(content)}
     for _ in range(2):  # compiled, then from the cache
         loaded = load_session_policy(root, agent, records=records)
         assert loaded.trust.state == "trusted"
@@ -116,7 +130,7 @@ def test_project_data_files_are_pinned_with_the_project_policy(tmp_path: Path) -
     assert load_session_policy(root, agent, records=records).trust.state == "changed"
     bare, _ = read_project_content(root, agent)
     assert bare is not None
-    without = {str(root.resolve()): {"sha256": bare.digest}}
+    without = {str(root.resolve()): record(bare)}
     assert load_session_policy(root, agent, records=without).trust.state == "trusted"
     (root / ".pi" / "data.json").write_text("{}")  # appears after the policy was trusted and cached
     assert load_session_policy(root, agent, records=without).trust.state == "changed"
@@ -215,16 +229,100 @@ def test_review_digest_and_summary_come_from_one_read(tmp_path: Path,
 
     root = project(tmp_path)
     reads: list[Path] = []
-    original = source.read_source
+    original = source.read_text
 
     def counting(path: Path, **kwargs: object) -> object:
         reads.append(path)
         return original(path, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(source, "read_source", counting)
+    monkeypatch.setattr(source, "read_text", counting)
     import router.load.loader as loader
 
-    monkeypatch.setattr(loader, "read_source", counting)
+    monkeypatch.setattr(loader, "read_text", counting)
     item = command.review(root, tmp_path / "agent")
     assert item.content is not None and item.policy is not None
     assert sum(1 for p in reads if p.name == "router.yaml" and ".pi" in p.parts) == 1
+
+
+def merge_bomb(links: int = 200) -> str:
+    """`links` chained merge keys (6.9 KB for 200): each mapping merges the one before it."""
+    lines = ["version: 1", "vars:", "  a0: &a0 {k0: 1}"]
+    lines += [f"  a{i}: &a{i} {{<<: [*a{i - 1}], k{i}: 1}}" for i in range(1, links)]
+    return "\n".join(lines) + "\n"
+
+
+def test_untrusted_bytes_are_never_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The session's decision hashes the files the record lists; no YAML of the project is parsed
+    when they differ (never trusted, edited since, an older record without its files)."""
+    import router.load.loader as loader
+
+    root, agent = project(tmp_path, merge_bomb()), tmp_path / "agent"
+    parsed: list[str] = []
+    original = loader.parse_source
+
+    def spying(text: str, path: str) -> object:
+        parsed.append(path)
+        return original(text, path)
+
+    monkeypatch.setattr(loader, "parse_source", spying)
+    records: dict[str, object] = {}
+    assert load_session_policy(root, agent, records=records).trust.state == "untrusted"
+    (root / ".pi" / "router.yaml").write_text(PROJECT)
+    content, _ = read_project_content(root)
+    assert content is not None
+    parsed.clear()
+    (root / ".pi" / "router.yaml").write_text(merge_bomb())
+    edited = load_session_policy(root, agent, records={str(root.resolve()): record(content)})
+    assert edited.trust.state == "changed" and edited.trust.cause is None
+    old = load_session_policy(root, agent, records={str(root.resolve()): {"sha256": content.digest}})
+    assert old.trust.state == "changed" and old.trust.cause == "unlisted"
+    assert "older router" in (old.trust.message() or "") and "router trust" in (old.trust.message() or "")
+    assert not [p for p in parsed if ".pi" in p]
+    (root / ".pi" / "router.yaml").write_text(PROJECT)
+    trusted = load_session_policy(root, agent, records={str(root.resolve()): record(content)})
+    assert trusted.trust.state == "trusted" and [p for p in parsed if p.endswith(".pi/router.yaml")]
+
+
+def test_precheck_hashes_the_recorded_files_with_bounded_reads(tmp_path: Path) -> None:
+    root = project(tmp_path, "use: [./team.yaml]\n" + PROJECT, **{"team.yaml": "rules: []\n"})
+    content, _ = read_project_content(root)
+    assert content is not None
+    records = {str(root.resolve()): record(content)}
+    assert precheck(root, records).state == "trusted"
+    assert precheck(root, records).checked == frozenset(content.files)
+    team = root / ".pi" / "team.yaml"
+    team.unlink()
+    os.mkfifo(team)  # a FIFO nobody writes to: hashed without blocking, and refused
+    assert precheck(root, records).state == "changed"
+
+
+def test_merge_key_bomb_through_router_trust_is_a_clear_bounded_error(tmp_path: Path) -> None:
+    root = project(tmp_path, merge_bomb())
+    code, text = command.trust(root, tmp_path / "agent", confirm=lambda _: True)
+    assert code == 1 and "[RT101]" in text and "merge keys (<<)" in text and "router lint" in text
+    assert not TrustStore(tmp_path / "agent").projects()
+
+
+def test_a_trusted_project_that_does_not_load_leaves_the_users_layer(tmp_path: Path) -> None:
+    """Trusted content that fails to load (here: reading it takes longer than the limit) is off;
+    the user's rules stay and the note names why."""
+    from router.runtime import session_policy
+
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "router.yaml").write_text("rules:\n  - {id: mine, on: input, do: [{notify: x}]}\n")
+    root = project(tmp_path, "vars:\n  big: [" + ", ".join(["1"] * 40_000) + "]\n" + PROJECT)
+    content, _ = read_project_content(root)
+    assert content is not None
+    records = {str(root.resolve()): record(content)}
+    original = session_policy.PROJECT_SECONDS
+    session_policy.PROJECT_SECONDS = 0.0001
+    try:
+        loaded = load_session_policy(root, agent, records=records)
+    finally:
+        session_policy.PROJECT_SECONDS = original
+    assert loaded.policy is not None and loaded.last_good
+    assert [r.id for r in loaded.policy.rules if r.layer == "user"] == ["mine"]
+    assert not [r for r in loaded.policy.rules if r.layer == "project"]
+    assert loaded.diagnostics[0].code == "RT503" and "is not applied" in loaded.diagnostics[0].message
+    assert any(d.code == "RT103" and "took longer" in d.message for d in loaded.diagnostics)

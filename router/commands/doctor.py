@@ -174,16 +174,22 @@ def check_policy(loaded: LoadedPolicy) -> list[Check]:
 
 def check_trust(cwd: Path, agent: Path) -> list[Check]:
     """Whether Pi would apply the project policy here, and the exact way to trust it."""
-    from router.runtime.session_policy import read_project_content
-    from router.trust.store import TrustStore, TrustStoreError, decide
+    from router.runtime.session_policy import git_tree_file, read_project_content
+    from router.trust.store import TrustStore, TrustStoreError, decide, precheck
 
+    if not (cwd / ".pi" / "router.yaml").is_file():
+        return []
+    try:
+        records = TrustStore(agent).projects()
+    except TrustStoreError as exc:
+        return [Check(False, "project trust", str(exc))]
+    first = precheck(cwd, records, git_tree_file)  # as the engine decides: before parsing anything
+    if not first.applies:
+        return [Check(True, "project trust", str(first.message()), warn=True)]
     content, _ = read_project_content(cwd, agent)
     if content is None:
         return []
-    try:
-        decision = decide(content, cwd, TrustStore(agent).projects())
-    except TrustStoreError as exc:
-        return [Check(False, "project trust", str(exc))]
+    decision = decide(content, cwd, records)
     if decision.applies:
         return [Check(True, "project trust", f"{cwd / '.pi' / 'router.yaml'} is trusted "
                       f"(sha256 {content.digest[:12]}); Pi applies it")]

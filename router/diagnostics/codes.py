@@ -37,7 +37,9 @@ _ENTRIES = [
              "- id: a\n  when: x\n  when: y", "Keep one key, or combine the conditions with `and`."),
     CodeInfo("RT103", "file or policy too large",
              "A policy, test or event file is larger than 4 MiB or holds more than 1,000,000 YAML "
-             "values, or the layered policy has more than 5,000 rules.",
+             "values, or the layered policy has more than 5,000 rules, or reading a file took longer "
+             "than its limit (a project file 3 s in the sidecar, 20 s in `router trust`; any file "
+             "3 s in a reload mid-session).",
              "Such a policy could not load within the sidecar's start time; it fails at once instead, "
              "and the last good policy stays in force.",
              "rules:  # 20,000 generated rules", "Merge rules that differ only in data into one rule "

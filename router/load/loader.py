@@ -7,8 +7,10 @@ most once), then its own rules. The layers are the built-in `default` pack, then
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from pydantic import ValidationError
 
 from router.diagnostics.diagnostic import Diagnostic, Span
 from router.diagnostics.errors import SourceError
+from router.load.deadline import time_limit
 from router.load.git_source import (
     GitOrigin,
     GitSourceError,
@@ -29,7 +32,7 @@ from router.load.git_source import (
 from router.load.installed_packs import installed_pack
 from router.load.model import Policy
 from router.load.paths import agent_dir, display_path, layer_paths, pack_names, packs_dir
-from router.load.source import SourceDoc, read_source, refused_read
+from router.load.source import SourceDoc, parse_source, read_text, refused_read
 from router.load.validation import validation_diagnostics
 from router.trust.capabilities import (
     CODES,
@@ -42,6 +45,9 @@ from router.trust.capabilities import (
 
 __all__ = ["MAX_RULES", "PolicyFile", "agent_dir", "describe_files", "layer_paths", "load_layers",
            "pack_names", "packs_dir"]
+
+Admit = Callable[[Path, "GitOrigin | None", str], bool]
+"""Whether a project file's bytes (its path, git origin and SHA-256) may be parsed at all."""
 
 USE_HELP = "a project policy uses built-in packs by name and files inside its project"
 MAX_RULES = 5_000  # compiled in 1.3 s here (3.5 s on a busy machine); more rules fail fast instead
@@ -97,6 +103,7 @@ YAML_SUFFIXES = (".yaml", ".yml")
 
 
 def load_layers(layers: Iterable[tuple[str, Path]], *, git: GitSources | None = None,
+                admit: Admit | None = None, project_seconds: float | None = None,
                 ) -> tuple[list[PolicyFile], list[Diagnostic]]:
     """Load each layer and what it uses; return files in evaluation order plus diagnostics.
 
@@ -105,8 +112,12 @@ def load_layers(layers: Iterable[tuple[str, Path]], *, git: GitSources | None = 
     does not stop the other files from loading. So is a git source that cannot be read as its
     layer's `router.lock` pins it (router/load/git_source.py); `git` resolves them (default: fetching as
     the calling command allows), and the locks it changed are written at the end.
+
+    With `admit`, a project file whose bytes it refuses is not parsed (nor anything it would
+    `use:`); the sidecar admits only bytes the user trusted. `project_seconds` bounds the time
+    parsing one project file may take (RT103 past it).
     """
-    loader = _Loader(git or GitSources.current())
+    loader = _Loader(git or GitSources.current(), admit, project_seconds)
     for layer, path in layers:
         root = project_root(path) if is_confined(layer) else None
         if root is not None and (problem := _outside(path, root)) is not None:
@@ -130,8 +141,11 @@ def _area(root: Path) -> Path:
 
 
 class _Loader:
-    def __init__(self, git: GitSources) -> None:
+    def __init__(self, git: GitSources, admit: Admit | None = None,
+                 project_seconds: float | None = None) -> None:
         self.git = git
+        self.admit = admit
+        self.project_seconds = project_seconds
         self.files: list[PolicyFile] = []
         self.diagnostics: list[Diagnostic] = []
         self._done: set[Path] = set()
@@ -154,8 +168,9 @@ class _Loader:
         if resolved in self._done:
             return
         try:
-            doc = read_source(path, display=origin.label if origin else display_path(path),
-                              within=_area(root) if root is not None and origin is None else None)
+            doc = self._read(path, layer, origin, root)
+            if doc is None:
+                return
             if origin is not None:
                 self.git.verify(origin, doc.sha256)
         except SourceError as exc:  # nothing of a file that is not a policy is shown
@@ -175,6 +190,22 @@ class _Loader:
         self._done.add(resolved)
         group = policy.group or (path.stem if layer == "pack" else "main")
         self.files.append(PolicyFile(doc.path, doc, policy, layer, group, resolved, used_by, root, origin))
+
+    def _read(self, path: Path, layer: str, origin: GitOrigin | None, root: Path | None) -> SourceDoc | None:
+        """The parsed file (SourceError when it is not YAML, or read through a link out of its
+        project); None for project bytes `admit` refuses: they are never parsed."""
+        display = origin.label if origin else display_path(path)
+        text = read_text(path, display=display,
+                         within=_area(root) if root is not None and origin is None else None)
+        sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        confined = is_confined(layer)
+        if confined and self.admit is not None and not self.admit(path, origin, sha):
+            return None
+        limit = time_limit(self.project_seconds) if confined and self.project_seconds else \
+            contextlib.nullcontext()
+        with limit:
+            doc = parse_source(text, display)
+        return replace(doc, sha256=sha)
 
     def _use(self, entry: str, doc: SourceDoc, path: Path, layer: str, root: Path | None,
              origin: GitOrigin | None, lock: Path, span: Span) -> None:

@@ -21,12 +21,20 @@ from ruamel.yaml.resolver import VersionedResolver
 
 from router.diagnostics.diagnostic import Diagnostic, Span
 from router.diagnostics.errors import SourceError
+from router.load.deadline import TooSlow as _TooSlow
+from router.load.deadline import check as _check_deadline
+from router.load.deadline import limit_seconds, time_limit
+
+__all__ = ["SourceDoc", "format_key_path", "parse_source", "read_source", "read_text", "time_limit"]
 
 KeyPath = tuple[str | int, ...]
 MAX_FILE_BYTES = 4 * 1024 * 1024  # a 5,000-rule policy is about 1 MiB
 MAX_DEPTH = 64
 MAX_NODES = 1_000_000
 MAX_ALIAS_NODES = 10_000
+"""Values that come from aliases or merge keys (`<<`): each merged mapping counts, and so does
+each value it brings, however deep the chain (200 chained merges stop here, not after minutes)."""
+CHECK_EVERY = 2048  # the parse looks at its deadline once per this many YAML events or values
 
 _BOOL_TAG = "tag:yaml.org,2002:bool"
 _INT_TAG = "tag:yaml.org,2002:int"
@@ -246,6 +254,13 @@ def _file_kind(mode: int) -> str:
     return next((name for test, name in kinds if test(mode)), "a special file")
 
 
+def _too_slow(path: str) -> Diagnostic:
+    seconds = limit_seconds()
+    return Diagnostic("RT103", f"reading the document took longer than {seconds:g} s; it is not used",
+                      Span(path), help="a policy that big is slow to read wherever it runs: split it, "
+                      "or generate fewer rules and values")
+
+
 def parse_source(text: str, path: str) -> SourceDoc:
     """Parse YAML text into a SourceDoc (C parser when available).
 
@@ -263,7 +278,11 @@ def _parse(text: str, path: str) -> SourceDoc:
     yaml = _safe_yaml()
     try:
         _check_shape(yaml, text, path)
+        _check_deadline(0.2)  # composing takes about four times the shape check
         node = yaml.compose(text)
+        _check_deadline()
+    except _TooSlow:
+        raise SourceError([_too_slow(path)]) from None
     except MarkedYAMLError as exc:
         raise SourceError([_yaml_diagnostic(exc, path)]) from None
     except ReaderError as exc:
@@ -278,7 +297,10 @@ def _parse(text: str, path: str) -> SourceDoc:
         raise SourceError([Diagnostic("RT101", f"YAML nesting is deeper than {MAX_DEPTH} levels",
                                       Span(path))]) from None
     builder = _Builder(path, yaml)
-    data = builder.build(node, ()) if node is not None else None
+    try:
+        data = builder.build(node, ()) if node is not None else None
+    except _TooSlow:
+        raise SourceError([_too_slow(path)]) from None
     if builder.errors:
         raise SourceError(builder.errors)
     return SourceDoc(path, data, builder.value_pos, builder.key_pos, text.splitlines(), builder.styles)
@@ -325,6 +347,8 @@ def _check_shape(yaml: YAML, text: str, path: str) -> None:
             depth -= 1
         elif isinstance(event, (ScalarEvent, AliasEvent)):
             nodes += 1
+        if not nodes % CHECK_EVERY:
+            _check_deadline()
         if nodes > MAX_NODES:
             raise SourceError([_event_error("RT103", f"the document has more than {MAX_NODES} values",
                                             event, path)])
@@ -374,6 +398,7 @@ class _Builder:
         self._nodes = 0
         self._alias_nodes = 0
         self._in_alias = 0
+        self._merging = 0  # inside a merged mapping: positions already set are kept
         self._too_big = False
         self._built: set[int] = set()
         self._active: set[int] = set()  # nodes being built: an alias to one of them is recursive
@@ -385,13 +410,7 @@ class _Builder:
             return None
         repeated = id(node) in self._built  # an alias: the node is expanded once more
         self._built.add(id(node))
-        self._nodes += 1
-        self._alias_nodes += repeated or self._in_alias > 0
-        if self._nodes > MAX_NODES or self._alias_nodes > MAX_ALIAS_NODES:
-            if not self._too_big:
-                self._too_big = True
-                self._error("RT101", "the document expands to too many values (aliases repeated too "
-                            f"often; at most {MAX_ALIAS_NODES} values may come from aliases)", node)
+        if not self._count(node, repeated or self._in_alias > 0):
             return None
         if isinstance(node, ScalarNode):  # holds nothing: no recursion, no alias expansion inside
             return self._build(node, key_path)
@@ -403,10 +422,29 @@ class _Builder:
             self._in_alias -= repeated
             self._active.discard(id(node))
 
+    def _count(self, node: Node, aliased: bool) -> bool:
+        """Count one value (`aliased`: from an alias or a merge); False past the limits."""
+        self._nodes += 1
+        self._alias_nodes += aliased
+        if not self._nodes % CHECK_EVERY:
+            _check_deadline()
+        if self._nodes > MAX_NODES or self._alias_nodes > MAX_ALIAS_NODES:
+            if not self._too_big:
+                self._too_big = True
+                self._error("RT101", "the document expands to too many values (aliases or merge keys "
+                            f"repeated too often; at most {MAX_ALIAS_NODES} values may come from "
+                            "aliases and merges)", node)
+            return False
+        return True
+
     def _build(self, node: Node, key_path: KeyPath) -> Any:
-        self.value_pos[key_path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        position = (node.start_mark.line + 1, node.start_mark.column + 1)
+        if self._merging:  # a merged value never moves what the mapping's own keys placed
+            self.value_pos.setdefault(key_path, position)
+        else:
+            self.value_pos[key_path] = position
         if isinstance(node, ScalarNode):
-            if node.style:
+            if node.style and (not self._merging or key_path not in self.styles):
                 self.styles[key_path] = node.style
             return self._scalar(node)
         self._depth += 1
@@ -448,23 +486,46 @@ class _Builder:
                             help="each key may appear once in a mapping; remove or rename one")
                 continue
             child = (*key_path, key)
-            self.key_pos[child] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            position = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            if self._merging:
+                self.key_pos.setdefault(child, position)
+            else:
+                self.key_pos[child] = position
             result[key] = self.build(value_node, child)
         if merges:  # explicit keys win, then earlier merged mappings; explicit positions are kept
-            explicit = {k: v for k, v in self.value_pos.items() if k[: len(key_path)] == key_path}
-            explicit_keys = {k: v for k, v in self.key_pos.items() if k[: len(key_path)] == key_path}
-            merged: dict[str, Any] = {}
-            for source in reversed(merges):  # the earliest mapping is built last and wins
+            self._merge(node, merges, key_path, result)
+        return result
+
+    def _merge(self, node: MappingNode, merges: list[MappingNode], key_path: KeyPath,
+               result: dict[str, Any]) -> None:
+        """Add the keys of the merged mappings `result` lacks (the earliest mapping wins). Each
+        merged mapping counts as a value from an alias and as one level of nesting, so a chain of
+        merges is bounded like nested aliases; positions are set only where none is yet (no scan)."""
+        self._depth += 1
+        self._merging += 1
+        self._in_alias += 1
+        try:
+            if self._depth > MAX_DEPTH or self._too_big:
+                if not self._too_big:  # one error: the chain's other links say the same
+                    self._too_big = True
+                    self._error("RT101", f"merge keys (<<) are nested deeper than {MAX_DEPTH} levels "
+                                "(a chain of merged mappings)", node,
+                                help="merge the mappings you need directly, not through a chain")
+                return
+            for source in merges:
+                if self._too_big or not self._count(source, True):
+                    return
                 self._active.add(id(source))
                 try:
-                    merged.update(self._mapping(source, key_path))
+                    merged = self._mapping(source, key_path)
                 finally:
                     self._active.discard(id(source))
-            for merged_key, merged_value in merged.items():
-                result.setdefault(merged_key, merged_value)
-            self.value_pos.update(explicit)
-            self.key_pos.update(explicit_keys)
-        return result
+                for merged_key, merged_value in merged.items():
+                    result.setdefault(merged_key, merged_value)
+        finally:
+            self._depth -= 1
+            self._merging -= 1
+            self._in_alias -= 1
 
     def _scalar(self, node: ScalarNode) -> Any:
         tag = node.tag

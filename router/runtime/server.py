@@ -9,6 +9,7 @@ keeps the last good policy and says so.
 from __future__ import annotations
 
 import collections
+import contextlib
 import copy
 import functools
 import json
@@ -31,16 +32,30 @@ from router.engine.vars_memo import VarsMemo
 from router.events.normalize import model_catalog, normalize, registry_facts
 from router.events.questions import DEFAULT_SETTINGS
 from router.lang.budget import Budget
+from router.load.deadline import time_limit
 from router.load.paths import agent_dir as default_agent_dir
 from router.runtime import declarations_cache, lean, loop, policy_command, policy_why, protocol
 from router.runtime.connection import Connection, LineSplitter, handle_line
 from router.runtime.executor import Executor, budget_ms
 from router.runtime.observer import Observer
-from router.runtime.session_policy import load_session_policy, read_project_content
-from router.trust.store import TrustDecision, TrustStore, TrustStoreError, decide
+from router.runtime.session_policy import (
+    PROJECT_SECONDS,
+    git_tree_file,
+    load_session_policy,
+    read_project_content,
+)
+from router.trust.store import (
+    TrustDecision,
+    TrustStore,
+    TrustStoreError,
+    bounded_sha256,
+    decide,
+    recorded_path,
+)
 
 MAX_SIGNALS = 16
 RELOAD_BUDGET_MS = 10000  # the bridge's wait for an event whose policy is being reloaded
+RELOAD_PARSE_S = 3.0  # a reload mid-session parses for at most this long; past it the policy in force stays
 RECHECK_MS = 5  # `router serve`: a burst event looks at the policy files at most this often (~12 µs a look)
 BURST_EVENTS = frozenset({"tool_call", "tool_result"})  # one per tool call of an assistant message
 
@@ -83,9 +98,12 @@ class Engine:
         sidecar that starts with broken files of its own layers takes the last policy that compiled
         for them from the cache and says so.
         """
+        bounded = time_limit(RELOAD_PARSE_S) if self.policy is not None else contextlib.nullcontext()
         try:
-            loaded = load_session_policy(self.cwd, self.agent, extra=self.extra,
-                                         records=TrustStore(self.agent).records(), approved=self.approved)
+            with bounded:  # mid-session: a huge edit must not hold the prompt
+                loaded = load_session_policy(self.cwd, self.agent, extra=self.extra,
+                                             records=TrustStore(self.agent).records(),
+                                             approved=self.approved)
         except Exception as exc:  # a bug must not take the policy in force with it
             self.executor.log(f"internal error while loading the policy: {type(exc).__name__}: {exc}")
             return [Diagnostic("RT503", f"the policy could not be loaded (internal error "
@@ -107,9 +125,10 @@ class Engine:
         return loaded.diagnostics
 
     def _keeps_trusted_project(self, trust: TrustDecision) -> bool:
-        """A project policy in force stays when its files change to content nobody trusted."""
+        """A project policy in force stays when its files change to content nobody trusted, or
+        when `.pi/router.yaml` is deleted (state `none`): until the session ends, with a notice."""
         return self.policy is not None and self.policy_has_project and not trust.applies and \
-            trust.state in ("untrusted", "changed")
+            trust.state in ("untrusted", "changed", "none")
 
     @property
     def policy_has_project(self) -> bool:
@@ -120,11 +139,15 @@ class Engine:
     def trust_warnings(self) -> list[str]:
         """The trust message, once per session and content."""
         text = self.trust.message()
+        kept = self.policy_has_project and not self.trust.applies
+        if text is None and kept and self.trust.state == "none":
+            text = (f"{self.cwd / '.pi' / 'router.yaml'} was removed (or is no longer a file); the "
+                    "project policy you trusted stays in force until this session ends")
+        elif text is not None and kept:
+            text += "; the project policy you trusted earlier stays in force"
         if text is None or (self.trust.state, self.trust.digest) in self.told_trust:
             return []
         self.told_trust.add((self.trust.state, self.trust.digest))
-        if self.policy_has_project and not self.trust.applies:
-            text += "; the project policy you trusted earlier stays in force"
         self.executor.log(text)
         return [text]
 
@@ -220,6 +243,15 @@ class Engine:
                    and _resolved(e.params.get("file")) in data]
         if not written:
             return
+        names = {str(Path(name)) for name in policy.project_data}
+        base = self.cwd.resolve()
+        changed = [name for name, sha in self.trust.checked
+                   if name not in names and bounded_sha256(recorded_path(base, name, git_tree_file)[0]
+                                                           or base / name) != sha]
+        if changed or not self.trust.checked:  # the policy's own files changed too: not yours to keep
+            self.executor.log(f"trust not updated after a write to the project's data: "
+                              f"{', '.join(changed) or 'no trusted file list'} changed as well")
+            return
         content, _ = read_project_content(self.cwd, self.agent)
         if content is None:
             return
@@ -266,14 +298,12 @@ class Engine:
         if params.get("firstHello") is False:  # a new session or sidecar: only what was approved
             earlier = params.get("approvedDigest")
             return earlier if isinstance(earlier, str) and earlier else None
-        content, _ = read_project_content(self.cwd, self.agent)
+        content, _ = read_project_content(self.cwd, self.agent, seconds=PROJECT_SECONDS)
         return content.digest if content is not None else None
 
     def trust_report(self) -> dict[str, Any]:
         """What the bridge shows: the state, the one-line message and a status-line text."""
-        status = {"untrusted": "router: project policy not trusted",
-                  "changed": "router: project policy changed (not trusted)"}.get(self.trust.state)
-        return {"state": self.trust.state, "message": self.trust.message(), "status": status,
+        return {"state": self.trust.state, "message": self.trust.message(), "status": self.trust.status,
                 "digest": self.trust.digest}
 
     def log(self, text: str) -> None:

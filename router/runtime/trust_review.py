@@ -15,8 +15,8 @@ from router.compile.capability_analysis import capability_report
 from router.compile.compiled import CompiledPolicy
 from router.diagnostics.diagnostic import Diagnostic, render_text
 from router.load.paths import project_policy as project_file
-from router.runtime.session_policy import load_with_project, read_project_content
-from router.trust.store import ProjectContent, TrustStore, TrustStoreError, decide
+from router.runtime.session_policy import git_tree_file, load_with_project
+from router.trust.store import ProjectContent, TrustStore, TrustStoreError, decide, precheck
 
 
 @dataclass(frozen=True)
@@ -126,9 +126,9 @@ def list_trusted(agent: Path) -> tuple[int, str]:
     rows = []
     for root in sorted(projects):
         record = projects[root] if isinstance(projects[root], dict) else {}
-        current, _ = read_project_content(Path(root), agent)
-        now = "missing" if current is None else (
-            "unchanged" if current.digest == record.get("sha256") else "changed since trusted")
+        state = precheck(Path(root), projects, git_tree_file)  # nothing of a project is parsed
+        now = "missing" if not project_file(Path(root)).is_file() else (
+            "unchanged" if state.applies else state.status or "changed since trusted")
         rows.append(f"{root}  sha256 {str(record.get('sha256', ''))[:12]}  "
                     f"trusted {record.get('trusted_at', '?')}  ({now})")
     return 0, "\n".join(rows)

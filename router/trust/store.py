@@ -3,10 +3,14 @@
 The project layer is `.pi/router.yaml` of Pi's working directory plus every file it reaches
 through `use:` (built-in packs excluded: they ship with the router). Its digest is the SHA-256 of
 those files' paths (relative to the project) and contents, in load order. The user's trust store,
-`<agent dir>/router/trust.json` (0600), maps a project directory to the digest the user trusted;
-any other content, a file that appears mid-session included, is not applied until trusted again.
+`<agent dir>/router/trust.json` (0600), maps a project directory to the digest the user trusted
+and the files it covered; any other content, a file that appears mid-session included, is not
+applied until trusted again.
 
-Pure functions compute digests and decisions; `TrustStore` is the only part that touches a file.
+`precheck` decides before anything is parsed: it hashes the bytes of the files the record lists
+(bounded reads) and compares; only content that passes is handed to the YAML parser at all.
+`decide` then checks the content the loader actually read. `TrustStore` is the only part that
+writes a file.
 """
 
 from __future__ import annotations
@@ -15,13 +19,17 @@ import fcntl
 import hashlib
 import json
 import os
+import re
+import stat
 import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 STORE_VERSION = 1
+MAX_TRUSTED_BYTES = 4 * 1024 * 1024  # as router/load/source.py reads a policy file
+_GIT_NAME = re.compile(r"(git\+.+)@([0-9a-f]{40}):(.+)")  # session_policy._git_name
 
 TrustState = Literal["none", "trusted", "untrusted", "changed", "approved"]
 """none: no project policy; trusted: content trusted; untrusted: never trusted; changed: trusted
@@ -54,15 +62,39 @@ class TrustDecision:
     state: TrustState
     root: Path
     digest: str | None = None
+    cause: str | None = None
+    """Why content the user trusted is not applied, when no edit is the reason: `unlisted` (a
+    record of an older router, without its files), or the git source missing from the cache."""
+    checked: frozenset[tuple[str, str]] = field(default=frozenset(), compare=False, repr=False)
+    """After a `trusted` precheck: (name, SHA-256) of the files it hashed, the only bytes the loader
+    may parse."""
 
     @property
     def applies(self) -> bool:
         return self.state in ("trusted", "approved")
 
+    @property
+    def status(self) -> str | None:
+        """The status-line text while the project policy is off."""
+        if self.cause == "unlisted":
+            return "router: project policy needs trust again"
+        if self.cause is not None:
+            return "router: project policy off (run router lint)"
+        return {"untrusted": "router: project policy not trusted",
+                "changed": "router: project policy changed (not trusted)"}.get(self.state)
+
     def message(self) -> str | None:
         """One line for the user when the project policy is not applied (or only for this run)."""
         policy = self.root / ".pi" / "router.yaml"
         command = f"router trust {_quote(self.root)}"
+        if self.cause == "unlisted":
+            return (f"{policy} is not applied: it was trusted by an older router that did not record "
+                    f"which files the trust covers; review it, then run `{command}` again "
+                    "(or /policy trust in Pi)")
+        if self.cause is not None:
+            return (f"{policy} is not applied: {self.cause} is not in this machine's git cache (the "
+                    f"policy engine never fetches); run `router lint` in {_quote(self.root)} to "
+                    "fetch it (`router update` to move it); your trust stays as it is")
         if self.state == "untrusted":
             return (f"{policy} is not applied: its content is not trusted; review it, then run "
                     f"`{command}` (or /policy trust in Pi)")
@@ -110,6 +142,85 @@ def decide(content: ProjectContent | None, root: Path, records: Mapping[str, Any
     if approve:
         return TrustDecision("approved", base, digest)
     return TrustDecision("changed" if isinstance(record, dict) else "untrusted", base, digest)
+
+
+def bounded_sha256(path: Path, limit: int = MAX_TRUSTED_BYTES) -> str | None:
+    """SHA-256 of a regular file of at most `limit` bytes; None otherwise (missing, a FIFO or a
+    device, too big, unreadable). Opening never blocks and no more than `limit` + 1 bytes are read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        digest, left = hashlib.sha256(), limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            digest.update(chunk)
+            left -= len(chunk)
+        return digest.hexdigest() if left > 0 else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def recorded_files(record: Any) -> list[str] | None:
+    """The file names a trust record covers, None for a record without them (an older router)."""
+    files = record.get("files") if isinstance(record, dict) else None
+    if not isinstance(files, list) or not files or not all(isinstance(f, str) and f for f in files):
+        return None
+    return list(files)
+
+
+GitTree = Callable[[str, str, str], "Path | None"]
+"""(source key, commit, path in the repository) → the cached file, None when that commit is not in
+the cache (router/runtime/session_policy.py gives one: the trust stage reads no git cache itself)."""
+
+
+def recorded_path(root: Path, name: str, git: GitTree | None = None) -> tuple[Path | None, str | None]:
+    """Where the file a record names lives, and for a git source's file whose commit is not in the
+    cache its `key (commit …)`: nothing to hash there, a fetch to ask for."""
+    found = _GIT_NAME.fullmatch(name)
+    if found is None:
+        return (Path(name) if os.path.isabs(name) else root / name), None
+    key, commit, inside = found.groups()
+    path = git(key, commit, inside) if git is not None else None
+    return path, None if path is not None else f"{key} (commit {commit[:7]})"
+
+
+def precheck(root: Path, records: Mapping[str, Any], git: GitTree | None = None) -> TrustDecision:
+    """The trust decision from the bytes of the files the record lists, before anything is parsed.
+
+    `trusted` means those files hold exactly the trusted bytes (`checked`: the loader then parses
+    only those bytes, and `decide` checks what it read); anything else is decided here and nothing
+    is parsed."""
+    base = _resolved(root)
+    record = records.get(str(base))
+    raw = bounded_sha256(base / ".pi" / "router.yaml")
+    if not isinstance(record, dict):
+        first = project_content(base, [(".pi/router.yaml", raw or "unreadable")])
+        return TrustDecision("untrusted", base, first.digest)
+    names = recorded_files(record)
+    if names is None:
+        first = project_content(base, [(".pi/router.yaml", raw or "unreadable")])
+        return TrustDecision("changed", base, first.digest, cause="unlisted")
+    hashes: list[tuple[str, str]] = []
+    missing: str | None = None
+    for name in names:
+        path, absent = recorded_path(base, name, git)
+        missing = missing or absent
+        hashes.append((name, (bounded_sha256(path) if path is not None else None) or "unreadable"))
+    digest = ProjectContent(base, tuple(hashes)).digest
+    if digest == record.get("sha256"):
+        return TrustDecision("trusted", base, digest, checked=frozenset(hashes))
+    if missing is not None and raw is not None and (".pi/router.yaml", raw) in hashes:
+        return TrustDecision("changed", base, digest, cause=missing)
+    return TrustDecision("changed", base, digest)
 
 
 class TrustStore:

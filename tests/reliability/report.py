@@ -94,6 +94,33 @@ through the interpreter (tests/test_interpreter.py). The fuzzers here reuse the 
 payload strategies and add what those do not reach: YAML's own alphabet, the built-in packs, and
 a running sidecar.
 
+## Layers that fail apart (engine tests)
+
+Held by engine-level tests outside this suite, not timed here:
+
+- An untrusted project policy is never parsed: the trust decision hashes the files the trust
+  record lists before any YAML is read, so 6.9 KB of 200 chained merge keys (which took the
+  sidecar 9.2 s, past its start budget, and the user's rules with it) leaves the user's block
+  rule in force
+  (tests/test_server.py::test_an_untrusted_merge_key_bomb_is_not_parsed_and_the_users_guard_holds).
+- Merge keys count like aliases: each merged mapping and each value it brings counts towards the
+  10,000 values from aliases, and merges nest at most 64 deep, so the same bomb in `router trust`
+  is a located RT101 in a fraction of a second
+  (tests/test_trust.py::test_merge_key_bomb_through_router_trust_is_a_clear_bounded_error).
+- A trusted project layer that does not load (errors, too big, a file longer than 3 s to read)
+  leaves the user's, the managed and the built-in layers in force with a note naming why
+  (tests/test_trust.py::test_a_trusted_project_that_does_not_load_leaves_the_users_layer); a
+  broken user layer leaves the managed and built-in ones
+  (tests/test_server.py::test_hello_broken_user_policy_warns_and_the_built_in_layers_stay).
+- A reload mid-session parses for at most 3 s: a huge valid edit keeps the policy in force with
+  a notice instead of holding the prompt
+  (tests/test_server.py::test_a_huge_edit_of_the_users_policy_mid_session_keeps_the_policy_in_force).
+- A trusted `.pi/router.yaml` deleted mid-session stays in force until the session ends, with a
+  notice (tests/test_server.py::test_a_trusted_policy_deleted_mid_session_stays_in_force_with_a_notice).
+- A compiled policy built while a git source was missing is not cached, and a git source missing
+  from the cache says `router lint`, not `router trust`
+  (tests/test_policy_cache.py::test_a_new_machine_opening_pi_before_lint_and_trust_then_after_them).
+
 ## How the faults are made
 
 - Sidecar faults signal the real `router serve` child of Pi (found through /proc, pinned by a
