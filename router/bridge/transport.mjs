@@ -10,17 +10,21 @@ import * as net from "node:net";
                                                 
 import { resolveServe,               } from "./resolve.mjs";
 import { agentDir, attempt, errorText, isObject, logLine, neutralDir } from "./util.mjs";
-import { startRequest, startWarmServer, usableSocket, warmSocket,                   } from "./warm.mjs";
+import { endWarmServer, startRequest, startWarmServer, usableSocket, warmSocket,                   } from "./warm.mjs";
 
 export const MAX_BUDGET_MS = 600000; // no progress note extends a wait beyond this
 export const MAX_LINE_CHARS = 64 * 1024 * 1024; // as the sidecar's own limit (router/runtime/protocol.py)
 const KILL_AFTER_MS = 1000;
+/** A warm server forks a sidecar in milliseconds: one that says nothing for this long is wedged (stopped). */
+export const WARM_ANSWER_MS = Number(process.env.ROUTER_WARM_ANSWER_MS) || 1000;
 
                    
 	                                  
 	                               
 	                      
 	            
+	                                                                                                  
+	                  
  
 
 /** The run was aborted (not a failure of the engine). */
@@ -34,6 +38,8 @@ export class AbortError extends Error {
                       
 	                              
 	                               
+	                                                                                 
+	                     
  
 
 /** One way to a running sidecar: a child process's pipes, or a socket to a forked one. */
@@ -91,6 +97,7 @@ class WarmLink                 {
 	        closed = false;
 	                 fallback            ;
 	                 events            ;
+	                 answerTimer                ;
 
 	constructor(socketPath        , request              , fallback            , events            ) {
 		this.fallback = fallback;
@@ -98,6 +105,9 @@ class WarmLink                 {
 		this.socket = net.createConnection(socketPath);
 		this.socket.setEncoding("utf8");
 		this.socket.write(`${JSON.stringify(request)}\n`);
+		// a stopped or wedged server accepts (the kernel does) and never answers: replace it at once
+		this.answerTimer = setTimeout(() => this.wedged(socketPath), WARM_ANSWER_MS);
+		this.answerTimer.unref();
 		this.socket.on("data", (chunk        ) => this.data(chunk));
 		this.socket.on("error", (error) => this.lost(error.message));
 		this.socket.on("close", () => {
@@ -148,6 +158,7 @@ class WarmLink                 {
 			return this.refused(isObject(first) && typeof first.reason === "string" ? first.reason : "an answer that is not ok");
 		}
 		this.pid = first.pid;
+		clearTimeout(this.answerTimer);
 		const waiting = this.waiting;
 		this.waiting = null;
 		for (const line of waiting) this.socket.write(line);
@@ -160,14 +171,23 @@ class WarmLink                 {
 		this.events.gone(`sidecar connection ended (warm sidecar, pid ${this.pid}): ${reason}`);
 	}
 
+	/** No start answer in time: the server is stopped or wedged; it is ended and this run spawns its sidecar. */
+	        wedged(socketPath        )       {
+		if (!this.waiting || this.inner || this.stopped) return;
+		endWarmServer(socketPath);
+		this.refused(`no start answer within ${WARM_ANSWER_MS} ms: the warm server is stopped or wedged and was ended`);
+	}
+
 	        refused(reason        )       {
 		if (this.inner || this.stopped) return;
+		clearTimeout(this.answerTimer);
 		logLine(`router: the warm sidecar did not serve this run (${reason}); starting the sidecar`);
 		attempt(() => (this.socket.destroy(), true), false);
 		const waiting = this.waiting ?? [];
 		this.waiting = null;
 		this.inner = this.fallback();
 		for (const line of waiting) this.inner.write(line);
+		this.events.fellBack();
 	}
 }
 
@@ -218,6 +238,9 @@ export class Sidecar {
 			gone: (reason) => {
 				if (current()) this.fail(reason);
 			},
+			fellBack: () => {
+				if (current()) for (const entry of this.pending.values()) entry.rearm();
+			},
 		};
 		const spawned = () => spawnLink(program, argv, env, via, events);
 		const socket = this.useWarm ? warmSocket(command) : null; // only for `… serve [options]`
@@ -239,11 +262,18 @@ export class Sidecar {
 		if (signal?.aborted) return Promise.reject(new AbortError());
 		const id = this.nextId++;
 		return new Promise   ((resolve, reject) => {
-			const timer = setTimeout(() => {
+			const expire = () => {
 				this.pending.delete(id);
 				reject(new Error(`no answer to ${method} within ${timeoutMs} ms`));
-			}, timeoutMs);
-			this.pending.set(id, { resolve: (value) => resolve(value     ), reject, timer, cap });
+			};
+			const entry          = {
+				resolve: (value) => resolve(value     ), reject, timer: setTimeout(expire, timeoutMs), cap,
+				rearm: () => {
+					clearTimeout(entry.timer);
+					entry.timer = setTimeout(expire, timeoutMs);
+				},
+			};
+			this.pending.set(id, entry);
 			this.write({ id, method, params });
 			// an aborted tool run cancels its request: the engine stops its child process or call
 			signal?.addEventListener("abort", () => {

@@ -60,6 +60,23 @@ export function startRequest(argv          , env     )               {
 	return { warm: 1, argv, env: clean, cwd: neutralDir() };
 }
 
+/**
+ * End a stopped or wedged warm server of ours: SIGKILL the pid its lock file names (the server
+ * writes it once it holds the lock), only when that process is a `--warm` server of this socket,
+ * and remove the socket, so the next start of a warm server takes its place.
+ */
+export function endWarmServer(socket        )       {
+	if (!usableSocket(socket)) return;
+	const pid = Number(attempt(() => fs.readFileSync(`${socket}.lock`, "utf8").trim(), ""));
+	if (!Number.isInteger(pid) || pid <= 1) return;
+	const cmdline = attempt(() => fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0"), []            );
+	const ours = attempt(() => fs.statSync(`/proc/${pid}`).uid === process.getuid?.(), false);
+	if (!ours || !cmdline.includes("--warm") || !cmdline.includes(socket)) return;
+	attempt(() => process.kill(pid, "SIGKILL"), false);
+	attempt(() => fs.unlinkSync(socket), undefined);
+	logLine(`router: ended the warm sidecar ${pid} (it did not answer: stopped or wedged)`);
+}
+
 /** Start the warm server for `command` in the background (it exits on its own when idle). */
 export function startWarmServer(command                   , socket        , env     )       {
 	const [program = "router", ...args] = command;

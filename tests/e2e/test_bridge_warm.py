@@ -104,6 +104,30 @@ def test_a_socket_nobody_listens_on_is_replaced_and_the_run_goes_on(rig: RouterR
     assert rig.log("router.log").count(FORKED) == 1
 
 
+def test_a_stopped_warm_server_costs_one_short_wait_and_is_replaced(rig: RouterRig, warm_dir: Path) -> None:
+    """SIGSTOP of the warm server: the kernel still accepts, nothing answers. The run falls back
+    to a spawned sidecar after the warm start's own short wait (the policy applies), the stopped
+    server is ended, and a new one serves the run after."""
+    rig.policy(POLICY)
+    assert run(rig, "fake-local") == "fake-local"  # starts the warm server
+    path = the_socket(warm_dir)
+    lock = warm_dir / f"{path.name}.lock"
+    stopped = int(wait_until(lambda: lock.read_text().strip(), 60, "the warm server's pid"))
+    os.kill(stopped, signal.SIGSTOP)
+    try:
+        assert run(rig, "fake-cloud") == "fake-cloud"  # the policy applied: no outage
+        assert "the warm server is stopped or wedged and was ended" in rig.log()
+        assert "did not start" not in rig.log()
+        wait_until(lambda: process_state(stopped) in (None, "Z"), 30, "the stopped server to be ended")
+        wait_until(lambda: lock.exists() and lock.read_text().strip() not in ("", str(stopped)), 60,
+                   "a new warm server")
+        assert run(rig, "fake-local") == "fake-local"
+        assert rig.log("router.log").count(FORKED) == 1  # the new server forked this one
+    finally:
+        if process_state(stopped) not in (None, "Z"):
+            os.kill(stopped, signal.SIGKILL)
+
+
 def test_a_directory_others_can_enter_is_never_used(rig: RouterRig, warm_dir: Path) -> None:
     rig.policy(POLICY)
     warm_dir.chmod(0o755)
