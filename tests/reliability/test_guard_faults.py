@@ -129,3 +129,48 @@ def test_a_routing_event_under_the_same_fault_goes_on_natively(rig: RouterRig, c
     assert "routed" not in notices(rpc, since)
     case.outcome = "native"
     case.note("Pi answered with its own behaviour after the deadline; the user was warned once.")
+
+
+def merge_key_bomb(depth: int = 200) -> str:
+    """A small YAML file of chained merge keys that a parser expands without end (issue 22)."""
+    lines = ["a0: &a0 {x: 1, y: 2}"]
+    lines += [f"a{n}: &a{n} {{<<: [*a{n - 1}, *a{n - 1}], k{n}: {n}}}" for n in range(1, depth)]
+    return "\n".join(lines) + "\nversion: 1\n"
+
+
+def test_an_untrusted_bomb_in_the_project_leaves_the_users_guard_in_force(rig: RouterRig, case: Case) -> None:
+    case.describe("an untrusted cloned repository whose .pi/router.yaml is 200 chained YAML merge keys",
+                  group="guard")
+    rig.policy(GUARD)
+    (rig.work / ".pi").mkdir()
+    (rig.work / ".pi" / "router.yaml").write_text(merge_key_bomb())
+    rig.fake.script.push(push_call(rig.work), Reply(text="done"))
+    rpc = timed(rig.rpc())
+    started = time.perf_counter()
+    rpc.prompt_and_wait("push it", timeout=60)
+    case.measured(started, time.perf_counter())
+    case.tries = 1
+    assert "force pushes are not allowed" in tool_result_text(rig)  # the user's own rule decided
+    refused_push(rig, case, "The user's rule blocked it: the untrusted file was never parsed.")
+
+
+def test_a_trusted_project_guard_deleted_mid_session_stays_in_force(rig: RouterRig, case: Case) -> None:
+    case.describe("the model deletes the trusted .pi/router.yaml that holds the guard", group="guard")
+    (rig.work / ".pi").mkdir()
+    (rig.work / ".pi" / "router.yaml").write_text("version: 1\n" + GUARD)
+    trusted = rig.router("trust", "--yes")
+    assert trusted.returncode == 0, trusted.stderr
+    rpc = timed(rig.rpc())
+    rig.fake.script.push(Reply(text="", tool_calls=[{"name": "bash", "arguments": {
+        "command": f"rm {rig.work / '.pi' / 'router.yaml'}"}}]), Reply(text="removed"))
+    since = rpc.mark()
+    rpc.prompt_and_wait("remove the policy", timeout=60)
+    assert not (rig.work / ".pi" / "router.yaml").exists()
+    rig.fake.script.push(push_call(rig.work), Reply(text="done"))
+    started = time.perf_counter()
+    rpc.prompt_and_wait("push it", timeout=60)
+    case.measured(started, time.perf_counter())
+    case.tries = 1
+    assert "force pushes are not allowed" in tool_result_text(rig)
+    assert any("router.yaml" in n for n in notices(rpc, since)), notices(rpc, since)
+    refused_push(rig, case, "The trusted policy stayed in force until the session ends, with a notice.")
