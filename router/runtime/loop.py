@@ -21,6 +21,7 @@ import os
 import queue
 import select
 import signal as signals
+import sys
 import threading
 import time
 from collections.abc import Callable, Coroutine, Generator
@@ -317,7 +318,8 @@ async def run_process(argv: list[str], stdin: bytes, *, cwd: str | None,
     import subprocess  # here: a sidecar's start does without it (~3 ms), most sessions never run one
 
     process = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, start_new_session=True)
+                               stderr=subprocess.PIPE, start_new_session=True,
+                               preexec_fn=die_with_parent())
     future = loop.create_future()
 
     def communicate() -> None:
@@ -347,7 +349,7 @@ async def _run_process_asyncio(argv: list[str], stdin: bytes, *, cwd: str | None
     import asyncio
     creating = asyncio.ensure_future(asyncio.create_subprocess_exec(
         *argv, cwd=cwd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, start_new_session=True))
+        stderr=asyncio.subprocess.PIPE, start_new_session=True, preexec_fn=die_with_parent()))
     try:
         # shielded: a cancel while the process is being created must not leave it running unseen
         process = await asyncio.shield(creating)
@@ -365,6 +367,26 @@ async def _run_process_asyncio(argv: list[str], stdin: bytes, *, cwd: str | None
         kill_group(process)
         raise
     return (process.returncode if process.returncode is not None else -1), out, err
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """On Linux, what makes a child process get SIGKILL when the sidecar dies (killed by the bridge
+    after a deadline, say): a child `pi` must not outlive the engine that was waiting for it.
+    None elsewhere. The child runs in a session of its own, so the sidecar's group is not its."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+
+    def arm() -> None:  # runs in the child, between fork and exec
+        prctl(pr_set_pdeathsig, int(signals.SIGKILL), 0, 0, 0)
+
+    return arm
 
 
 def _kill_when_created(creating: Any) -> None:

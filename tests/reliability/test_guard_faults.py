@@ -174,3 +174,39 @@ def test_a_trusted_project_guard_deleted_mid_session_stays_in_force(rig: RouterR
     assert "force pushes are not allowed" in tool_result_text(rig)
     assert any("router.yaml" in n for n in notices(rpc, since)), notices(rpc, since)
     refused_push(rig, case, "The trusted policy stayed in force until the session ends, with a notice.")
+
+
+def test_sidecar_stopped_while_a_child_signal_decides_a_tool_call(rig: RouterRig, case: Case) -> None:
+    case.describe("the sidecar stopped (SIGSTOP) while a `child` signal decides a guarded tool call",
+                  group="guard")
+    from tests.helpers import HANGING_PI, stub
+
+    child = stub(rig.tmp / "child-bin", HANGING_PI)
+    rig.policy(f"""\
+signals:
+  verdict:
+    child: {{prompt: "is this safe? {{tool.input.command}}", pi_bin: "{child}", timeout_ms: 2000}}
+    fallback: "'unsafe'"
+rules:
+  - id: ask-a-child
+    on: tool_call
+    when: "tool.name == 'bash' and signals.verdict != 'safe'"
+    do: [{{block: "the child did not say it is safe"}}]
+""")
+    rpc = timed(rig.rpc())
+    rpc.prompt_and_wait("hello")
+    [pid] = sidecar_pids(rpc_pid(rpc))
+    rig.fake.script.push(push_call(rig.work), Reply(text="done"))
+    since = rpc.mark()
+    started = time.perf_counter()
+    assert rpc.send({"type": "prompt", "message": "push it"}).get("success")
+    wait_until(lambda: (child.parent / "gpid").exists() and (child.parent / "gpid").read_text().strip(), 60,
+               "the child signal to run")
+    assert signal_descendant(rpc_pid(rpc), pid, signal.SIGSTOP)
+    rpc.wait_record(lambda r: r.get("type") == "agent_settled", since=since, timeout=60)
+    case.measured(started, time.perf_counter())
+    case.tries = 1
+    told = tool_result_text(rig)
+    assert REFUSED in told and "the engine announced" in told, told
+    refused_push(rig, case, "Refused when the child signal's announced budget (2 s + 1 s) ran out; the "
+                            "stopped sidecar was replaced.")
