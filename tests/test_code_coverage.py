@@ -31,6 +31,7 @@ PRODUCED_BY: dict[str, str] = {
     "RT101": "corpus",
     "RT102": "corpus",
     "RT103": "tests/test_compile.py::test_policy_over_the_rule_limit_fails_fast_naming_the_limit_rt103",
+    "RT104": "tests/test_confinement.py::test_read_text_refuses_kernel_files_and_links_out_of_a_directory",
     "RT110": "corpus",
     "RT111": "corpus",
     "RT112": "corpus",
@@ -93,6 +94,7 @@ PRODUCED_BY: dict[str, str] = {
     "RT333": "tests/test_readable.py::test_command_shorthand_mistakes_are_located",
     "RT334": "tests/test_readable.py::test_command_shorthand_mistakes_are_located",
     "RT609": "tests/test_managed.py::test_a_project_cannot_disable_override_or_jump_ahead_of_a_locked_rule",
+    "RT620": "tests/test_failure_policy.py::test_a_project_may_close_but_never_open_the_users_guard",
 }
 
 
