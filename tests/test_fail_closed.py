@@ -13,7 +13,7 @@ from typing import Any
 from router.engine.decision import Decision
 from router.engine.interpreter import evaluate
 from router.engine.trace import BufferTracer, render_trace
-from router.lang.budget import Budget, BudgetLimits
+from router.lang.budget import DEFAULT_BUDGET, Budget, BudgetLimits
 from tests.helpers import compile_ok, event
 
 ROUTER = Path(sys.executable).with_name("router")
@@ -33,7 +33,7 @@ SLOW = """\
 """
 
 
-def decide(tmp_path: Path, rules: str, limits: BudgetLimits = BudgetLimits(), tool: Any = PUSH,
+def decide(tmp_path: Path, rules: str, limits: BudgetLimits = DEFAULT_BUDGET, tool: Any = PUSH,
            event_type: str = "tool_call", tracer: BufferTracer | None = None) -> Decision:
     policy = compile_ok(tmp_path, "version: 1\nrules:\n" + rules)
     fields = {"tool": tool} if event_type == "tool_call" else {}
@@ -90,7 +90,8 @@ def test_a_block_rule_whose_reason_cannot_be_rendered_still_blocks(tmp_path: Pat
 
 
 def test_a_shadow_guard_never_blocks_even_failed(tmp_path: Path) -> None:
-    failing = GUARD.replace("tool.name == 'bash' and", "tool.input.command + 1 > 0 and") + "    shadow: true\n"
+    failing = GUARD.replace("tool.name == 'bash' and", "tool.input.command + 1 > 0 and")
+    failing += "    shadow: true\n"
     for decision in (decide(tmp_path, failing), decide(tmp_path, GUARD + "    shadow: true\n",
                                                          BudgetLimits(time_ms=0))):
         assert not blocks(decision) and not decision.effects

@@ -226,6 +226,10 @@ class _Lazy(Mapping[str, Any]):
     def __contains__(self, key: object) -> bool:
         return key in self._raw
 
+    def built(self, key: str) -> bool:
+        """Whether `key`'s value is compiled already (reading it costs nothing more)."""
+        return key in self._done or key not in self._raw
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._raw)
 
@@ -251,6 +255,13 @@ class _LazyRules(Sequence[CompiledRule]):
 
     def __len__(self) -> int:
         return len(self._raw)
+
+
+def compiled_for(policy: CompiledPolicy, event_type: str) -> bool:
+    """Whether the rules of `event_type` are compiled (a policy from the cache compiles them on
+    their first event: seconds for thousands of rules, which the sidecar announces first)."""
+    lazy = policy.by_event
+    return not isinstance(lazy, _Lazy) or lazy.built(event_type)
 
 
 def from_ir(data: dict[str, Any]) -> CompiledPolicy:

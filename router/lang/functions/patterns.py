@@ -50,6 +50,7 @@ _UNSUPPORTED = (
     (("(?x", "(?a", "(?L", "(?u"), "an inline flag other than i, m, s and U",
      "use the flags argument (i, m, s), or write the pattern on one line without (?x)"),
 )
+_SPECIAL = re.compile(r"[\\$\[]|\(\?")
 _BACKREF_HELP = "capture the part with regex_find() and compare it in the expression"
 
 
@@ -57,8 +58,10 @@ def translate(pattern: str, multiline: bool = False) -> str:
     """`pattern` (Python's `re` syntax) in RE2's syntax with the same meaning; ExpressionError
     (RT210) for what a linear-time engine cannot do (lookarounds, backreferences). Without the
     multi-line flag Python's `$` also matches before a final line break: `(?:\\n?\\z)` here."""
+    if not _SPECIAL.search(pattern):  # most patterns: words and alternations, nothing to translate
+        return pattern
     multiline = multiline or re.match(r"\(\?[imsU]*m", pattern) is not None
-    for starts, what, instead in _UNSUPPORTED:
+    for starts, what, instead in _UNSUPPORTED if "(?" in pattern else ():
         if any(_unescaped(pattern, start) for start in starts):
             raise _refused(pattern, what, instead)
     out: list[str] = []
@@ -127,6 +130,15 @@ def _refused(pattern: str, what: str, instead: str) -> ExpressionError:
                            f"does not support: {instead}", code="RT210")
 
 
+@lru_cache(maxsize=1)
+def _options() -> Any:
+    """RE2's options for every pattern: the defaults (UTF-8, 8 MiB of memory), errors not logged
+    to stderr (they come back as RT210)."""
+    options = regex_engine.Options()
+    options.log_errors = False
+    return options
+
+
 class Pattern:
     """A compiled pattern: the text as written (`pattern`, for messages and the lint) and the
     search of its RE2 translation."""
@@ -153,8 +165,7 @@ def compile_regex(pattern: str, flags: str = "") -> Pattern:
         if letter not in "ims":
             raise ExpressionError(f"unknown regex flag {letter!r}; expected i, m or s", code="RT210")
     translated = translate(pattern, "m" in flags)
-    options = regex_engine.Options()
-    options.log_errors = False
+    options = _options()
     inline = "".join(sorted(set(flags)))
     try:
         compiled = regex_engine.compile(f"(?{inline}){translated}" if inline else translated, options)
