@@ -34,7 +34,7 @@ regex_engine: Any = _RegexEngine()
 
 # Python's classes are Unicode-aware, RE2's perl classes ASCII only: they are written out so a
 # pattern keeps the meaning it has in Python (`\w` matches `é`, `\d` matches `٣`, `\s` matches
-# U+00A0). `\b` stays RE2's (ASCII) word boundary: docs/reference/expressions.md says so.
+# U+00A0). `\b` stays RE2's (ASCII) word boundary: docs/language.md says so.
 _WORD, _SPACE = r"\p{L}\p{N}_", r"\s\v\x{1c}-\x{1f}\x{85}\p{Z}"
 _OUTSIDE = {"w": f"[{_WORD}]", "W": f"[^{_WORD}]", "d": r"\p{Nd}", "D": r"\P{Nd}",
             "s": f"[{_SPACE}]", "S": f"[^{_SPACE}]", "Z": r"\z"}
