@@ -315,15 +315,15 @@ def test_event_stubbed_compute_called_once_per_signal(
     rig.hello()
     seen: list[Any] = []
 
-    async def compute(request: Any) -> Any:
-        seen.append((request.name, request.kind))
+    async def compute(request: Any, within: float | None = None) -> Any:
+        seen.append((request.name, request.kind, within))
         from router.engine.decision import SignalOutcome
 
         return SignalOutcome(result="mid")
 
     monkeypatch.setattr(rig.engine.executor, "compute", compute)
     assert rig.event()["actions"][0]["params"]["text"] == "p=mid"
-    assert seen == [("p", "complete")] and rig.connection.notes[0][1]["budget_ms"] == 10000
+    assert seen == [("p", "complete", 9.0)] and rig.connection.notes[0][1]["budget_ms"] == 10000
 
 
 def test_event_reloads_a_changed_policy(tmp_path: Path) -> None:
@@ -705,22 +705,33 @@ def test_any_line_gets_strict_json_answers_and_the_sidecar_stays(fuzz_rig: Rig, 
     assert not connection.closing.is_set() or shutdown or b"shutdown" in line
 
 
-@pytest.mark.parametrize(("line", "reason"), [
-    (b"not json", "Expecting value"),
-    (b"[1, 2]", "must be a JSON object"),
-    (b'{"a": ' + b"[" * 975 + b"]" * 975 + b"}", "nested deeper than 100 levels"),
-    (b'{"id": 1, "method": "event", "params": ' + b"[" * 200_000 + b"]" * 200_000 + b"}",
-     "nested deeper than 100 levels"),
-    (b"\xff\xfe", "Expecting value"),
-    (b'{"id": 1, "method": "event"} trailing', "Extra data"),
+@pytest.mark.parametrize(("line", "reason", "request_id"), [
+    (b"not json", "Expecting value", None),
+    (b"[1, 2]", "must be a JSON object", None),
+    (b"\xff\xfe", "Expecting value", None),
+    (b'{"id": 1, "method": "event"} trailing', "Extra data", 1),  # it starts with its id: answered
+    (b'{"id": "s9", "method": "event", "params": {"x": nope}}', "Expecting value", "s9"),
 ])
-def test_a_line_that_is_no_message_gets_an_error_with_id_null_and_a_log_line(
-        fuzz_rig: Rig, line: bytes, reason: str) -> None:
+def test_a_line_that_is_no_message_gets_an_error_to_its_leading_id_or_null_and_a_log_line(
+        fuzz_rig: Rig, line: bytes, reason: str, request_id: Any) -> None:
     connection, messages = feed(fuzz_rig, line)
     (message,) = messages
-    assert message["id"] is None and message["error"]["code"] == "protocol"
+    assert message["id"] == request_id and message["error"]["code"] == "protocol"
     assert reason in message["error"]["message"]
     assert "protocol error" in fuzz_rig.log() and not connection.closing.is_set()
+
+
+@pytest.mark.parametrize("line", [
+    b'{"id": 1, "method": "event", "params": {"type": "input", "payload": {"text": "hi", "x": '
+    + b"[" * 975 + b"]" * 975 + b"}}}",
+    b'{"id": 1, "method": "event", "params": {"type": "input", "payload": {"text": "hi", "x": '
+    + b"[" * 200_000 + b"]" * 200_000 + b"}}}",
+])
+def test_a_line_nested_too_deep_is_cut_and_decided_on(fuzz_rig: Rig, line: bytes) -> None:
+    _, messages = feed(fuzz_rig, line)
+    message = messages[-1]
+    assert message["id"] == 1 and "greet" in message["result"]["fired"], messages  # `text` intact
+    assert "payload cut to the protocol's limits (nested deeper than 64 levels)" in fuzz_rig.log()
 
 
 def test_non_finite_numbers_and_huge_integers_go_out_as_strict_json(tmp_path: Path) -> None:
@@ -900,9 +911,9 @@ def test_serve_subprocess_survives_hostile_lines(tmp_path: Path) -> None:
         finally:
             process.kill()
     by_id = [a["id"] for a in answers]
-    assert by_id == [{"an": ["object"]}, [1, [2]], None, 4, None, 5]
+    assert by_id == [{"an": ["object"]}, [1, [2]], 3, 4, None, 5]
     assert answers[0]["result"]["fired"] == ["greet"] and answers[1]["result"]["fired"] == ["greet"]
-    assert "nested deeper than 100 levels" in answers[2]["error"]["message"]
+    assert "result" in answers[2]  # nested too deep: cut, then answered
     assert "longer than the limit" in answers[4]["error"]["message"]
     assert last["id"] == 6 and last["result"]["fired"] == ["greet"]  # alive and answering
 

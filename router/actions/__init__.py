@@ -5,7 +5,9 @@ them are `{…}` templates, rendered when the rule fires; its docstring is the a
 documentation), where it runs (`interpreter`: state changes applied while evaluating; `executor`:
 local effects such as files; `bridge`: applied through Pi's API), the capability each of its
 parameters needs (docs/security.md), the event types it is valid on, a shorthand field (so
-`notify: "hi"` means `notify: {text: "hi"}`) and a `describe` function that says what would be done.
+`notify: "hi"` means `notify: {text: "hi"}`), whether it refuses what the event asks for (`block`,
+`cancel`: a rule with such an action is a guard, which fails closed, docs/reliability.md) and a
+`describe` function that says what would be done.
 
 The registry is built on first use of `ACTIONS` (the action modules import pydantic), so the
 sidecar's start path, which reads what it needs from the compiled policy, never loads it.
@@ -38,7 +40,7 @@ class ActionSpec:
     events: frozenset[str] | None = None
     shorthand: str | None = None
     example: str = ""
-    guard: bool = False  # it refuses something (a tool call, a result): its events fail closed
+    refuses: bool = False  # it refuses what the event asks for: its rule fails closed
 
 
 _ACTIONS: dict[str, ActionSpec] = {}
@@ -49,7 +51,8 @@ _loaded: list[bool] = []
 
 def action(
     name: str, *, runs: Runs = "bridge", capabilities: Mapping[str, str] | None = None,
-    events: set[str] | None = None, shorthand: str | None = None, example: str = "", guard: bool = False,
+    events: set[str] | None = None, shorthand: str | None = None, example: str = "",
+    refuses: bool = False,
 ) -> Callable[[Describe], Describe]:
     """Register the decorated describe function as action `name` with params model `<Name>`."""
 
@@ -57,7 +60,7 @@ def action(
         params = describe.__globals__[_params_name(name)]
         _ACTIONS[name] = ActionSpec(name, params, describe, runs, dict(capabilities or {}),
                                     frozenset(events) if events is not None else None,
-                                    shorthand, example.strip(), guard)
+                                    shorthand, example.strip(), refuses)
         return describe
 
     return register

@@ -37,7 +37,7 @@ class BlockParams(Params):
     reason: str = "Blocked by policy."
 
 
-@action("block", events={"tool_call"}, shorthand="reason", guard=True,
+@action("block", events={"tool_call"}, shorthand="reason", refuses=True,
         example="- block: 'rm -rf is not allowed here'")
 def describe_block(params: dict[str, Any]) -> str:
     return f"block the tool call: {show(params.get('reason'))}"
@@ -50,7 +50,7 @@ class RewriteResultParams(Params):
     is_error: bool | None = None
 
 
-@action("rewrite_result", events={"tool_result"}, shorthand="text", guard=True,
+@action("rewrite_result", events={"tool_result"}, shorthand="text", refuses=True,
         example="- rewrite_result: {text: 'The user answered: yes', is_error: false}")
 def describe_rewrite_result(params: dict[str, Any]) -> str:
     return f"rewrite the tool result: {show(params.get('text'))}"
@@ -74,6 +74,6 @@ class CancelParams(Params):
     """Cancel a compaction that is about to start (`compaction_before`)."""
 
 
-@action("cancel", events={"compaction_before"}, example="- cancel: {}")
+@action("cancel", events={"compaction_before"}, refuses=True, example="- cancel: {}")
 def describe_cancel(params: dict[str, Any]) -> str:
     return "cancel this compaction"

@@ -29,7 +29,7 @@ from router.lang.expr.trees import map_leaves
 from router.lang.query.query import compile_query
 from router.trust.capabilities import CapabilityUse, Confinement, Refusal
 
-FORMAT = 11
+FORMAT = 12
 
 
 def cache_path(agent: Path, key: str) -> Path:
@@ -143,7 +143,8 @@ def to_ir(policy: CompiledPolicy) -> dict[str, Any]:
         "id": r.id, "index": r.index, "group": r.group, "on": list(r.on),
         "match": r.match.source if r.match else None, "when": r.when.source if r.when else None,
         "actions": [{"name": a.name, "params": _sources(a.params), "span": _span(a.span),
-                     "confined": dict(a.confined), "defaulted": sorted(a.defaulted)} for a in r.actions],
+                     "confined": dict(a.confined), "defaulted": sorted(a.defaulted),
+                     "refuses": a.refuses} for a in r.actions],
         "continue": r.continue_, "shadow": r.shadow, "span": _span(r.span), "file": r.file,
         "key_path": r.key_path, "description": r.description,
         "match_span": _span(r.match_span), "when_span": _span(r.when_span),
@@ -184,7 +185,8 @@ def _rule(r: dict[str, Any]) -> CompiledRule:
         id=r["id"], index=r["index"], group=r["group"], on=tuple(r["on"]),
         match=compile_query(r["match"]) if r["match"] is not None else None, when=_expr(r["when"]),
         actions=tuple(CompiledAction(a["name"], _templates(a["params"]), _unspan(a["span"]) or Span(""),
-                                     a["confined"], frozenset(a.get("defaulted", ())))
+                                     a["confined"], frozenset(a.get("defaulted", ())),
+                                     a.get("refuses") is True)
                       for a in r["actions"]),
         continue_=r["continue"], shadow=r["shadow"], span=_unspan(r["span"]) or Span(""),
         file=r["file"], key_path=r["key_path"], description=r["description"],
@@ -224,6 +226,10 @@ class _Lazy(Mapping[str, Any]):
     def __contains__(self, key: object) -> bool:
         return key in self._raw
 
+    def built(self, key: str) -> bool:
+        """Whether `key`'s value is compiled already (reading it costs nothing more)."""
+        return key in self._done or key not in self._raw
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._raw)
 
@@ -249,6 +255,13 @@ class _LazyRules(Sequence[CompiledRule]):
 
     def __len__(self) -> int:
         return len(self._raw)
+
+
+def compiled_for(policy: CompiledPolicy, event_type: str) -> bool:
+    """Whether the rules of `event_type` are compiled (a policy from the cache compiles them on
+    their first event: seconds for thousands of rules, which the sidecar announces first)."""
+    lazy = policy.by_event
+    return not isinstance(lazy, _Lazy) or lazy.built(event_type)
 
 
 def from_ir(data: dict[str, Any]) -> CompiledPolicy:

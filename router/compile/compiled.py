@@ -27,6 +27,7 @@ class CompiledAction:
     span: Span
     confined: Mapping[str, str] = field(default_factory=dict)  # checked parameter -> capability
     defaulted: frozenset[str] = frozenset()  # parameters filled from the file's `defaults:`
+    refuses: bool = False  # the action refuses what the event asks for (ActionSpec.refuses)
 
     def describe(self, params: Any) -> str:
         """What the executor would do with these (rendered) parameters."""
@@ -61,6 +62,7 @@ class CompiledRule:
     locked: bool = False  # a managed rule no lower layer may override, disable or move ahead
     bindings: tuple[tuple[str, Expression], ...] = ()  # `let:`, in order
     lazy: Mapping[str, Expression] = field(default_factory=dict)  # the bindings by name
+    guard: bool = False  # one of its actions refuses (a `block`): it fails closed, never open
 
     def __post_init__(self) -> None:
         conditions: list[tuple[str, Query | Expression, Callable[[Any], Any]]] = []
@@ -75,6 +77,7 @@ class CompiledRule:
             runs.append((self.when.run, True))
         object.__setattr__(self, "runs", tuple(runs))
         object.__setattr__(self, "lazy", dict(self.bindings))
+        object.__setattr__(self, "guard", any(a.refuses for a in self.actions))
 
 
 @dataclass(frozen=True, eq=False)

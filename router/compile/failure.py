@@ -2,7 +2,7 @@
 
 The engine can be missing (not started, crashed), slow (past its deadline), or refuse an event
 (a line it cannot read, a budget used up). For an event a rule could refuse (a `block` on
-`tool_call`, a `rewrite_result` on `tool_result`: the actions declared `guard`), the default is
+`tool_call`, a `rewrite_result` on `tool_result`: the actions declared `refuses`), the default is
 **closed**: the bridge refuses what the rule could have refused, saying why and how to get out.
 For every other event the default is **open**: Pi goes on with its own behaviour, told once.
 
@@ -29,19 +29,16 @@ FAILURE_CODE = "RT620"  # a project layer's `open` in `failure_policy:`
 UNKNOWN_EVENT_CODE = "RT205"
 
 
-def guard_actions() -> frozenset[str]:
-    """The actions that refuse something when they fire (`block`, `rewrite_result`)."""
-    from router.actions import ACTIONS
-
-    return frozenset(name for name, spec in ACTIONS.items() if spec.guard)
+CLOSABLE = frozenset({"tool_call", "tool_result"})
+"""The events the bridge can refuse without the engine: it blocks the call, it withholds the result."""
 
 
 def guarded_events(rules: Iterable[CompiledRule]) -> frozenset[str]:
-    """The event types on which an enabled, applied (non-shadow) rule has a guard action."""
-    guards = guard_actions()
+    """The closable event types on which an applied (non-shadow) rule has an action that refuses
+    (`block`, `rewrite_result`: ActionSpec.refuses)."""
     return frozenset(event for rule in rules
-                     if not rule.shadow and any(a.name in guards for a in rule.actions)
-                     for event in rule.on)
+                     if not rule.shadow and any(a.refuses for a in rule.actions)
+                     for event in rule.on if event in CLOSABLE)
 
 
 def failure_modes(files: list[PolicyFile], rules: Iterable[CompiledRule], ctx: Context) -> dict[str, str]:
@@ -69,13 +66,15 @@ def failure_modes(files: list[PolicyFile], rules: Iterable[CompiledRule], ctx: C
 
 
 def declared(f: PolicyFile, ctx: Context) -> Mapping[str, str]:
-    """The file's `failure_policy:` entries with a known event type (others: RT205)."""
+    """The file's `failure_policy:` entries for an event the bridge can refuse (others: RT205)."""
     entries: dict[str, str] = {}
     for event, mode in f.policy.failure_policy.items():
-        if event not in EVENT_TYPES:
-            ctx.error(UNKNOWN_EVENT_CODE, f"unknown event type '{event}' in failure_policy",
+        if event not in CLOSABLE:
+            known = f"'{event}' always goes on as Pi would" if event in EVENT_TYPES else \
+                f"unknown event type '{event}'"
+            ctx.error(UNKNOWN_EVENT_CODE, f"{known}: failure_policy names tool_call or tool_result",
                       f.doc.span(("failure_policy", event), key=True),
-                      help=did_you_mean(event, EVENT_TYPES) or f"expected one of: {', '.join(EVENT_TYPES)}")
+                      help=did_you_mean(event, CLOSABLE) or "expected tool_call or tool_result")
             continue
         entries[event] = mode
     return entries

@@ -164,10 +164,10 @@ def _compile_action(item: dict[str, Any], key_path: KeyPath, rule: Rule, doc: So
         return None
     dumped = validated.model_dump()
     if not defaulted or not isinstance(dumped, dict):
-        return CompiledAction(name, checker.params(dumped, (*key_path, name)), span)
+        return CompiledAction(name, checker.params(dumped, (*key_path, name)), span, refuses=spec.refuses)
     tree = {k: checker.params(v, ("defaults", name, k) if k in defaulted else (*key_path, name, k))
             for k, v in dumped.items()}
-    return CompiledAction(name, tree, span, defaulted=defaulted)
+    return CompiledAction(name, tree, span, defaulted=defaulted, refuses=spec.refuses)
 
 
 _PATH_PROBLEMS = {"vars": ("RT303", "undefined var"), "signals": ("RT304", "undefined signal"),

@@ -151,7 +151,9 @@ _ENTRIES = [
              "A helper function is called with too few or too many arguments.",
              "The call would fail on every event.", "when: \"clamp(x, 0)\"", "when: \"clamp(x, 0, 1) > 0\""),
     CodeInfo("RT210", "regex does not compile",
-             "A literal regex passed to regex() or regex_find() is invalid.",
+             "A literal regex passed to regex() or regex_find() is invalid, or uses what the linear-time "
+             "engine (RE2) cannot do: a lookaround, a backreference, an atomic group, `(?x)`; the message "
+             "says what to write instead.",
              "The call would fail on every event.", "when: \"regex(text, '(unclosed')\"",
              "when: \"regex(text, '\\\\(unclosed')\""),
     CodeInfo("RT301", "unknown event field",
@@ -272,14 +274,17 @@ _ENTRIES = [
              "Limits keep a policy from stalling the agent or exhausting memory.",
              "when: \"'x' * 10**9\"", "Compute less."),
     CodeInfo("RT404", "evaluation budget exceeded",
-             "The evaluation of one event (or of one `router explain` or `router test` case) used more "
-             "than its budget: 1 s of time or 50,000,000 characters and items built, across all rules, "
-             "signals and templates. The rule that was running is named with its expression.",
-             "A runaway rule (a backtracking regex, a huge comprehension) would stall the agent. The "
-             "rules that had already fired keep their effects; the remaining rules are skipped for "
-             "this event.",
-             "when: \"regex(text, '(a|aa)+$')\"", "Make the rule cheaper: a simpler pattern, a "
-             "smaller comprehension, fewer copies of long texts."),
+             "A rule used more than its own allowance (250 ms of wall time or 20,000,000 characters and "
+             "items built, never more than the event has left), or the evaluation of one event (or of "
+             "one `router explain` or `router test` case) used more than its budget: 1 s of wall time "
+             "or 50,000,000 characters and items, across all rules, signals and templates. The rule is "
+             "named with its file, line and expression.",
+             "A runaway rule (a huge comprehension) would stall the agent. The rule fails alone and "
+             "the rules after it run; a rule that can block fails closed (it blocks, saying why). Once "
+             "the event's budget is used up, the remaining rules that can block block and the others "
+             "are skipped, with one warning.",
+             "when: \"length([upper(text) * 1000 for a in range(10000)]) > 0\"", "Make the rule "
+             "cheaper: a smaller comprehension, fewer copies of long texts."),
     CodeInfo("RT501", "action failed",
              "The executor could not carry out an action (an unwritable log or audit file, a settings "
              "file that is not valid JSON, an unknown model, …).",

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import copy
 import functools
-import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from jmespath.exceptions import JMESPathError
 
 from router.compile.compiled import CompiledAction, CompiledPolicy, CompiledRule, CompiledSignal
-from router.diagnostics.diagnostic import Diagnostic, Span
+from router.diagnostics.diagnostic import Diagnostic, Severity, Span
 from router.diagnostics.errors import ExpressionError
 from router.engine import rule_index
 from router.engine.decision import Decision, Effect, SignalOutcome, SignalRequest
@@ -27,7 +27,14 @@ from router.engine.scope import SignalErrors, SignalNeeded, Signals, lookup, sho
 from router.engine.trace import TraceEvent, Tracer
 from router.engine.vars_memo import VarsMemo
 from router.lang.budget import Budget, BudgetExceeded
-from router.lang.expr.expression import Evaluator, Expression, Template, expression_error, python_error
+from router.lang.expr.expression import (
+    EVALUATION_FAILURES,
+    Evaluator,
+    Expression,
+    Template,
+    expression_error,
+    python_error,
+)
 from router.lang.expr.layered import Layered
 from router.lang.expr.trees import map_leaves
 from router.lang.query.query import Query
@@ -133,50 +140,124 @@ class _Run:
         return layered
 
     def decide(self, budget: Budget) -> Decision:
+        """Each rule in order, with its own allowance of the budget (Budget.begin_rule). A rule
+        that fails (an error, its allowance used up) fails alone, visibly; a guard (a rule that
+        can refuse: `block`, `cancel`) that fails is treated as matched and refuses (fails
+        closed). Once the event's budget is used up, the remaining guards refuse without being
+        evaluated and the other rules are skipped (fail open), with one warning."""
         self.budget = budget
         decided: dict[str, str] = {}
-        tracer, clock, deadline = self.tracer, time.perf_counter, budget.deadline
+        tracer = self.tracer
+        spent: str | None = None  # why the event's budget is used up, once it is
+        skipped: list[CompiledRule] = []
         for rule in self._rules():
             if rule.group in decided:
                 if tracer:
                     self._trace("skip", rule, f"rule {rule.id}: skipped, group '{rule.group}' "
                                 f"decided by rule {decided[rule.group]}")
                 continue
-            run: Any = None
-            try:
-                if clock() > deadline:
-                    budget.check()
-                if tracer is None and not rule.bindings:  # the hot path: no tracing, conditions inline
-                    matched = True
-                    scope = self.sandbox if rule.sandboxed else self.scope
-                    try:
-                        for run, python_truth in rule.runs:
-                            value = run(scope)
-                            if value is True:
-                                continue
-                            # lang/truth.py's two rules, inlined on the hot path
-                            if value is None or value is False or (not value if python_truth else (
-                                    value == "" or value == [] or value == {})):
-                                matched = False
-                                break
-                    except _EVAL_ERRORS:  # evaluate again, slowly, to record the error
-                        matched = self._matches(rule)
+            if spent is None and budget.exhausted():
+                spent = budget.event_message()
+            if spent is not None:
+                if rule.guard and not rule.shadow:
+                    matched = self._fail_closed(rule, f"the event's evaluation budget ran out ({spent}) "
+                                                "before it was evaluated", evaluated=False)
                 else:
-                    matched = self._matches(rule)
-                if matched:
-                    matched = self._fire(rule)
-            except SignalNeeded as need:
-                try:
-                    return self._pending(need.name, rule)
-                except BudgetExceeded as exc:  # rendering the signal's request ran out
-                    self._exhausted(rule, exc, None)
-                    break
-            except BudgetExceeded as exc:
-                self._exhausted(rule, exc, run)
-                break
+                    skipped.append(rule)
+                    if tracer:
+                        self._trace("skip", rule, f"rule {rule.id}: skipped, the event's evaluation "
+                                    "budget ran out (it cannot block)")
+                    continue
+            else:
+                outcome = self._evaluate_rule(rule, budget)
+                if outcome is None:  # a signal is needed: the decision is pending
+                    return self._pending_decision
+                matched = outcome
+                if self._failure is not None and budget.exhausted():
+                    spent = budget.event_message()
             if matched and not rule.shadow and not rule.continue_:
                 decided[rule.group] = rule.id
+        if skipped:
+            self._skipped(skipped, spent or "")
         return self._decision()
+
+    _failure: str | None = None  # why the rule being evaluated failed (an error, its budget)
+    _pending_decision: Decision
+
+    def _evaluate_rule(self, rule: CompiledRule, budget: Budget) -> bool | None:
+        """Whether the rule matched and fired (a failed guard: it refused); None when a signal
+        must be computed first (`_pending_decision` holds the decision)."""
+        self._failure = None
+        run: Any = None
+        budget.begin_rule()
+        try:
+            if self.tracer is None and not rule.bindings:  # the hot path: no tracing, conditions inline
+                matched = True
+                scope = self.sandbox if rule.sandboxed else self.scope
+                try:
+                    for run, python_truth in rule.runs:
+                        value = run(scope)
+                        if value is True:
+                            continue
+                        # lang/truth.py's two rules, inlined on the hot path
+                        if value is None or value is False or (not value if python_truth else (
+                                value == "" or value == [] or value == {})):
+                            matched = False
+                            break
+                except _EVAL_ERRORS:  # evaluate again, slowly, to record the error
+                    matched = self._matches(rule)
+            else:
+                matched = self._matches(rule)
+            if matched:
+                matched = self._fire(rule)
+        except SignalNeeded as need:
+            try:
+                self._pending_decision = self._pending(need.name, rule)
+                return None
+            except BudgetExceeded as exc:  # rendering the signal's request ran out
+                self._exhausted(rule, exc, None)
+                matched = False
+        except BudgetExceeded as exc:
+            self._exhausted(rule, exc, run)
+            matched = False
+        finally:
+            budget.end_rule()
+        if self._failure is not None and rule.guard and not rule.shadow:
+            return self._fail_closed(rule, self._failure)
+        return matched
+
+    def _fail_closed(self, rule: CompiledRule, cause: str, *, evaluated: bool = True) -> bool:
+        """A guard that could not be checked refuses: each of its refusing actions, with a reason
+        that names the rule, the cause and the way out; its other actions are not carried out."""
+        where = f"{rule.file}:{rule.span.line}"
+        reason = (f"Blocked by policy: rule '{rule.id}' ({where}) could not be checked ({_short(cause)}), "
+                  "so it blocks. Fix the rule (`router explain` shows why), or give it `shadow: true` "
+                  "to try it without blocking.")
+        self.fired.append(rule.id)
+        for action in rule.actions:
+            if action.refuses:
+                self.effects.append(Effect(action.name, _refusal_params(action.name, reason), rule.id))
+        if evaluated and self.errors and self.errors[-1].rule_id == rule.id:  # its failure, told already
+            last = self.errors[-1]
+            self.errors[-1] = replace(last, message=f"{last.message}; the rule can block, so it failed "
+                                      "closed and blocks")
+        else:
+            self.errors.append(Diagnostic("RT404", f"rule '{rule.id}' ({where}) failed closed: "
+                                          f"{_short(cause)}", rule.span, Severity.WARNING, rule_id=rule.id))
+        if self.tracer:
+            self._trace("error", rule, f"rule {rule.id}: failed closed, it can block: {_short(cause)}",
+                        depth=1)
+        return True
+
+    def _skipped(self, rules: list[CompiledRule], spent: str) -> None:
+        """One warning for the rules that cannot block, skipped once the event's budget ran out."""
+        names = ", ".join(f"'{r.id}'" for r in rules[:5]) + \
+            (f" and {len(rules) - 5} more" if len(rules) > 5 else "")
+        first = rules[0]
+        self.errors.append(Diagnostic(
+            "RT404", f"rule '{first.id}' ({first.file}:{first.span.line}) and what follows: {spent}; "
+            f"{len(rules)} rule(s) that cannot block were skipped for this event ({names})",
+            first.span, Severity.WARNING, rule_id=first.id))
 
     def _rules(self) -> Sequence[CompiledRule]:
         """The event type's rules in order; without a tracer, only those the index cannot rule out."""
@@ -211,6 +292,7 @@ class _Run:
                 error = _failure(exc, cond.source)
                 self._error(rule, f"{kind} failed: {error.message}",
                             rule.match_span if kind == "match" else rule.when_span, error.code)
+                self._failure = f"its {kind} failed: {error.message} [{error.code}]"
                 return False
             if not match_truthy(value):  # `when` conditions are already booleans (compiled.py)
                 if self.tracer:
@@ -262,11 +344,23 @@ class _Run:
             self._trace("shadow" if rule.shadow else "fire", rule, f"rule {rule.id}: {verdict}", depth=1)
         evaluator, confinement = self._evaluator(rule), self.policy.confinement
         saved = (len(self.effects), len(self.shadowed), dict(self.state))
+        try:
+            return self._fire_actions(rule, evaluator, confinement, saved)
+        except BudgetExceeded:  # the rule failed as a whole: none of its effects
+            self._undo(rule, saved)
+            raise
+
+    def _fire_actions(self, rule: CompiledRule, evaluator: Evaluator, confinement: Confinement | None,
+                      saved: tuple[int, int, dict[str, Any]]) -> bool:
         for action in rule.actions:
             try:
                 params = _render(evaluator, action.params)
             except ExpressionError as exc:
                 self._error(rule, f"action '{action.name}' skipped: {exc.message}", action.span, exc.code)
+                if action.refuses and not rule.shadow:  # a guard's refusal is never dropped
+                    self._undo(rule, saved)
+                    self._failure = f"its {action.name} action failed: {exc.message} [{exc.code}]"
+                    return False
                 continue
             if action.confined and confinement is not None:
                 try:
@@ -299,17 +393,22 @@ class _Run:
     def _refuse(self, rule: CompiledRule, refused: Refused, span: Span,
                 saved: tuple[int, int, dict[str, Any]]) -> None:
         """Undo what the rule did in this evaluation: none of its effects, none of its state writes."""
-        del self.effects[saved[0]:]
-        del self.shadowed[saved[1]:]
-        self.fired.remove(rule.id)
-        if self.state != saved[2]:
-            self.state.clear()
-            self.state.update(saved[2])
-            self.signals.state_changed()
+        self._undo(rule, saved)
         self.errors.append(Diagnostic(refused.code, f"rule '{rule.id}' refused: {refused.message}", span,
                                       rule_id=rule.id))
         if self.tracer:
             self._trace("error", rule, f"refused [{refused.code}]: {refused.message}", depth=1, span=span)
+
+    def _undo(self, rule: CompiledRule, saved: tuple[int, int, dict[str, Any]]) -> None:
+        """None of the rule's effects of this evaluation, none of its state writes."""
+        del self.effects[saved[0]:]
+        del self.shadowed[saved[1]:]
+        if rule.id in self.fired:
+            self.fired.remove(rule.id)
+        if self.state != saved[2]:
+            self.state.clear()
+            self.state.update(saved[2])
+            self.signals.state_changed()
 
     # --- pending signals and errors -----------------------------------------------------------
 
@@ -336,8 +435,10 @@ class _Run:
         if not exc.source and run in runs:
             exc.source = _source(rule, rule.conditions[runs.index(run)][0])
         where = f" (in `{_short(exc.source)}`)" if exc.source else ""
-        message = f"{exc.message}{where}; the remaining rules were skipped for this event"
-        self.errors.append(Diagnostic(exc.code, f"rule '{rule.id}': {message}", rule.span, rule_id=rule.id))
+        message = f"{exc.message}{where}; the rule failed"
+        self._failure = f"{exc.message} [{exc.code}]"
+        self.errors.append(Diagnostic(exc.code, f"rule '{rule.id}' ({rule.file}:{rule.span.line}): {message}",
+                                      rule.span, Severity.WARNING, rule_id=rule.id))
         if self.tracer:
             self._trace("error", rule, f"error: {message} [{exc.code}]", depth=1)
 
@@ -354,8 +455,7 @@ class _Run:
         self.tracer.emit(TraceEvent(kind, rule.id, span or rule.span, message, depth=depth))
 
 
-_EVAL_ERRORS = (ExpressionError, JMESPathError, TypeError, ValueError, ZeroDivisionError,
-                OverflowError, KeyError, IndexError, RecursionError, AttributeError)
+_EVAL_ERRORS = (*EVALUATION_FAILURES, JMESPathError)  # simpleeval's own limits too (IterableTooLong)
 
 
 def _failure(exc: BaseException, source: str) -> ExpressionError:
@@ -413,3 +513,13 @@ def _remove(target: dict[str, Any], parts: list[str]) -> None:
         target[part] = child
         target = child
     target.pop(parts[-1], None)
+
+
+def _refusal_params(action: str, reason: str) -> dict[str, Any]:
+    """What a refusing action of a guard that failed closed carries: a block its reason, a rewritten
+    result the reason in place of the result (withheld), a cancel nothing."""
+    if action == "block":
+        return {"reason": reason}
+    if action == "rewrite_result":
+        return {"text": reason, "is_error": True}
+    return {}

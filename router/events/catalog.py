@@ -95,6 +95,9 @@ class Common(_Model):
                                          description="available models by ref (Pi's registry)")
     registry: Registry = Field(default_factory=lambda: Registry(),
                                description="what Pi's registry knows beyond the available models")
+    payload_cut: bool = Field(False, description="true when parts of Pi's payload past the protocol's "
+                              "limits were cut (nested deeper than 64 levels, strings over 1,000,000 "
+                              "characters, over 100,000 items); the fields that fit are intact")
 
 
 class Option(_Model):

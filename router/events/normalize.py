@@ -237,14 +237,16 @@ _WORDED: dict[str, Callable[[Raw, QuestionSettings], dict[str, Any]]] = {
 
 def normalize(event_type: str, payload: Raw, ctx: Raw, *, env: Mapping[str, str],
               models: Mapping[str, Any], registry: Mapping[str, Any] | None = None,
-              questions: QuestionSettings = DEFAULT_SETTINGS) -> dict[str, Any]:
+              questions: QuestionSettings = DEFAULT_SETTINGS, cut: bool = False) -> dict[str, Any]:
     """One normalized event document; unknown types raise KeyError. `questions` is how the
-    policy builds question and dialog events (its `question_events:`)."""
+    policy builds question and dialog events (its `question_events:`); `cut`: the protocol cut
+    parts of the payload past its limits (`payload_cut`, router/runtime/protocol.py)."""
     worded = _WORDED.get(event_type)
     specific = worded(_map(payload), questions) if worded else _SPECIFIC[event_type](_map(payload))
     event = common(_map(ctx), env=env, models=models, registry=registry)
     event.update(specific)
     event["type"] = event_type
+    event["payload_cut"] = cut
     return event
 
 

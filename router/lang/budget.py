@@ -1,12 +1,19 @@
-"""The evaluation budget: time and built size across all operations of one event's evaluation.
+"""The evaluation budget: wall time and built size, per event and per rule.
 
 Each operation is bounded on its own (`expr.Limits`, `functions.MAX_TEXT`), but many bounded
-operations can still add up: a comprehension of large strings, thousands of rules, a regex that
-backtracks. A Budget counts, for one event (all the rules, signals and templates evaluated for it,
-across the re-evaluations after each external signal) or for one `router explain` / `router test`
-case, the evaluation time and the characters and items built; past either limit the evaluation
-stops with BudgetExceeded (RT404), naming the expression that was running. Waiting for signals
-(the executor's work) is not evaluation time.
+operations can still add up: a comprehension of large strings, thousands of rules. A Budget counts,
+for one event (all the rules, signals and templates evaluated for it, across the re-evaluations
+after each external signal) or for one `router explain` / `router test` case, the evaluation time
+and the characters and items built. Each rule has an allowance of its own, the smaller of the
+per-rule limits and what the event has left (`begin_rule`): a rule past it fails alone (RT404) and
+the next rule gets a fresh allowance; once the event's own budget is used up the interpreter stops
+evaluating (guards fail closed, docs/reliability.md). Time is wall time (`time.perf_counter`), the
+clock the bridge's deadline runs on: a loaded machine cannot stretch the budget past the deadline.
+Waiting for signals (the executor's work) is not evaluation time.
+
+The engine answers each event within EVENT_DEADLINE_MS of reading its line and announces that
+figure in its `hello` (docs/protocol.md); the evaluation time is that deadline less IO_MARGIN_MS
+for reading, normalizing, carrying out and writing.
 
 The active budget is a context variable set by `Budget.running()`: helper functions, operators
 and regexes reach it without an argument on every call, and concurrent evaluations (one per
@@ -23,26 +30,33 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+EVENT_DEADLINE_MS = 1500  # from reading an event's line to writing its answer (signal waits apart)
+IO_MARGIN_MS = 500  # of the deadline, kept for everything but evaluating the rules
+
 
 @dataclass(frozen=True)
 class BudgetLimits:
     """What one evaluation may use; normal policies use a small fraction of it."""
 
-    time_ms: int = 1000
+    time_ms: int = EVENT_DEADLINE_MS - IO_MARGIN_MS  # wall time of the event's evaluation
     size: int = 50_000_000  # characters of text and items of arrays and objects built
+    rule_ms: int = 250  # one rule's allowance of time (never more than the event has left)
+    rule_size: int = 20_000_000  # one rule's allowance of size
 
 
 DEFAULT_BUDGET = BudgetLimits()
 
 
 class BudgetExceeded(Exception):
-    """The evaluation used up its budget; `source` is the expression that was running."""
+    """The evaluation used up a budget; `source` is the expression that was running, `scope`
+    says whose budget: the rule's own allowance (`rule`) or the whole event's (`event`)."""
 
     code = "RT404"
 
-    def __init__(self, message: str, *, source: str = "") -> None:
+    def __init__(self, message: str, *, source: str = "", scope: str = "event") -> None:
         self.message = message
         self.source = source
+        self.scope = scope
         super().__init__(message)
 
 
@@ -53,10 +67,12 @@ class Budget:
         self.limits = limits
         self.spent = 0.0  # seconds of evaluation in earlier runs
         self.started: float | None = None
-        self.deadline = 0.0  # perf_counter() value at which the time runs out (while running)
+        self.event_deadline = 0.0  # perf_counter() value at which the event's time runs out
+        self.deadline = 0.0  # the deadline in force: the event's, or the running rule's if sooner
         self.size = 0
-        self.max_size = limits.size
+        self.max_size = limits.size  # the size in force: the event's, or the running rule's
         self.charges = 0
+        self.in_rule = False
 
     def elapsed(self) -> float:
         """Seconds of evaluation so far."""
@@ -64,13 +80,40 @@ class Budget:
         return self.spent + running
 
     def remaining(self) -> float:
-        """Seconds of evaluation left (at least a millisecond, for a regex timeout)."""
+        """Seconds of evaluation the event has left (at least a millisecond)."""
         return max(0.001, self.limits.time_ms / 1000 - self.elapsed())
 
+    def exhausted(self) -> bool:
+        """Whether the event's own budget (time or size) is used up."""
+        return self.size > self.limits.size or self.elapsed() * 1000 > self.limits.time_ms
+
+    def event_message(self) -> str:
+        """Why the event's budget is used up (time or size)."""
+        if self.size > self.limits.size:
+            return f"evaluation built more than {self.limits.size:,} characters and items for one event"
+        return f"evaluation took more than {self.limits.time_ms} ms for one event"
+
+    def begin_rule(self) -> None:
+        """Give the next rule its allowance: the per-rule limits, within what the event has left."""
+        now = time.perf_counter()
+        self.in_rule = True
+        self.deadline = min(self.event_deadline, now + self.limits.rule_ms / 1000)
+        self.max_size = min(self.limits.size, self.size + self.limits.rule_size)
+
+    def end_rule(self) -> None:
+        """Back to the event's budget (between rules, signals and templates outside a rule)."""
+        self.in_rule = False
+        self.deadline = self.event_deadline
+        self.max_size = self.limits.size
+
     def check(self) -> None:
-        """BudgetExceeded once the time is used up."""
-        if time.perf_counter() > self.deadline and self.elapsed() * 1000 > self.limits.time_ms:
-            raise BudgetExceeded(f"evaluation took more than {self.limits.time_ms} ms for one event")
+        """BudgetExceeded once the time in force is used up."""
+        if time.perf_counter() <= self.deadline:
+            return
+        if self.elapsed() * 1000 > self.limits.time_ms:
+            raise BudgetExceeded(self.event_message())
+        if self.in_rule:
+            raise BudgetExceeded(f"the rule took more than its own {self.limits.rule_ms} ms", scope="rule")
 
     def spend(self, size: int) -> None:
         """Count `size` characters or items built; check the size, and the time every 32 charges."""
@@ -80,10 +123,12 @@ class Budget:
             self.settle()
 
     def settle(self) -> None:
-        """BudgetExceeded when the size or the time is used up."""
+        """BudgetExceeded when the size or the time in force is used up."""
         if self.size > self.max_size:
-            raise BudgetExceeded(f"evaluation built more than {self.limits.size:,} characters and items "
-                                 "for one event")
+            if self.size > self.limits.size:
+                raise BudgetExceeded(self.event_message())
+            raise BudgetExceeded(f"the rule built more than its own {self.limits.rule_size:,} characters "
+                                 "and items", scope="rule")
         self.check()
 
     @contextmanager
@@ -94,13 +139,15 @@ class Budget:
             return
         token = _ACTIVE.set(self)
         self.started = time.perf_counter()
-        self.deadline = self.started + self.limits.time_ms / 1000 - self.spent
+        self.event_deadline = self.deadline = self.started + self.limits.time_ms / 1000 - self.spent
         try:
             yield self
         finally:
             self.spent += time.perf_counter() - self.started
             self.started = None
-            self.deadline = 0.0
+            self.event_deadline = self.deadline = 0.0
+            self.in_rule = False
+            self.max_size = self.limits.size
             _ACTIVE.reset(token)
 
 

@@ -20,7 +20,8 @@ class Handler(Protocol):
     """What the connection asks of the engine (router/runtime/server.py's `Engine`)."""
 
     def hello(self, params: dict[str, Any], request_id: Any = None) -> Awaitable[dict[str, Any]]: ...
-    def event(self, request_id: Any, params: dict[str, Any]) -> Awaitable[dict[str, Any]]: ...
+    def event(self, request_id: Any, params: dict[str, Any],
+              received: float | None = None) -> Awaitable[dict[str, Any]]: ...
     def log(self, text: str) -> None: ...
     def after_answer(self) -> None: ...
 
@@ -66,10 +67,11 @@ class Connection:
         if self.engine is not None:
             self.engine.log(text)
 
-    def refuse(self, reason: str, line: bytes) -> None:
-        """Answer a line that is no message: an error with id null, and a line in the log."""
+    def refuse(self, reason: str, line: bytes, request_id: Any = None) -> None:
+        """Answer a line that is no message: an error to the id it starts with (null when it has
+        none), and a line in the log."""
         self.log(f"protocol error: {reason}: {line[:200]!r}")
-        self.send(protocol.error(None, "protocol", reason))
+        self.send(protocol.error(request_id, "protocol", reason))
 
     async def request(self, method: str, params: dict[str, Any], timeout: float) -> Any:
         request_id = f"s{next(self.ids)}"
@@ -83,7 +85,8 @@ class Connection:
         finally:
             self.pending.pop(request_id, None)
 
-    def dispatch(self, message: dict[str, Any]) -> None:
+    def dispatch(self, message: dict[str, Any], received: float | None = None) -> None:
+        """Run the message's request as a task (`received`: when its line was read, perf_counter)."""
         method = message.get("method")
         if method == protocol.CANCEL:  # an aborted run: stop its request's work
             params = message.get("params")
@@ -99,7 +102,7 @@ class Connection:
         if key is not None and key in self.running:
             self.send(protocol.error(request_id, "protocol", "a request with this id is still running"))
             return
-        task = loop.spawn(self._answer(message))
+        task = loop.spawn(self._answer(message, received))
         self.tasks.add(task)
         if key is not None:
             self.running[key] = task
@@ -121,7 +124,7 @@ class Connection:
         future.set_result({"error": error.get("message") if isinstance(error, dict) else error}
                           if error else message.get("result"))
 
-    async def _answer(self, message: dict[str, Any]) -> None:
+    async def _answer(self, message: dict[str, Any], received: float | None = None) -> None:
         has_id, request_id, method = "id" in message, message.get("id"), message.get("method")
         raw = message.get("params")
         params: dict[str, Any] = raw if isinstance(raw, dict) else {}
@@ -130,7 +133,7 @@ class Connection:
             if method == protocol.HELLO:
                 value: Any = await self.engine.hello(params, request_id)
             elif method == protocol.EVENT:
-                value = await self.engine.event(request_id, params)
+                value = await self.engine.event(request_id, params, received)
             elif method == protocol.SHUTDOWN:
                 value = {}
                 self.closing.set()
@@ -151,6 +154,12 @@ def id_key(request_id: Any) -> str:
     return dumps(request_id, compact=True)
 
 
+class Dropped(int):
+    """The length of an over-long line that was dropped, with its first bytes (`head`)."""
+
+    head: bytes = b""
+
+
 class LineSplitter:
     """Lines of at most `limit` bytes from chunks; a longer line is skipped up to its newline (its
     length comes instead of it)."""
@@ -160,6 +169,7 @@ class LineSplitter:
         self.buffer = bytearray()
         self.scanned = 0  # bytes of the buffer known to hold no newline
         self.skipping = 0  # bytes of an over-long line dropped so far
+        self.head = b""  # the start of the over-long line being dropped (it may name its id)
 
     def feed(self, chunk: bytes) -> list[bytes | int]:
         """The lines `chunk` completes (the length of each over-long one)."""
@@ -175,6 +185,8 @@ class LineSplitter:
             found.append(self._checked(line))
         self.scanned = len(self.buffer)
         if len(self.buffer) > self.limit:  # keep no more than the limit in memory
+            if not self.skipping:
+                self.head = bytes(self.buffer[:512])
             self.skipping += len(self.buffer)
             self.buffer.clear()
             self.scanned = 0
@@ -187,7 +199,8 @@ class LineSplitter:
 
     def _checked(self, line: bytes) -> bytes | int:
         if self.skipping or len(line) > self.limit:
-            dropped, self.skipping = self.skipping + len(line), 0
+            dropped, self.skipping = Dropped(self.skipping + len(line)), 0
+            dropped.head, self.head = (self.head or line[:512]), b""
             return dropped
         return line
 
@@ -215,20 +228,24 @@ class Lines:
         return self.queue.pop(0)
 
 
-def handle_line(connection: Connection, line: bytes | int) -> None:
-    """Decode one input line and dispatch it; anything else is refused with an error answer."""
+def handle_line(connection: Connection, line: bytes | int, received: float | None = None) -> None:
+    """Decode one input line and dispatch it; anything else is refused with an error answer.
+    `received`: when the line was read (perf_counter), the start of its event's deadline."""
     if isinstance(line, int):
         connection.refuse(f"line of {line} bytes is longer than the limit of {protocol.MAX_LINE_BYTES}",
-                          b"")
+                          b"", protocol.request_id_of(getattr(line, "head", b"")))
         return
     if not line.strip():
         return
     try:
-        message = protocol.decode(line)
+        message, cuts = protocol.decode_cut(line)
     except ValueError as exc:
-        connection.refuse(str(exc), line)
+        connection.refuse(str(exc), line, protocol.request_id_of(line))
         return
+    params = message.get("params")
+    if cuts and isinstance(params, dict):
+        params["cut"] = cuts  # the event's `payload_cut`
     try:
-        connection.dispatch(message)
+        connection.dispatch(message, received)
     except Exception as exc:  # not expected: a message that breaks dispatch is refused, not fatal
         connection.refuse(f"{type(exc).__name__}: {exc}", line)

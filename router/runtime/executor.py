@@ -52,6 +52,7 @@ BridgeCall = Callable[[str, dict[str, Any], float], Awaitable[Any]]
 CHILD_FLAGS = ("--print", "--no-session", "--no-tools", "--no-extensions", "--no-skills",
                "--no-prompt-templates", "--no-themes", "--no-context-files", "--thinking", "off")
 ORDER = {"model": 0, "thinking": 1}
+SIGNAL_MARGIN_S = 0.5  # past a signal's announced budget before it is stopped (the bridge waits 1 s more)
 ACTION_FAILED = "RT501"  # a local action the executor could not carry out
 INTERPRETER_ACTIONS = frozenset({"set", "unset"})  # state changes, already applied by the interpreter
 
@@ -91,8 +92,10 @@ class Executor:
 
     # --- signals ------------------------------------------------------------------------------
 
-    async def compute(self, request: SignalRequest) -> SignalOutcome:
-        """Compute one external signal; failures come back as an outcome with an error text."""
+    async def compute(self, request: SignalRequest, within: float | None = None) -> SignalOutcome:
+        """Compute one external signal; failures come back as an outcome with an error text.
+        `within`: the seconds announced for it (`budget_ms`); past them and a half-second margin
+        (the bridge was told a second more) the computation is stopped and fails."""
         started = time.perf_counter()
         try:
             request = self._confine(request)
@@ -102,7 +105,10 @@ class Executor:
                          f"[{refused.code}]")
             return SignalOutcome(error=f"refused: {refused.message} [{refused.code}]")
         try:
-            outcome = await self._compute(request)
+            work = self._compute(request)
+            outcome = await (work if within is None else loop.bounded(work, within + SIGNAL_MARGIN_S))
+        except TimeoutError:
+            outcome = SignalOutcome(error=f"no result within its budget of {round((within or 0) * 1000)} ms")
         except OSError as exc:
             outcome = SignalOutcome(error=_link_coded(*_os_problem(exc)))
         except Exception as exc:

@@ -293,6 +293,32 @@ async def wait_for(future: Any, timeout: float) -> Any:
         timer.cancel()
 
 
+async def bounded(coro: Coroutine[Any, Any, Any], timeout: float) -> Any:
+    """`coro`'s value; TimeoutError after `timeout` seconds, the coroutine cancelled at its wait
+    (a child `pi` it waits for is killed). Cancelling the caller cancels it too."""
+    loop = running()
+    if loop is None:
+        import asyncio
+        return await asyncio.wait_for(coro, timeout)
+    task = loop.spawn(coro)
+    expired: list[bool] = []
+
+    def expire() -> None:
+        expired.append(True)
+        task.cancel()
+
+    timer = loop.call_later(timeout, expire)
+    try:
+        return await task
+    except Cancelled:
+        if expired:
+            raise TimeoutError from None
+        task.cancel()
+        raise
+    finally:
+        timer.cancel()
+
+
 async def sleep(seconds: float) -> None:
     loop = running()
     if loop is None:

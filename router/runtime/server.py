@@ -22,16 +22,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from router.compile.cache import compiled_for
 from router.compile.capability_analysis import refusal_warnings
 from router.compile.compiled import CompiledPolicy
 from router.compile.question_settings import policy_question_settings
 from router.diagnostics.diagnostic import Diagnostic, has_errors
+from router.engine import rule_index
 from router.engine.decision import Decision, SignalOutcome
 from router.engine.interpreter import evaluate
 from router.engine.vars_memo import VarsMemo
 from router.events.normalize import model_catalog, normalize, registry_facts
 from router.events.questions import DEFAULT_SETTINGS
-from router.lang.budget import Budget
+from router.lang.budget import EVENT_DEADLINE_MS, IO_MARGIN_MS, Budget, BudgetLimits
 from router.load.deadline import time_limit
 from router.load.paths import agent_dir as default_agent_dir
 from router.runtime import declarations_cache, lean, loop, policy_command, policy_why, protocol
@@ -217,7 +219,8 @@ class Engine:
             warnings += refusal_warnings(self.policy)
         if params.get("preload") is True:
             self.cache_declarations(params.get("declarationsKey"))
-        return {"protocol": protocol.PROTOCOL_VERSION, "engine": _version(), **self.declarations(),
+        return {"protocol": protocol.PROTOCOL_VERSION, "engine": _version(),
+                "event_deadline_ms": EVENT_DEADLINE_MS, **self.declarations(),
                 "warnings": warnings, "trust": self.trust_report(),
                 "files": [path for path, _ in self.policy.file_refs] if self.policy else []}
 
@@ -315,13 +318,19 @@ class Engine:
         taken, self.executor.notices[:] = list(self.executor.notices), []
         return taken
 
-    async def event(self, request_id: Any, params: dict[str, Any]) -> dict[str, Any]:
+    async def event(self, request_id: Any, params: dict[str, Any],
+                    received: float | None = None) -> dict[str, Any]:
+        """Decide one event within EVENT_DEADLINE_MS of `received` (when its line was read; now
+        if not given). A reload, or the first compile of the event type's rules from the cache,
+        is announced with a `progress` of RELOAD_BUDGET_MS first; the deadline starts after it."""
+        received = time.perf_counter() if received is None else received
         self.after_answer()  # the earlier decisions are recorded before this one
         before = self.policy.event_types if self.policy else ()
         warnings: list[str] = []
         if self.changed(str(params.get("type"))):  # a reload may compile for seconds: the bridge waits
             self.connection.notify(protocol.PROGRESS, {"id": request_id, "budget_ms": RELOAD_BUDGET_MS})
             warnings = self.reload()
+            received = time.perf_counter()
         policy = self.policy
         event_type = str(params.get("type"))
         payload = params.get("payload")
@@ -336,14 +345,21 @@ class Engine:
                     **({} if unchanged else {"declarations": self.declarations()})}
         if isinstance(params.get("models"), list):
             self.models = model_catalog(params["models"])
+        if not compiled_for(policy, event_type):  # a policy from the cache: compiled per event type
+            self.connection.notify(protocol.PROGRESS, {"id": request_id, "budget_ms": RELOAD_BUDGET_MS})
+            prepare(policy, event_type)
+            received = time.perf_counter()
         started_ns = time.perf_counter_ns()
         ctx = {**(params.get("ctx") or {}), "projectTrusted": self.trust.applies}  # the engine's decision
         event = normalize(event_type, params.get("payload") or {}, ctx,
                           env=self.env, models=self.models, registry=self.registry,
                           questions=policy_question_settings(policy, self.env) if event_type in
-                          ("question", "dialog") else DEFAULT_SETTINGS)
+                          ("question", "dialog") else DEFAULT_SETTINGS, cut=bool(params.get("cut")))
+        if params.get("cut"):
+            self.executor.log(f"event {event_type}: payload cut to the protocol's limits "
+                              f"({'; '.join(map(str, params['cut']))[:300]})")
         state_before = self.state
-        decision = await self._decide(request_id, policy, event)
+        decision = await self._decide(request_id, policy, event, received)
         trusted = self.trust.state == "trusted"
         applied = self.executor.apply(decision)
         self.unrecorded.append(functools.partial(
@@ -416,10 +432,11 @@ class Engine:
         return {"actions": [notify], "fired": [], "warnings": warnings, "declarations": self.declarations(),
                 "trust": self.trust_report()}
 
-    async def _decide(self, request_id: Any, policy: CompiledPolicy, event: dict[str, Any]) -> Decision:
+    async def _decide(self, request_id: Any, policy: CompiledPolicy, event: dict[str, Any],
+                      received: float) -> Decision:
         outcomes: dict[str, SignalOutcome] = {}
         self.outcomes = outcomes
-        budget = Budget()  # one for the event: every evaluation while its signals are computed
+        budget = Budget(event_limits(received))  # every evaluation of the event, while signals are computed
         memo = self._vars_memo(policy)
         for _ in range(MAX_SIGNALS):
             decision = evaluate(policy, event, state=self.state, outcomes=outcomes, budget=budget,
@@ -427,9 +444,10 @@ class Engine:
             if decision.pending is None:
                 return decision
             pending = decision.pending
+            wait_ms = budget_ms(pending)
             self.connection.notify(protocol.PROGRESS, {
-                "id": request_id, "budget_ms": budget_ms(pending) + 1000, "signal": pending.name})
-            outcomes[pending.name] = await self.executor.compute(pending)
+                "id": request_id, "budget_ms": wait_ms + 1000, "signal": pending.name})
+            outcomes[pending.name] = await self.executor.compute(pending, wait_ms / 1000)
         self.outcomes = {**outcomes, **{n: SignalOutcome(error="too many signals") for n in policy.signals}}
         return evaluate(policy, event, state=self.state, budget=budget, vars_memo=memo,
                         outcomes=self.outcomes)
@@ -439,6 +457,21 @@ class Engine:
         if self.memo is None or self.memo.policy is not policy:
             self.memo = VarsMemo(policy)
         return self.memo
+
+
+def event_limits(received: float) -> BudgetLimits:
+    """The evaluation budget of an event whose line was read at `received` (perf_counter): the
+    announced deadline less the I/O margin, less what has passed since (a line that waited behind
+    another request has that much less); the per-rule limits as always."""
+    waited_ms = (time.perf_counter() - received) * 1000
+    return BudgetLimits(time_ms=max(0, int(EVENT_DEADLINE_MS - IO_MARGIN_MS - waited_ms)))
+
+
+def prepare(policy: CompiledPolicy, event_type: str) -> None:
+    """Compile the event type's rules (a policy from the cache) and build their index."""
+    policy.by_event.get(event_type, ())
+    if rule_index.enabled:
+        rule_index.index_for(policy, event_type)
 
 
 def _serve(args: ServeArgs) -> int:
@@ -457,12 +490,13 @@ def _serve(args: ServeArgs) -> int:
         connection.log(f"sidecar {os.getpid()} forked by the warm sidecar {args.forked_from}")
     splitter = LineSplitter(protocol.MAX_LINE_BYTES)
     ended = threading.Event()
-    waiting: list[bytes | int] = []
+    waiting: list[tuple[bytes | int, float]] = []  # each line with when it was read
     at_end = [False]
 
     def take(chunk: bytes) -> None:
         idle = not waiting
-        waiting.extend(splitter.feed(chunk) if chunk else splitter.end())
+        now = time.perf_counter()
+        waiting.extend((line, now) for line in (splitter.feed(chunk) if chunk else splitter.end()))
         at_end[0] = at_end[0] or not chunk
         if idle:
             next_line()
@@ -471,7 +505,7 @@ def _serve(args: ServeArgs) -> int:
         if connection.closing.is_set():  # `shutdown` answered: the rest is not read
             return
         if waiting:
-            handle_line(connection, waiting.pop(0))
+            handle_line(connection, *waiting.pop(0))
         if waiting:
             events.call_soon(next_line)
         elif at_end[0]:

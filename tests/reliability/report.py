@@ -84,7 +84,51 @@ Times are measured, never asserted; the median is over the tries of a case.
 """
 
 
-OUTRO = """\
+FAIL_CLOSED_ROWS = [  # (case, what the engine does, the test that holds it)
+    ("a rule past its own allowance, or whose `match`/`when` fails",
+     "that rule fails alone, with a warning naming the rule, `file:line` and RT404 or the error's "
+     "code; the rules after it run",
+     "tests/test_fail_closed.py::test_a_rule_past_its_own_budget_fails_alone_and_the_block_after_it_"
+     "still_runs"),
+    ("a guard that fails (its condition, its allowance, its reason's template)",
+     "treated as matched: it refuses, with a reason that names the rule, the cause and the way out "
+     "(fix it, `router explain`, or `shadow: true`)",
+     "tests/test_fail_closed.py::test_a_block_rule_whose_condition_fails_blocks"),
+    ("the event's budget used up",
+     "every remaining guard refuses unevaluated; the remaining rules that cannot block are skipped, "
+     "with one warning",
+     "tests/test_fail_closed.py::test_when_the_events_budget_is_used_up_guards_block_and_the_others_"
+     "are_skipped"),
+    ("a `shadow: true` guard that fails", "never refuses",
+     "tests/test_fail_closed.py::test_a_shadow_guard_never_blocks_even_failed"),
+    ("`router explain` of a failed guard", "a trace line `rule ID: failed closed, it can block: CAUSE`",
+     "tests/test_fail_closed.py::test_router_explain_shows_a_guard_that_failed_closed"),
+]
+
+
+FAIL_CLOSED = """\
+## Guards fail closed (issue 22)
+
+A guard is a rule that can refuse what the event asks for: its actions include one the action
+registry declares `refuses` (`block` on `tool_call`, `cancel` on `compaction_before`). Every rule
+is evaluated with its own allowance of the event's budget, the smaller of the per-rule limits
+(250 ms and 20,000,000 characters and items built) and what the event has left; time is wall
+time. What happens when a rule cannot be checked:
+
+| Case | What the engine does | Test |
+|---|---|---|
+"""  + "".join(
+    f"| {case} | {what} | {test} |\n" for case, what, test in FAIL_CLOSED_ROWS) + """\
+
+The engine answers each event within `event_deadline_ms` (1,500 ms, announced in the `hello`
+result) of reading its line; its evaluation budget is that deadline less 500 ms for everything
+else, less what the line waited. A line that waited past it gets its guards' refusals at once
+(tests/test_deadline.py::test_a_guard_whose_line_waited_too_long_blocks_instead_of_running_late).
+
+"""
+
+
+OUTRO = FAIL_CLOSED + """\
 ## Fuzzers elsewhere in the suite
 
 Arbitrary text and policy-shaped documents through `compile_files` (tests/test_corpus.py), the

@@ -138,7 +138,9 @@ HOSTILE: dict[str, Hostile] = {
         "length(replace(replace(replace(replace(vars.seed, 'a', vars.seed), 'a', vars.seed), "
         "'a', vars.seed), 'a', vars.seed)) > 0", MUST_FAIL),
     "`(a+)+$` on a 40-character text": Hostile("regex(vars.long_text, '(a+)+$')", MAY_EVALUATE, ROBUSTNESS),
-    "`(a|aa)+$` on a 40-character text": Hostile("regex(vars.long_text, '(a|aa)+$')", MUST_FAIL, ROBUSTNESS),
+    # RE2 runs it in linear time (the `regex` package ran out the whole 1 s budget on it)
+    "`(a|aa)+$` on a 40-character text": Hostile("regex(vars.long_text, '(a|aa)+$')", MAY_EVALUATE,
+                                                 ROBUSTNESS),
     "`round(1, 1e18)`": Hostile("round(1, 1e18) > 0", MAY_EVALUATE, ROBUSTNESS),
     "`to_json` with a 10^8 indent": Hostile("length(to_json(vars.nested, 100000000)) > 0", MAY_EVALUATE,
                                             ROBUSTNESS),
