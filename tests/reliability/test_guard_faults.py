@@ -210,3 +210,48 @@ rules:
     assert REFUSED in told and "the engine announced" in told, told
     refused_push(rig, case, "Refused when the child signal's announced budget (2 s + 1 s) ran out; the "
                             "stopped sidecar was replaced.")
+
+
+def nested(depth: int) -> object:
+    value: object = "deep"
+    for _ in range(depth):
+        value = {"x": value}
+    return value
+
+
+def test_a_tool_call_with_a_field_nested_99_deep_still_meets_the_guard(rig: RouterRig, case: Case) -> None:
+    case.describe("a tool call whose arguments carry one extra field nested 99 deep", group="guard")
+    rig.policy(GUARD)
+    call = push_call(rig.work)
+    call.tool_calls[0]["arguments"]["extra"] = nested(99)
+    rig.fake.script.push(call, Reply(text="done"))
+    rpc = timed(rig.rpc())
+    started = time.perf_counter()
+    rpc.prompt_and_wait("push it", timeout=60)
+    case.measured(started, time.perf_counter())
+    case.tries = 1
+    assert "force pushes are not allowed" in tool_result_text(rig)  # decided, not refused
+    refused_push(rig, case, "The engine cut the deep field (`$cut`) and the rule decided on the command.")
+
+
+def test_a_slow_rule_before_the_guard_does_not_switch_it_off(rig: RouterRig, case: Case) -> None:
+    case.describe("a slow rule before the block rule (`(a|aa)+$` on 45 `a`s of the model's command)",
+                  group="guard")
+    rig.policy("""\
+rules:
+  - id: slow
+    on: tool_call
+    when: "regex(tool.input.command, '(a|aa)+$')"
+    continue: true
+    do: [{notify: "slow rule matched"}]
+""" + GUARD.removeprefix("rules:\n"))
+    call = push_call(rig.work)
+    call.tool_calls[0]["arguments"]["command"] += " " + "a" * 45
+    rig.fake.script.push(call, Reply(text="done"))
+    rpc = timed(rig.rpc())
+    started = time.perf_counter()
+    rpc.prompt_and_wait("push it", timeout=60)
+    case.measured(started, time.perf_counter())
+    case.tries = 1
+    assert "force pushes are not allowed" in tool_result_text(rig)
+    refused_push(rig, case, "The pattern runs in linear time (RE2); the guard after it decided.")
