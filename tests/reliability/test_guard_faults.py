@@ -52,6 +52,16 @@ def refused_push(rig: RouterRig, case: Case, note: str) -> None:
     case.note(note)
 
 
+def push_once(rig: RouterRig, case: Case, call: Reply, env: dict[str, str] | None = None) -> None:
+    """A new Pi whose model makes `call`, one prompt, its time measured (what the fault cost it)."""
+    rig.fake.script.push(call, Reply(text="done"))
+    rpc = timed(rig.rpc(env=env or rig.env))
+    started = time.perf_counter()
+    rpc.prompt_and_wait("push it", timeout=60)
+    case.measured(started, time.perf_counter())
+    case.tries = 1
+
+
 def test_sidecar_killed_while_it_decides_a_tool_call(rig: RouterRig, case: Case) -> None:
     case.describe("the sidecar killed (SIGKILL) while it decides a guarded tool call", group="guard")
     rig.policy(GUARD)
@@ -97,12 +107,7 @@ def test_an_engine_that_never_starts_refuses_the_guarded_call(rig: RouterRig, ca
     case.describe("the engine never starts (its command is missing), no declarations cached", group="guard")
     rig.policy(GUARD)
     env = {**rig.env, "ROUTER_SERVE": json.dumps(["/nonexistent/router", "serve"])}
-    rig.fake.script.push(push_call(rig.work), Reply(text="done"))
-    rpc = timed(rig.rpc(env=env))
-    started = time.perf_counter()
-    rpc.prompt_and_wait("push it", timeout=60)
-    case.measured(started, time.perf_counter())
-    case.tries = 1
+    push_once(rig, case, push_call(rig.work), env)
     assert "the policy engine did not start" in tool_result_text(rig)
     refused_push(rig, case, "Refused by the bridge's safe default (nothing declared yet): a tool call "
                             "fails closed.")
@@ -144,12 +149,7 @@ def test_an_untrusted_bomb_in_the_project_leaves_the_users_guard_in_force(rig: R
     rig.policy(GUARD)
     (rig.work / ".pi").mkdir()
     (rig.work / ".pi" / "router.yaml").write_text(merge_key_bomb())
-    rig.fake.script.push(push_call(rig.work), Reply(text="done"))
-    rpc = timed(rig.rpc())
-    started = time.perf_counter()
-    rpc.prompt_and_wait("push it", timeout=60)
-    case.measured(started, time.perf_counter())
-    case.tries = 1
+    push_once(rig, case, push_call(rig.work))
     assert "force pushes are not allowed" in tool_result_text(rig)  # the user's own rule decided
     refused_push(rig, case, "The user's rule blocked it: the untrusted file was never parsed.")
 
@@ -224,12 +224,7 @@ def test_a_tool_call_with_a_field_nested_99_deep_still_meets_the_guard(rig: Rout
     rig.policy(GUARD)
     call = push_call(rig.work)
     call.tool_calls[0]["arguments"]["extra"] = nested(99)
-    rig.fake.script.push(call, Reply(text="done"))
-    rpc = timed(rig.rpc())
-    started = time.perf_counter()
-    rpc.prompt_and_wait("push it", timeout=60)
-    case.measured(started, time.perf_counter())
-    case.tries = 1
+    push_once(rig, case, call)
     assert "force pushes are not allowed" in tool_result_text(rig)  # decided, not refused
     refused_push(rig, case, "The engine cut the deep field (`$cut`) and the rule decided on the command.")
 
@@ -247,11 +242,6 @@ rules:
 """ + GUARD.removeprefix("rules:\n"))
     call = push_call(rig.work)
     call.tool_calls[0]["arguments"]["command"] += " " + "a" * 45
-    rig.fake.script.push(call, Reply(text="done"))
-    rpc = timed(rig.rpc())
-    started = time.perf_counter()
-    rpc.prompt_and_wait("push it", timeout=60)
-    case.measured(started, time.perf_counter())
-    case.tries = 1
+    push_once(rig, case, call)
     assert "force pushes are not allowed" in tool_result_text(rig)
     refused_push(rig, case, "The pattern runs in linear time (RE2); the guard after it decided.")
