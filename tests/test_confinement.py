@@ -286,7 +286,7 @@ def test_a_comprehension_too_long_fails_its_rule_in_the_sidecar(tmp_path: Path) 
     assert first["fired"] == ["after"]
     assert first["warnings"] == ["rule 'big': when failed: Comprehension generates too many elements [RT403]"]
     assert rig.event(INPUT)["fired"] == ["after"]  # the same engine answers again
-    assert "RT403 rule 'big'" in rig.log()
+    assert "RT403" in rig.log() and "(rule big)" in rig.log()  # the error's text is stubbed (no prompt)
 
 
 @pytest.mark.parametrize("target", ["/proc/x", "a-file", "blocked", "/sys/x"])

@@ -233,9 +233,12 @@ def test_a_rule_the_executor_refuses_is_not_fired_and_has_no_actions(tmp_path: P
     (rig.cwd / ".pi").mkdir()
     outside = tmp_path / "outside"
     outside.mkdir()
-    (rig.cwd / "logs").symlink_to(outside)  # inside by name, outside once the link is followed
+    data = rig.cwd / ".pi" / "router" / "data"
+    data.mkdir(parents=True)
+    (data / "logs").symlink_to(outside)  # on the allow-list by name, outside once the link is followed
     (rig.cwd / ".pi" / "router.yaml").write_text(
-        "version: 1\nrules:\n  - {id: p, on: input, do: [{log: {file: \"logs/{text}.log\", text: hi}}]}\n")
+        "version: 1\nrules:\n  - {id: p, on: input, do: [{log: "
+        "{file: \".pi/router/data/logs/{text}.log\", text: hi}}]}\n")
     trust_project(rig)
     rig.hello()
     result = rig.event(event())

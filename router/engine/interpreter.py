@@ -26,7 +26,7 @@ from router.engine.decision import Decision, Effect, SignalOutcome, SignalReques
 from router.engine.scope import SignalErrors, SignalNeeded, Signals, lookup, show_value
 from router.engine.trace import TraceEvent, Tracer
 from router.engine.vars_memo import VarsMemo
-from router.lang.budget import Budget, BudgetExceeded
+from router.lang.budget import DRY_RUN_BUDGET, Budget, BudgetExceeded
 from router.lang.expr.expression import (
     EVALUATION_FAILURES,
     Evaluator,
@@ -55,14 +55,15 @@ def evaluate(
 ) -> Decision:
     """Evaluate `event` against the policy's rules for its type.
 
-    `budget` bounds the time and size of the evaluation (a new one when not given; the server
-    passes one budget to every evaluation of the same event). When it runs out, the rules that
-    fired keep their effects, the rest are skipped and the decision carries an RT404 error.
+    `budget` bounds the time and size of the evaluation (a dry run's when not given; the server
+    passes one budget, from its event deadline, to every evaluation of the same event). When it
+    runs out, the rules that fired keep their effects, guards fail closed, the rest are skipped and
+    the decision carries an RT404 warning.
     `vars_memo` remembers resolved vars across evaluations (the sidecar keeps one per policy).
     """
     run = _Run(policy, event, state or {}, outcomes or {}, signal_values or {}, tracer,
                vars_memo or policy)
-    with (budget or Budget()).running() as active:
+    with (budget or Budget(DRY_RUN_BUDGET)).running() as active:
         return run.decide(active)
 
 

@@ -45,6 +45,10 @@ class BudgetLimits:
 
 
 DEFAULT_BUDGET = BudgetLimits()
+DRY_RUN_BUDGET = BudgetLimits(time_ms=10_000, rule_ms=5_000)
+"""A dry run's (`router explain`, `router test`, replay, lint's examples): it meets no deadline, so
+its time only bounds a hostile expression, and a loaded machine (a CI runner) must give the same
+answers as an idle one. The sizes are the sidecar's."""
 
 
 class BudgetExceeded(Exception):

@@ -237,7 +237,7 @@ class _Loader:
         target = self._resolve_use(entry, path.parent, span)
         if target is None:
             return
-        if _is_pack_file(target):
+        if _is_pack_file(target) or not _is_path(entry):  # a name: a built-in or a pip-installed pack
             self.load(target, "pack", span, used_by=doc.path)
         else:
             self.load(target, layer, span, root, used_by=doc.path, origin=inner, lock=lock)
