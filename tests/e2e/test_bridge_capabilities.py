@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e import helpers_router
-from tests.e2e.helpers_router import RouterRig, write_policy
+from tests.e2e.helpers_router import RouterRig, wait_until, write_policy
 
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
@@ -96,9 +96,15 @@ def test_project_policy_cannot_write_home_or_send_secrets_but_its_good_rule_work
                      "rule 'plant-git' refused", "rule 'plant-skill' of the project policy refused",
                      "rule 'plant-agents' of the project policy refused"):
         assert any(fragment in text for text in told), (fragment, told)
-    log = rig.log("router.log")
+    # router.log is written after the answers that told the user: wait for its lines
+    def logged() -> str | None:
+        text = rig.log("router.log")
+        return text if "append-bashrc-later" in text else None
+
+    log = wait_until(logged, 60, "the refusals in router.log")
     assert "rule 'append-bashrc' of the project policy refused" in log and "[RT601]" in log
-    assert "rule 'append-bashrc-later' refused" in log and "signal key_later refused" in log
+    assert "RT601 <text:" in log and "(rule append-bashrc-later)" in log  # the rendered path: stubbed
+    assert "signal key_later failed: <text:" in log  # its message is stubbed in router.log (no prompt text)
 
 
 def trust(rig: RouterRig) -> None:
