@@ -16,7 +16,7 @@ from router.compile.compiled import CompiledPolicy
 from router.diagnostics.diagnostic import Diagnostic, render_text
 from router.load.paths import project_policy as project_file
 from router.runtime.session_policy import git_tree_file, load_with_project
-from router.trust.store import ProjectContent, TrustStore, TrustStoreError, decide, precheck
+from router.trust.store import ProjectContent, TrustDecision, TrustStore, TrustStoreError, decide, precheck
 
 
 @dataclass(frozen=True)
@@ -127,8 +127,7 @@ def list_trusted(agent: Path) -> tuple[int, str]:
     for root in sorted(projects):
         record = projects[root] if isinstance(projects[root], dict) else {}
         state = precheck(Path(root), projects, git_tree_file)  # nothing of a project is parsed
-        now = "missing" if not project_file(Path(root)).is_file() else (
-            "unchanged" if state.applies else state.status or "changed since trusted")
+        now = "missing" if not project_file(Path(root)).is_file() else _listed(state)
         rows.append(f"{root}  sha256 {str(record.get('sha256', ''))[:12]}  "
                     f"trusted {record.get('trusted_at', '?')}  ({now})")
     return 0, "\n".join(rows)
@@ -150,3 +149,14 @@ def _capability_lines(policy: CompiledPolicy) -> list[str]:
 def _state_words(state: str) -> str:
     return {"trusted": "trusted", "changed": "changed since you trusted it",
             "untrusted": "not trusted"}.get(state, state)
+
+
+def _listed(state: TrustDecision) -> str:
+    """How `router trust --list` shows a project's state (what the engine would decide)."""
+    if state.applies:
+        return "unchanged"
+    if state.cause == "unlisted":
+        return "needs trust again: trusted by an older router"
+    if state.cause is not None:
+        return f"off until `router lint` fetches {state.cause}"
+    return "changed since trusted"

@@ -109,10 +109,10 @@ def test_broken_policy_at_startup_fails_open_and_warns_once(rig: RouterRig) -> N
     assert rpc.command("get_last_assistant_text") == {"text": "second"}
     first, second = rig.fake.chat_requests()
     assert set(first.tools) >= BUILTIN and set(second.tools) >= BUILTIN  # the rule never applied
-    warned = [n for n in notices(rpc) if "policy has errors" in n]
+    warned = [n for n in notices(rpc) if "is not applied: it has errors" in n]
     assert len(warned) == 1, notices(rpc)
     assert "router lint" in warned[0]
-    assert "policy has errors" in rig.log()
+    assert "is not applied: it has errors" in rig.log()
 
 
 def test_broken_policy_at_startup_print_mode(rig: RouterRig) -> None:
@@ -122,7 +122,7 @@ def test_broken_policy_at_startup_print_mode(rig: RouterRig) -> None:
 
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
-    assert done.stderr.count("policy has errors") == 1, done.stderr
+    assert done.stderr.count("is not applied: it has errors") == 1, done.stderr
     assert len(rig.fake.chat_requests()) == 1
 
 
