@@ -186,7 +186,7 @@ def start_sidecar(rig: RouterRig, env: dict[str, str]) -> subprocess.Popen[bytes
 
 
 def drive_sidecar(rig: RouterRig, proc: subprocess.Popen[bytes], index: int, problems: list[str]) -> None:
-    """Send EVENTS question events at once (big records), read every answer, shut the sidecar down."""
+    """Send EVENTS question events (big records), each after the last one's answer, shut the sidecar down."""
     try:
         talk_to_sidecar(rig, proc, index, problems)
     except Exception as exc:  # a thread's exception would not fail the test
@@ -205,19 +205,21 @@ def talk_to_sidecar(rig: RouterRig, proc: subprocess.Popen[bytes], index: int, p
         requests.append({"id": n + 2, "method": "event", "params": {
             "type": "question", "ctx": ctx,
             "payload": {"toolName": "decision_request", "source": "tool", "input": question, "excerpt": []}}})
-    proc.stdin.write(b"".join(json.dumps(r).encode() + b"\n" for r in requests))
-    proc.stdin.flush()
-    answered: set[int] = set()
-    while len(answered) < len(requests):
-        line = proc.stdout.readline()
-        if not line:
-            problems.append(f"sidecar {index} ended after {len(answered)} answers")
-            return
-        message = json.loads(line)
-        if "id" in message and "method" not in message:
-            if "error" in message:
-                problems.append(f"sidecar {index}: {message['error']}")
-            answered.add(message["id"])
+    # one request at a time: each event gets the engine's answer within its own deadline (an event
+    # queued behind nineteen others would have used it up waiting); the six processes still overlap
+    for request in requests:
+        proc.stdin.write(json.dumps(request).encode() + b"\n")
+        proc.stdin.flush()
+        while True:
+            line = proc.stdout.readline()
+            if not line:
+                problems.append(f"sidecar {index} ended before answering {request['id']}")
+                return
+            message = json.loads(line)
+            if message.get("id") == request["id"] and "method" not in message:
+                if "error" in message:
+                    problems.append(f"sidecar {index}: {message['error']}")
+                break
     proc.stdin.write(b'{"id": 999, "method": "shutdown", "params": {}}\n')
     proc.stdin.close()
     if proc.wait(timeout=10) != 0:
