@@ -1,5 +1,9 @@
 """Suite-wide markers.
 
+`slow` marks the modules that drive whole programs many times over (the console script on every
+documented example, git, tsc, mypy): the fast lane, `python3 -m pytest -m "not e2e and not slow"`,
+leaves them to the whole suite (docs/development.md, "Lanes").
+
 `timing` marks the tests whose outcome involves time: a deadline, a budget, a timeout, an idle
 limit, a process stopped or killed mid-answer. Such a test must pass on a busy machine as on an
 idle one (it waits for events, and where the product has a deadline it makes the slow side
@@ -23,12 +27,20 @@ TIMING_MODULES = frozenset({
     "tests/e2e/test_pack_decision.py", "tests/e2e/test_pack_decision_audit.py",
 })
 TIMING_DIRECTORIES = ("tests/reliability/",)
+SLOW_MODULES = frozenset({
+    "tests/test_docs_examples.py", "tests/test_cli_console.py", "tests/test_confinement.py",
+    "tests/test_gitsrc.py", "tests/test_gitsrc_confined.py", "tests/test_pack_projects.py",
+    "tests/test_bridge_types.py", "tests/test_bridge_unit.py", "tests/test_static.py",
+    "tests/test_deadline.py",
+})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the tests of the timing modules `timing`."""
+    """Mark the tests of the timing modules `timing`, those of the slow modules `slow`."""
     root = config.rootpath
     for item in items:
         where = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
         if where in TIMING_MODULES or where.startswith(TIMING_DIRECTORIES):
             item.add_marker(pytest.mark.timing)
+        if where in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
