@@ -47,15 +47,21 @@ def fork_commit(repo: TeamRepo) -> str:
     return commit
 
 
+def locked_at(tmp_path: Path, repo: TeamRepo, commit: str) -> tuple[Project, str]:
+    """A project that uses the team repository at v1, with a committed lock pinning `commit`."""
+    project = make_project(tmp_path)
+    uses(project, repo.source())
+    key = f"git+{repo.url}@v1"
+    lock = {"version": 1, "sources": {key: {"url": repo.url, "ref": "v1", "commit": commit, "files": {}}}}
+    (project.root / ".pi" / "router.lock").write_text(json.dumps(lock))
+    return project, key
+
+
 def test_a_committed_lock_pinning_a_forks_commit_under_a_tag_is_refused(tmp_path: Path,
                                                                           repo: TeamRepo) -> None:
     fork = fork_commit(repo)
     tag = repo.git("rev-parse", "v1")
-    project = make_project(tmp_path)
-    uses(project, repo.source())
-    key = f"git+{repo.url}@v1"
-    lock = {"version": 1, "sources": {key: {"url": repo.url, "ref": "v1", "commit": fork, "files": {}}}}
-    (project.root / ".pi" / "router.lock").write_text(json.dumps(lock))
+    project, key = locked_at(tmp_path, repo, fork)
 
     done = project.router("lint")
 
@@ -74,11 +80,7 @@ def test_an_older_commit_of_the_tags_history_stays_usable(tmp_path: Path, repo: 
     older = repo.git("rev-parse", "v1")
     repo.write("later.yaml", "version: 1\n")
     repo.commit("later", tag="v1")
-    project = make_project(tmp_path)
-    uses(project, repo.source())
-    key = f"git+{repo.url}@v1"
-    lock = {"version": 1, "sources": {key: {"url": repo.url, "ref": "v1", "commit": older, "files": {}}}}
-    (project.root / ".pi" / "router.lock").write_text(json.dumps(lock))
+    project, key = locked_at(tmp_path, repo, older)
 
     done = project.router("lint")
 
