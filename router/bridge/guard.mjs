@@ -14,12 +14,18 @@ import {                   warn } from "./state.mjs";
 /** What holds before the engine or the cache declared anything. */
 export const SAFE_DEFAULT                                        = { tool_call: "closed" };
 
+const WAY_OUT = "The engine restarts by itself: try again, or see /policy status and `router doctor`. "
+	+ "To run without the policy, start Pi with ROUTER_FAIL_OPEN=1.";
+
+/** What was refused and why (the first sentence of the refusal, and of the user's warning). */
+function refused(type        , cause        )         {
+	const what = type === "tool_result" ? "this tool result is withheld" : "this tool call is refused";
+	return `router: the policy engine could not decide (${cause}); ${what} because the policy's guards fail closed.`;
+}
+
 /** How a refused event is told to the model (the block reason, the withheld result). */
 export function refusalText(type        , cause        )         {
-	const what = type === "tool_result" ? "this tool result is withheld" : "this tool call is refused";
-	return `router: the policy engine could not decide (${cause}); ${what} because the policy's guards fail closed. `
-		+ "The engine restarts by itself: try again, or see /policy status and `router doctor`. "
-		+ "To run without the policy, start Pi with ROUTER_FAIL_OPEN=1.";
+	return `${refused(type, cause)} ${WAY_OUT}`;
 }
 
 export function failureMode(state             , type        , env                    = process.env)              {
@@ -34,7 +40,7 @@ export function refuseIfClosed(state             , type        , cause        ) 
 	const text = refusalText(type, cause);
 	if (!state.guardTold) {
 		state.guardTold = true;
-		warn(state, `${text.split(" The engine")[0]} Guarded events are refused until the engine is back.`);
+		warn(state, `${refused(type, cause)} Guarded events are refused until the engine is back.`);
 	}
 	return text;
 }
