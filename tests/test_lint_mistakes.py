@@ -67,7 +67,8 @@ def test_an_always_true_condition_stops_the_rules_after_it(tmp_path: Path, alway
 
 
 def test_a_real_condition_does_not_stop_the_rules_after_it(tmp_path: Path) -> None:
-    text = ("version: 1\nrules:\n  - id: some\n    on: input\n    when: \"text == 'b'\"\n    do: [{notify: x}]\n"
+    text = ("version: 1\nrules:\n  - id: some\n    on: input\n    when: \"text == 'b'\"\n"
+            "    do: [{notify: x}]\n"
             "  - id: later\n    on: input\n    when: \"text == 'a'\"\n    do: [{notify: y}]\n")
     assert codes(lint(tmp_path, text), "RT306") == []
 
