@@ -214,6 +214,17 @@ def test_cli_replay_json_and_bad_lines(corpus: Path) -> None:
     assert "total: 1 sessions" in one.stdout
 
 
+def test_cli_replay_of_a_file_that_is_no_session_is_a_clear_error(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello world\n")
+    done = subprocess.run([str(ROUTER), "replay", str(notes)], capture_output=True, text=True,
+                          timeout=120, check=False, cwd=tmp_path)
+    assert done.returncode == 1
+    assert "warning: notes.txt: not a Pi session file: none of its lines is a session entry (line 1: not " \
+        "JSON (Expecting value)); skipped" in done.stderr.splitlines()
+    assert done.stderr.strip().splitlines()[-1].startswith(f"error: no Pi session files found in {notes}")
+
+
 def test_cli_replay_without_sessions_is_a_clear_error(tmp_path: Path) -> None:
     done = router("replay", "nowhere", cwd=tmp_path)
     assert done.returncode == 1
