@@ -222,7 +222,7 @@ def test_cli_replay_of_a_file_that_is_no_session_is_a_clear_error(tmp_path: Path
     assert done.returncode == 1
     assert "warning: notes.txt: not a Pi session file: none of its lines is a session entry (line 1: not " \
         "JSON (Expecting value)); skipped" in done.stderr.splitlines()
-    assert done.stderr.strip().splitlines()[-1].startswith(f"error: no Pi session files found in {notes}")
+    assert done.stdout.startswith(f"error: no Pi session files found in {notes} (")
 
 
 def test_cli_replay_without_sessions_is_a_clear_error(tmp_path: Path) -> None:
