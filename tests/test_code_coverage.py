@@ -69,6 +69,8 @@ PRODUCED_BY: dict[str, str] = {
     "RT314": "tests/snapshots/lint_small.txt",
     "RT315": "tests/test_lint.py::test_rt315_patterns_computed_from_data_warn_rt307_checks_var_patterns",
     "RT316": "tests/test_trust.py::test_project_layer_may_not_set_user_vars",
+    "RT317": "tests/test_lint_mistakes.py::test_an_object_compared_with_a_text_names_the_field_to_compare",
+    "RT318": "tests/test_lint_mistakes.py::test_a_file_that_sets_nothing_is_a_warning",
     "RT401": "tests/snapshots/cli/explain_errors.out",
     "RT402": "tests/snapshots/cli/explain_errors.out",
     "RT403": "tests/snapshots/cli/explain_errors.out",

@@ -18,7 +18,14 @@ from hypothesis import strategies as st
 
 from router.compile.compiler import compile_files
 from router.engine.decision import SignalRequest
-from router.lang.budget import DEFAULT_BUDGET, EVENT_DEADLINE_MS, IO_MARGIN_MS
+from router.lang.budget import (
+    DEADLINE_ENV,
+    DEADLINE_RANGE_MS,
+    DEFAULT_BUDGET,
+    EVENT_DEADLINE_MS,
+    IO_MARGIN_MS,
+    event_deadline_ms,
+)
 from router.load.loader import MAX_RULES
 from router.load.paths import packs_dir
 from router.runtime import protocol
@@ -217,3 +224,19 @@ def test_a_signal_wait_ends_with_what_it_announced(tmp_path: Path) -> None:
     request = SignalRequest("p", "complete", {"prompt": "x", "timeout_ms": 60_000})
     outcome = asyncio.run(executor.compute(request, within=0.0))
     assert outcome.error == "no result within its budget of 0 ms"
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (None, EVENT_DEADLINE_MS), ("", EVENT_DEADLINE_MS), ("soon", EVENT_DEADLINE_MS),
+    ("100", EVENT_DEADLINE_MS), ("20000", 20_000), ("99999999", DEADLINE_RANGE_MS[1])])
+def test_a_slow_machine_may_lengthen_the_deadline_never_shorten_it(value: str | None, expected: int) -> None:
+    environ = {} if value is None else {DEADLINE_ENV: value}
+    assert event_deadline_ms(environ) == expected
+
+
+def test_a_longer_deadline_is_announced_and_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(DEADLINE_ENV, "20000")
+    assert Rig(tmp_path, "version: 1\n").hello()["event_deadline_ms"] == 20_000
+    limits = event_limits(time.perf_counter(), 20_000)
+    assert 19_000 < limits.time_ms <= 20_000 - IO_MARGIN_MS
+    assert limits.rule_ms == DEFAULT_BUDGET.rule_ms * 20_000 // EVENT_DEADLINE_MS

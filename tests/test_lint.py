@@ -349,7 +349,7 @@ def test_lint_names_the_files_on_stderr_and_in_json(tmp_path: Path, monkeypatch:
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
     monkeypatch.chdir(tmp_path)
     write(tmp_path, "version: 1\nuse: [decision, ./team.yaml]\n", ".pi/router.yaml")
-    write(tmp_path, "version: 1\n", ".pi/team.yaml")
+    write(tmp_path, "version: 1\nrules: []\n", ".pi/team.yaml")
     code, out = lint_command.run([], cwd=tmp_path)
     assert (code, out) == (0, "Found 0 errors, 0 warnings.")
     assert capsys.readouterr().err == ("policy: default pack, .pi/router.yaml "

@@ -149,6 +149,37 @@ def test_log_follow_prints_appends_across_rotations(tmp_path: Path) -> None:
     assert process.returncode == 0
 
 
+def test_log_follow_before_any_log_waits_for_the_first_decision(tmp_path: Path) -> None:
+    directory = tmp_path / "log"  # not created yet: Pi has made no decision
+    argv = [str(ROUTER), "log", "--follow", "--format", "json", "--log", str(directory)]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)) as process:
+        try:
+            assert process.stderr is not None
+            notice = PipeLines(process.stderr, "router log stderr").line(20).decode()
+            assert notice.startswith(f"waiting for the first decision in {directory} (")
+            DecisionLog(directory, LogSettings()).write(record(5))
+            assert json.loads(Lines(process).next())["seq"] == 5
+        finally:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                raise
+    assert process.returncode == 0
+
+
+def test_log_follow_of_one_file_names_its_directory(tmp_path: Path) -> None:
+    directory = tmp_path / "log"
+    DecisionLog(directory, LogSettings()).write(record(0))
+    done = router("log", "--follow", "--log", str(directory / "decisions.jsonl"))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: --follow reads a log directory, and {directory / 'decisions.jsonl'} is a file",
+        f"  help: router log --follow {directory}"]
+
+
 def test_shadow_report_counts_would_fire_and_agreement(tmp_path: Path) -> None:
     directory = tmp_path / "log"
     agree = {"id": "try-small", "would": [{"action": "model", "params": {"ref": "a"}}], "agrees": True}

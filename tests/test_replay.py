@@ -96,10 +96,14 @@ def test_rules_models_tools_and_costs_of_a_replay(corpus: Path) -> None:
     assert dict(total.models) == {"fake/local": 2, "fake/cloud": 1}
     assert dict(total.tiers) == {"local": 2, "cloud": 1}
     assert dict(total.tools) == {"read": 3}
-    # tokens 1000 in + 100 out at $3/$15 per million; local turns have no price: unknown, not 0
-    assert total.estimated.to_dict() == {"usd": 0.0045, "turns": 1, "unknown_turns": 2}
-    assert total.recorded.to_dict() == {"usd": 0.5, "turns": 1, "unknown_turns": 2}
-    assert total.baseline.to_dict() == {"usd": 0.0135, "turns": 3, "unknown_turns": 0}
+    # tokens 1000 in + 100 out at $3/$15 per million; the local turns (a loopback provider without
+    # a price) are free, and counted as priced by being local
+    both = {"local": 2, "registry": 1}
+    assert total.estimated.to_dict() == {"usd": 0.0045, "turns": 3, "unknown_turns": 0, "priced_by": both}
+    assert total.recorded.to_dict() == {"usd": 0.5, "turns": 3, "unknown_turns": 0, "priced_by": both}
+    assert total.baseline.to_dict() == {"usd": 0.0135, "turns": 3, "unknown_turns": 0,
+                                        "priced_by": {"registry": 3}}
+    assert total.estimated.text() == "$0.004500 [2 local (free), 1 registry]"
     assert [t.model for t in sorted(run.turns.values(), key=lambda t: t.number) if t.answered] == \
         ["fake/local", "fake/local", "fake/cloud"]
 
@@ -214,6 +218,17 @@ def test_cli_replay_json_and_bad_lines(corpus: Path) -> None:
     assert "total: 1 sessions" in one.stdout
 
 
+def test_cli_replay_of_a_file_that_is_no_session_is_a_clear_error(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello world\n")
+    done = subprocess.run([str(ROUTER), "replay", str(notes)], capture_output=True, text=True,
+                          timeout=120, check=False, cwd=tmp_path)
+    assert done.returncode == 1
+    assert "warning: notes.txt: not a Pi session file: none of its lines is a session entry (line 1: not " \
+        "JSON (Expecting value)); skipped" in done.stderr.splitlines()
+    assert done.stdout.startswith(f"error: no Pi session files found in {notes} (")
+
+
 def test_cli_replay_without_sessions_is_a_clear_error(tmp_path: Path) -> None:
     done = router("replay", "nowhere", cwd=tmp_path)
     assert done.returncode == 1
@@ -236,9 +251,12 @@ def test_cli_diff_of_a_git_revision_and_fail_on_change(corpus: Path) -> None:
     body = json.loads(router(*args, "-f", "json", cwd=corpus).stdout)
     assert body["changed"] == 1 and body["changes"][0]["changes"]["model"] == {"old": "fake/cloud",
                                                                                "new": "fake/local"}
-    # the new side runs the turn on an unpriced model: the delta stays unknown, never a made-up 0
-    assert (body["cost"]["delta_usd"], body["cost"]["unpriced_turns"]) == (None, 3)
-    assert body["cost"]["old"] == {"usd": 0.0045, "turns": 1, "unknown_turns": 2}
+    # the new side runs the turn on the free local model (loopback, no price): the saving shows
+    assert (body["cost"]["delta_usd"], body["cost"]["unpriced_turns"]) == (-0.0045, 0)
+    assert body["cost"]["old"] == {"usd": 0.0045, "turns": 3, "unknown_turns": 0,
+                                   "priced_by": {"local": 2, "registry": 1}}
+    assert body["cost"]["new"] == {"usd": 0.0, "turns": 3, "unknown_turns": 0, "priced_by": {"local": 3}}
+    assert "delta -$0.004500 over 3 turns" in done.stdout
     missing = router("diff", "nope:policy.yaml", "policy.yaml", "--sessions", "sessions", cwd=corpus)
     assert missing.returncode == 1 and "nope:policy.yaml: git show failed" in missing.stdout
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from router.commands import policy_note
+from router.commands import doctor_conflicts, policy_note
 from router.commands.install import CONFIG_NAME, configured_command, installed_state, serve_command
 from router.commands.sidecar_command import Resolved, resolve
 from router.compile.compiler import LoadedPolicy, load_layered
@@ -62,7 +62,7 @@ def check_pi(pi: str | None) -> list[Check]:
         note = "" if new_enough else f" on PATH; Pi needs >= {MIN_NODE[0]}.{MIN_NODE[1]}"
         if not new_enough and code == 0:
             note += " (your pi runs, so it starts a newer Node itself)"
-        checks.append(Check(new_enough or code == 0, "node", out + note))
+        checks.append(Check(new_enough or code == 0, "node", out + note, warn=not new_enough))
     return checks
 
 
@@ -158,8 +158,10 @@ def check_models(pi: str | None, refs: set[str], virtual: set[str]) -> list[Chec
         elif provider in providers:
             checks.append(Check(False, f"model {ref}", f"{provider} has no such model in `pi --list-models`"))
         else:
-            checks.append(Check(True, f"model {ref}", f"not checked: `pi --list-models` lists no {provider} "
-                                "models (a classifier, or a provider without credentials)"))
+            checks.append(Check(True, f"model {ref}", f"`pi --list-models` lists no {provider} models: "
+                                "a provider without credentials or a local server that is not running; until "
+                                "Pi lists it, a rule that picks it leaves the model unchanged (a classifier "
+                                "on it fails)", warn=True))
     return checks
 
 
@@ -211,6 +213,28 @@ def check_project_command(command: list[str] | None, resolved: Resolved) -> Chec
     return Check(True, label, f"resolved on each machine; {here}")
 
 
+def check_extensions(agent: Path, cwd: Path, policy: Any) -> list[Check]:
+    """Other extensions that break Pi beside the bridge: the originals, and same-named tools or commands."""
+    names = {item["name"] for item in (*policy.tools, *policy.commands)} if policy is not None else set()
+    checks = []
+    for extension in doctor_conflicts.installed(agent, cwd):
+        label = f"extension {extension.name} ({extension.scope})"
+        clash = doctor_conflicts.names_registered(extension, names)
+        original = doctor_conflicts.original_of(extension)
+        if original is not None:
+            pack, registers = doctor_conflicts.ORIGINALS[original]
+            clash = sorted({*clash, *(registers & names)})
+            both = (f"it registers {', '.join(clash)} as this policy does, so Pi refuses to start"
+                    if clash else "it and the router would both decide the same events")
+            checks.append(Check(not clash, label, f"the original {original}, which the `{pack}` pack "
+                                f"replaces: {both}; remove it: {extension.remove}", warn=True))
+        elif clash:
+            checks.append(Check(False, label, f"registers {', '.join(clash)} as this policy does, so Pi "
+                                f"refuses to start (Tool \"{clash[0]}\" conflicts ...); remove one of "
+                                f"them: {extension.remove}"))
+    return checks
+
+
 def check_two_copies(installs: list[tuple[str, Path, bool]]) -> list[Check]:
     """One line when the bridge is installed both for the user and for this project."""
     if {scope for scope, _, _ in installs} != {"user", "project"}:
@@ -240,6 +264,7 @@ def run(cwd: Path, agent: Path) -> tuple[int, str]:
     loaded = load_layered(cwd, agent=agent)
     policy = loaded.policy
     checks += check_policy(loaded)
+    checks += check_extensions(agent, cwd, policy)
     checks += [Check(True, "project policy", policy_note.warning_text(item), warn=True)
                for item in policy_note.not_loaded(cwd)]
     checks += check_trust(cwd, agent)

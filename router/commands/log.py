@@ -87,11 +87,15 @@ def run(location: Path, *, keep: Filter, fmt: str, follow_log: bool, out: TextIO
             out.write(render(record, fmt) + "\n")
             out.flush()
 
+    if follow_log and location.exists() and not location.is_dir():
+        return 2, (f"error: --follow reads a log directory, and {location} is a file\n"
+                   f"  help: router log --follow {location.parent}")
     files = resolve_files(location)
-    if follow_log and location.is_dir():
+    if follow_log:
         files = [f for f in files if f.name != LOG_NAME]  # the live file is read by `follow`
-    elif follow_log:
-        return 2, "error: --follow needs the log's directory, not one file\n  help: router log --follow"
+        if not (location / LOG_NAME).exists():
+            print(f"waiting for the first decision in {location} (the sidecar writes it once Pi with "
+                  "the bridge made a decision; Ctrl-C stops)", file=sys.stderr, flush=True)
     for record in read_records(files, stats):
         emit(record)
     if follow_log:

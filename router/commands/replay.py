@@ -14,6 +14,7 @@ from router.diagnostics.diagnostic import render_text
 from router.replay.render import replay_json, replay_text
 from router.replay.report_html import render
 from router.replay.runner import SessionRun
+from router.replay.session_file import Problem
 from router.replay.sources import Inputs, gather, replay_all
 from router.replay.summary import Summary, add_run, summarize
 
@@ -43,13 +44,25 @@ def load_policy(files: list[Path]) -> tuple[CompiledPolicy | None, str]:
 
 
 def read_inputs(options: Options) -> Inputs:
-    return gather(options.paths, log=options.log, models=options.models, session=options.session)
+    """The sessions to replay; a file in which no line is a session entry (a text file, another
+    program's JSON) is left out with a warning, so a run of only such files is an error."""
+    inputs = gather(options.paths, log=options.log, models=options.models, session=options.session)
+    unusable = [s for s in inputs.sessions if not s.entries and s.problems]
+    inputs.missing += [Problem(s.path, 0, f"not a Pi session file: none of its lines is a session entry "
+                               f"({_first_skipped(s.problems)}); skipped") for s in unusable]
+    inputs.sessions = [s for s in inputs.sessions if s not in unusable]
+    return inputs
 
 
 def warn_problems(inputs: Inputs, runs: list[SessionRun]) -> None:
     """Unreadable files and lines on stderr, one `path:line: reason` each."""
     for problem in [*inputs.missing, *inputs.log.problems, *(p for r in runs for p in r.problems)]:
         print(f"warning: {problem}", file=sys.stderr)
+
+
+def _first_skipped(problems: list[Problem]) -> str:
+    first = next((p for p in problems if p.message.endswith("skipped")), problems[0])
+    return f"line {first.line}: {first.message.removesuffix('; skipped')}" if first.line else first.message
 
 
 def baseline_of(options: Options, inputs: Inputs) -> str | None:

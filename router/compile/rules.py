@@ -25,7 +25,7 @@ from router.compile.readable import (
 from router.diagnostics.diagnostic import Span, has_errors
 from router.diagnostics.suggest import did_you_mean
 from router.events.catalog import EVENT_TYPES
-from router.events.fields import check_path, scope_tree
+from router.events.fields import check_path, events_with_field, scope_tree
 from router.lang.expr.expression import (
     Expression,
     ExpressionSyntaxError,
@@ -263,7 +263,8 @@ class Checker:
             known = set(self.tree) | self.extra_names  # in this order for the suggestion
             self.ctx.error("RT302", f"unknown name '{name}' in {self._where(key_path)}",
                            self.doc.span(key_path), rule_id=self.rule_id,
-                           help=did_you_mean(name, known) or f"write '{name}' in quotes for a string")
+                           help=_elsewhere(name) or did_you_mean(name, known)
+                           or f"write '{name}' in quotes for a string")
         self._check_paths([p for p in expr.paths if p[0] in self.tree], key_path)
 
     def _check_calls(self, calls: Iterable[tuple[str, int]], key_path: KeyPath, *, jmespath: bool) -> None:
@@ -305,6 +306,15 @@ class Checker:
                 hint = f"JMESPath literals go in backticks: `{path[0]}`"
             self.ctx.error(code, f"{what} '{bad}' in {self._where(key_path)}", self.doc.span(key_path),
                            rule_id=self.rule_id, help=hint)
+
+def _elsewhere(name: str) -> str | None:
+    """A hint for a name that is a field of other event types than the rule's."""
+    others = events_with_field(name)
+    if not others:
+        return None
+    return (f"'{name}' is a field of {', '.join(others)} events, not of the events this reads "
+            f"(`on:`); put the condition in a rule `on: {others[0]}`")
+
 
 def template_expressions(tree: Any) -> list[Expression | None]:
     return [template.expression for template in templates_in(tree)]

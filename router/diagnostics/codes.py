@@ -174,8 +174,9 @@ _ENTRIES = [
              "Overrides, traces and tests name rules by id; it must be unique per file.",
              "- id: route\n...\n- id: route", "Rename one; a later layer may reuse an id to override."),
     CodeInfo("RT306", "rule can never fire",
-             "An earlier rule of the same group listens to the same events, has no condition and "
-             "does not `continue`, so it decides every such event first.",
+             "An earlier rule of the same group listens to the same events, has no condition (or "
+             "only one that is always true, such as `when: \"true\"`) and does not `continue`, so "
+             "it decides every such event first.",
              "The later rule is dead code, which is almost always a mistake.",
              "- id: catch-all\n  on: input\n  do: [...]\n- id: special\n  on: input\n  match: ...",
              "Move the special rule first, give the catch-all a condition or `continue: true`."),
@@ -225,6 +226,17 @@ _ENTRIES = [
              "says what it lets the pack do.",
              "Such settings are easy to copy from an example without noticing what they allow.",
              "vars: {auto_trust_projects: true}", "Remove it unless you want exactly that."),
+    CodeInfo("RT317", "an event object compared with a text",
+             "A `when:` compares an event field that is an object (such as `model`) with a text "
+             "using `==` or `!=`; an object never equals a text.",
+             "The condition is always false (or, with `!=`, always true), silently.",
+             "when: \"model == 'fake/fake-cloud'\"",
+             "Compare one of the object's fields: `model.ref == 'fake/fake-cloud'`."),
+    CodeInfo("RT318", "a policy file that sets nothing",
+             "The file is empty, holds only comments, or only `version: 1`.",
+             "It changes nothing, which is rarely what its author meant (a file saved half-written, "
+             "or rules under a misspelt key).",
+             "# my policy\n", "Add `use: [default]` or rules; `router init` writes a starter policy."),
     CodeInfo("RT330", "bad `let:` binding or template loop name",
              "A `let:` binding (or a template's `{for NAME in …}` name) is not a plain name, equals a "
              "name of the scope (an event field, `vars`, `state`, `signals`, `env`, a signal's "

@@ -60,6 +60,11 @@ def event_tree(event_types: Iterable[str]) -> dict[str, Tree]:
     return merged
 
 
+def events_with_field(name: str) -> list[str]:
+    """The event types whose top level has a field `name` (for a hint when a rule's own has not)."""
+    return [event_type for event_type, tree in _EVENT_TREES.items() if name in tree]
+
+
 def _merge(a: Tree, b: Tree) -> Tree:
     if isinstance(a, dict) and isinstance(b, dict):
         out = dict(a)

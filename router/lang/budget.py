@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -32,6 +32,20 @@ from typing import Any
 
 EVENT_DEADLINE_MS = 1500  # from reading an event's line to writing its answer (signal waits apart)
 IO_MARGIN_MS = 500  # of the deadline, kept for everything but evaluating the rules
+DEADLINE_ENV = "ROUTER_EVENT_DEADLINE_MS"  # a longer deadline for a slow machine (or a test)
+DEADLINE_RANGE_MS = (EVENT_DEADLINE_MS, 600_000)
+
+
+def event_deadline_ms(environ: Mapping[str, str]) -> int:
+    """The deadline the engine announces and keeps: EVENT_DEADLINE_MS, or a longer one from
+    DEADLINE_ENV (clamped to DEADLINE_RANGE_MS; a value that is not a number is ignored). Never
+    shorter: a guard whose engine ran out of time fails closed, so a short one would refuse more."""
+    try:
+        wanted = int(environ.get(DEADLINE_ENV, ""))
+    except ValueError:
+        return EVENT_DEADLINE_MS
+    low, high = DEADLINE_RANGE_MS
+    return min(max(wanted, low), high)
 
 
 @dataclass(frozen=True)

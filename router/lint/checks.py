@@ -16,6 +16,7 @@ from router.lang.expr.trees import templates_in
 from router.lang.query.query import Query
 from router.lint import check
 from router.lint import readability as _readability  # noqa: F401  (registers RT332)
+from router.lint.mistakes import always_true  # (registers RT317, RT318)
 from router.testing.runner import run_examples
 
 try:  # the regex parser is private; the check is skipped where it is missing
@@ -33,13 +34,14 @@ def unreachable_rules(policy: CompiledPolicy) -> Iterator[Diagnostic]:
         if blockers and all(blockers):
             first = blockers[0]
             assert first is not None
+            why = "has no condition" if not first.conditions else "has a condition that is always true"
             yield Diagnostic(
                 "RT306", f"rule '{rule.id}' can never fire: rule '{first.id}' "
-                f"({first.file}:{first.span.line}) has no condition and stops its group first",
+                f"({first.file}:{first.span.line}) {why} and stops its group first",
                 rule.span, rule_id=rule.id,
                 help=f"give '{first.id}' a condition or `continue: true`, move this rule before it, "
                      "or put it in another `group:`")
-        if not rule.conditions and not rule.continue_ and not rule.shadow:
+        if always_true(rule) and not rule.continue_ and not rule.shadow:
             for event_type in rule.on:
                 stoppers.setdefault((rule.group, event_type), rule)
 

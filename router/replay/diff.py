@@ -67,8 +67,8 @@ def compare(old_label: str, new_label: str, old: list[SessionRun], new: list[Ses
             b = after.turns.get(number) or Turn(after.id, number)
             if a.answered or b.answered:
                 result.turns += 1
-                result.old_cost.add(a.estimated_cost)
-                result.new_cost.add(b.estimated_cost)
+                result.old_cost.add(a.estimated_cost, a.price_source)
+                result.new_cost.add(b.estimated_cost, b.price_source)
                 if a.estimated_cost is not None and b.estimated_cost is not None:
                     result.delta_usd += b.estimated_cost - a.estimated_cost
                     result.priced_both += 1

@@ -1,8 +1,11 @@
 """The models the replay knows (Pi's models.json) and cost estimates from their prices.
 
-Prices are USD per million tokens, as Pi's models.json gives them. A model without a price (none
-given, or all zeros, which is how Pi reports a missing price) has an unknown cost: estimates
-count such turns apart and never add them as 0.
+Prices are USD per million tokens, as Pi's models.json gives them. Every turn's price has a
+source (PRICE_SOURCES): the registry's price, or the model being local, served from the user's
+own machine (its provider's base URL on loopback, or a provider Pi runs locally such as
+llama.cpp), which costs nothing unless the registry prices it. A cloud model without a price
+(none given, or all zeros, which is how Pi reports a missing price) has an unknown cost:
+estimates count such turns apart and never add them as 0.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from router.events.normalize import model_catalog
 
 LOCAL_PROVIDERS = frozenset({"llama.cpp", "ollama", "lmstudio", "local"})
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0"})
+PRICE_SOURCES = ("registry", "local")  # where a turn's price comes from, as figures name them
 TOKEN_PRICES = (("input", "input"), ("output", "output"), ("cacheRead", "cache_read"),
                 ("cacheWrite", "cache_write"))
 
@@ -70,21 +74,30 @@ class Catalog:
                   if isinstance(cost.get(key), (int, float)) and not isinstance(cost.get(key), bool)}
         return prices if any(prices.values()) else None
 
+    def price_source(self, ref: str | None) -> str | None:
+        """Where the price of `ref` comes from (PRICE_SOURCES), None when it has none."""
+        if not ref:
+            return None
+        if self.price(ref) is not None:
+            return "registry"
+        return "local" if self.is_local(ref) else None
+
+    def is_local(self, ref: str) -> bool:
+        """Served from this machine: a provider on loopback, or one Pi runs locally."""
+        provider = ref.partition("/")[0]
+        return provider in self.local_providers or provider in LOCAL_PROVIDERS
+
     def cost(self, ref: str | None, tokens: Tokens) -> float | None:
-        """The estimated cost of `tokens` on `ref`, None when its price is unknown."""
+        """The estimated cost of `tokens` on `ref`: 0 on an unpriced local model, None when unknown."""
         prices = self.price(ref) if ref else None
         if prices is None:
-            return None
+            return 0.0 if ref and self.is_local(ref) else None
         return sum(float(getattr(tokens, attr)) * prices.get(key, 0.0) for key, attr in TOKEN_PRICES) / 1e6
 
     def tier(self, ref: str | None) -> str:
         """`cloud` (priced), `local` (a loopback or local provider without a price) or `unknown`."""
-        if not ref:
-            return "unknown"
-        if self.price(ref) is not None:
-            return "cloud"
-        provider = ref.partition("/")[0]
-        return "local" if provider in self.local_providers or provider in LOCAL_PROVIDERS else "unknown"
+        source = self.price_source(ref)
+        return "cloud" if source == "registry" else "local" if source == "local" else "unknown"
 
     def priciest(self) -> str | None:
         """The priced model with the highest input + output price (the default baseline)."""

@@ -49,6 +49,7 @@ class Turn:
     tokens: Tokens | None = None
     recorded_cost: float | None = None
     estimated_cost: float | None = None
+    price_source: str | None = None  # where estimated_cost's price came from (prices.PRICE_SOURCES)
     answered: bool = False  # False for a turn with no assistant answer (an aborted prompt)
 
     def outcome(self) -> dict[str, Any]:
@@ -167,6 +168,7 @@ class _Session:
         turn.model = chosen if chosen is not None and self._known(chosen) else step.ref
         turn.tokens, turn.recorded_cost = step.tokens, step.recorded_cost
         turn.estimated_cost = self.r.catalog.cost(turn.model, step.tokens or Tokens())
+        turn.price_source = self.r.catalog.price_source(turn.model)
         world.previous, world.route_choice = turn.model, None
         world.tokens = step.tokens.total if step.tokens else None
 

@@ -13,28 +13,40 @@ from router.replay.runner import SOURCES, SessionRun, Turn
 
 @dataclass
 class Money:
-    """A sum of costs that keeps the turns whose price is unknown apart (never counted as 0)."""
+    """A sum of costs that keeps the turns whose price is unknown apart (never counted as 0), and
+    counts the priced turns by where their price came from (prices.PRICE_SOURCES)."""
 
     usd: float = 0.0
     known: int = 0
     unknown: int = 0
+    sources: Counter[str] = field(default_factory=Counter)
 
-    def add(self, value: float | None) -> None:
+    def add(self, value: float | None, source: str | None = "registry") -> None:
         if value is None:
             self.unknown += 1
         else:
             self.usd += value
             self.known += 1
+            self.sources[source or "registry"] += 1
 
     def to_dict(self) -> dict[str, Any]:
         return {"usd": round(self.usd, 6) if self.known else None, "turns": self.known,
-                "unknown_turns": self.unknown}
+                "unknown_turns": self.unknown, "priced_by": dict(sorted(self.sources.items()))}
 
     def text(self) -> str:
         turns = f"{self.unknown} turn{'s' if self.unknown != 1 else ''}"
         if not self.known:
             return "unknown" + (f" ({turns} without a price)" if self.unknown else "")
-        return usd(self.usd) + (f" (+ {turns} at unknown prices)" if self.unknown else "")
+        unknown = f" (+ {turns} at unknown prices)" if self.unknown else ""
+        return usd(self.usd) + self.sources_text() + unknown
+
+    def sources_text(self) -> str:
+        """` [3 local (free), 2 registry]`: how the priced turns were priced, when any is local."""
+        if set(self.sources) <= {"registry"}:
+            return ""
+        parts = [f"{n} {'local (free)' if source == 'local' else source}"
+                 for source, n in sorted(self.sources.items())]
+        return f" [{', '.join(parts)}]"
 
 
 def usd(value: float) -> str:
@@ -121,7 +133,10 @@ def _add_turn(total: Summary, turn: Turn, catalog: Catalog) -> None:
     total.recorded_models[turn.recorded_model or "unknown"] += 1
     total.tiers[catalog.tier(turn.model)] += 1
     total.tools[",".join(turn.tools) or "(none)"] += 1
-    total.estimated.add(turn.estimated_cost)
-    total.recorded.add(turn.recorded_cost)
+    total.estimated.add(turn.estimated_cost, turn.price_source)
+    recorded = turn.recorded_cost
+    if recorded is None and turn.recorded_model and catalog.is_local(turn.recorded_model):
+        recorded = 0.0  # Pi records 0 for a model it has no price for: on a local one, that is the cost
+    total.recorded.add(recorded, "registry" if turn.recorded_cost is not None else "local")
     if total.baseline_model is not None:
         total.baseline.add(catalog.cost(total.baseline_model, turn.tokens or Tokens()))

@@ -33,7 +33,14 @@ from router.engine.interpreter import evaluate
 from router.engine.vars_memo import VarsMemo
 from router.events.normalize import model_catalog, normalize, registry_facts
 from router.events.questions import DEFAULT_SETTINGS
-from router.lang.budget import EVENT_DEADLINE_MS, IO_MARGIN_MS, Budget, BudgetLimits
+from router.lang.budget import (
+    DEFAULT_BUDGET,
+    EVENT_DEADLINE_MS,
+    IO_MARGIN_MS,
+    Budget,
+    BudgetLimits,
+    event_deadline_ms,
+)
 from router.load.deadline import time_limit
 from router.load.paths import agent_dir as default_agent_dir
 from router.runtime import declarations_cache, lean, loop, policy_command, policy_why, protocol
@@ -71,6 +78,7 @@ class Engine:
         self.trust: TrustDecision = decide(None, cwd, {})
         self.approved: str | None = None
         self.has_ui = False
+        self.deadline_ms = event_deadline_ms(os.environ)  # announced in hello, kept per event
         self.told_trust: set[tuple[str, str | None]] = set()
         self.policy: CompiledPolicy | None = None
         self.memo: VarsMemo | None = None
@@ -220,7 +228,7 @@ class Engine:
         if params.get("preload") is True:
             self.cache_declarations(params.get("declarationsKey"))
         return {"protocol": protocol.PROTOCOL_VERSION, "engine": _version(),
-                "event_deadline_ms": EVENT_DEADLINE_MS, **self.declarations(),
+                "event_deadline_ms": self.deadline_ms, **self.declarations(),
                 "warnings": warnings, "trust": self.trust_report(),
                 "files": [path for path, _ in self.policy.file_refs] if self.policy else []}
 
@@ -436,7 +444,8 @@ class Engine:
                       received: float) -> Decision:
         outcomes: dict[str, SignalOutcome] = {}
         self.outcomes = outcomes
-        budget = Budget(event_limits(received))  # every evaluation of the event, while signals are computed
+        # every evaluation of the event, while signals are computed
+        budget = Budget(event_limits(received, self.deadline_ms))
         memo = self._vars_memo(policy)
         for _ in range(MAX_SIGNALS):
             decision = evaluate(policy, event, state=self.state, outcomes=outcomes, budget=budget,
@@ -459,12 +468,14 @@ class Engine:
         return self.memo
 
 
-def event_limits(received: float) -> BudgetLimits:
+def event_limits(received: float, deadline_ms: int = EVENT_DEADLINE_MS) -> BudgetLimits:
     """The evaluation budget of an event whose line was read at `received` (perf_counter): the
     announced deadline less the I/O margin, less what has passed since (a line that waited behind
-    another request has that much less); the per-rule limits as always."""
+    another request has that much less); the per-rule limits as always (a longer deadline gives
+    each rule a proportionally longer allowance)."""
     waited_ms = (time.perf_counter() - received) * 1000
-    return BudgetLimits(time_ms=max(0, int(EVENT_DEADLINE_MS - IO_MARGIN_MS - waited_ms)))
+    rule_ms = DEFAULT_BUDGET.rule_ms * deadline_ms // EVENT_DEADLINE_MS
+    return BudgetLimits(time_ms=max(0, int(deadline_ms - IO_MARGIN_MS - waited_ms)), rule_ms=rule_ms)
 
 
 def prepare(policy: CompiledPolicy, event_type: str) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import os
 import queue
 import re
 import subprocess
@@ -34,6 +35,7 @@ from router.diagnostics.errors import SourceError
 from router.engine.decision import SignalOutcome
 from router.engine.interpreter import evaluate
 from router.events.normalize import model_catalog, normalize
+from router.lang.budget import DEADLINE_ENV, DEADLINE_RANGE_MS
 from router.load.loader import load_layers
 from router.load.paths import packs_dir
 from router.load.source import SourceDoc, parse_source
@@ -181,7 +183,10 @@ class Serve:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "router", "serve", "--cwd", str(self.directory),
              "--agent-dir", str(self.directory / "agent")],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            # what is tested is that the engine survives; a loaded machine must not turn its own
+            # deadline into a failed probe (docs/development.md, "Make the slow side deterministic")
+            env={**os.environ, DEADLINE_ENV: str(DEADLINE_RANGE_MS[1])})
         self.lines = queue.Queue()
         out = self.proc.stdout
         assert out is not None
