@@ -127,8 +127,11 @@ def event(text: str | None, seq_session: str = "s-otel") -> dict[str, Any]:
             "ctx": {"cwd": "/w", "sessionId": seq_session, "model": {"provider": "fake", "id": "m1"}}}
 
 
-def serve(tmp_path: Path, env: dict[str, str], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Run a real `router serve`: hello, the events, shutdown; the event answers."""
+def serve(tmp_path: Path, env: dict[str, str], events: list[dict[str, Any]], *,
+          killed_after_shutdown: bool = False) -> list[dict[str, Any]]:
+    """Run a real `router serve`: hello, the events, shutdown; the event answers. With
+    `killed_after_shutdown`, SIGKILL it as soon as `shutdown` is answered (what the bridge does
+    when Pi exits after a `pi -p` run)."""
     agent, cwd = tmp_path / "agent", tmp_path / "proj"
     agent.mkdir(exist_ok=True)
     cwd.mkdir(exist_ok=True)
@@ -152,7 +155,9 @@ def serve(tmp_path: Path, env: dict[str, str], events: list[dict[str, Any]]) -> 
             process.stdin.write(protocol.encode({"id": 99, "method": "shutdown", "params": {}}))
             process.stdin.flush()
             assert reader.answer() == {"id": 99, "result": {}}
-            assert process.wait(timeout=60) == 0
+            if killed_after_shutdown:
+                process.kill()
+            assert process.wait(timeout=60) == (-9 if killed_after_shutdown else 0)
         finally:
             if process.poll() is None:
                 process.kill()
@@ -190,6 +195,30 @@ def test_a_span_and_metrics_per_decision_reach_the_otlp_receiver(tmp_path: Path,
     latency = metrics["router.decision.latency"]
     assert latency.unit == "ms" and sum(p.count for p in latency.histogram.data_points) == 3
     assert SECRET_PROMPT.encode() not in receiver.raw and b"the secret" not in receiver.raw
+
+
+def test_everything_is_exported_before_shutdown_is_answered(tmp_path: Path, receiver: Receiver) -> None:
+    # a `pi -p` run: Pi exits right after session_shutdown and the bridge kills the sidecar; long
+    # export intervals, so only the flush on `shutdown` can have sent them
+    serve(tmp_path, {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+                     "OTEL_METRIC_EXPORT_INTERVAL": "600000", "OTEL_BSP_SCHEDULE_DELAY": "600000"},
+          [event(SECRET_PROMPT), event("hello")], killed_after_shutdown=True)
+    assert receiver.got_spans.is_set() and receiver.got_metrics.is_set()  # before the answer, not after
+    assert len(receiver.spans) == 2
+    assert {m.name for m in receiver.metrics} == {"router.decisions", "router.model.choices",
+                                                  "router.decision.latency"}
+
+
+def test_hello_announces_the_shutdown_wait_the_flush_needs(tmp_path: Path, receiver: Receiver,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from router.runtime.server import SHUTDOWN_MS, TELEMETRY_FLUSH_MS
+    from tests.test_server import Rig
+
+    assert Rig(tmp_path / "plain", "version: 1\n").hello()["shutdown_ms"] == SHUTDOWN_MS
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+    exporting = Rig(tmp_path / "otel", "version: 1\n")
+    assert exporting.hello()["shutdown_ms"] == SHUTDOWN_MS + 2 * TELEMETRY_FLUSH_MS
+    exporting.engine.observer.close()
 
 
 def test_without_an_endpoint_opentelemetry_is_never_imported(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ class Handler(Protocol):
               received: float | None = None) -> Awaitable[dict[str, Any]]: ...
     def log(self, text: str) -> None: ...
     def after_answer(self) -> None: ...
+    def shutdown(self) -> dict[str, Any]: ...
 
 
 class Connection:
@@ -135,7 +136,7 @@ class Connection:
             elif method == protocol.EVENT:
                 value = await self.engine.event(request_id, params, received)
             elif method == protocol.SHUTDOWN:
-                value = {}
+                value = self.engine.shutdown()
                 self.closing.set()
             else:
                 raise ValueError(f"unknown method {str(method)[:100]!r}")

@@ -193,6 +193,11 @@ class Observer:
             return self.last_of_type.get((session, event_type))
         return self.last.get(session)
 
+    def flush(self, timeout_ms: int) -> None:
+        """Export pending telemetry now, within about `timeout_ms` per kind (spans, metrics)."""
+        if self.telemetry is not None:
+            self.telemetry.flush(timeout_ms)
+
     def close(self) -> None:
         """Close the decision log; flush and stop the telemetry exporters (at the sidecar's exit)."""
         if self._log is not None:

@@ -111,6 +111,14 @@ class Telemetry:
             self.choices.add(1, {"router.model": str(model), "router.tier": str(tier or "")})
         self.latency.record(latency_ns / 1e6, {"router.event": event})
 
+    def flush(self, timeout_ms: int) -> None:
+        """Export what is pending now (spans, then metrics), waiting at most about `timeout_ms`
+        each: before the sidecar answers `shutdown`, so a `pi -p` run that exits right after
+        loses nothing."""
+        for provider in (self.tracer_provider, self.meter_provider):
+            with contextlib.suppress(Exception):  # an unreachable collector: nothing more to do
+                provider.force_flush(timeout_millis=timeout_ms)
+
     def shutdown(self) -> None:
         """Flush what is pending and stop (spans first, then a last metrics export)."""
         for provider in (self.tracer_provider, self.meter_provider):

@@ -228,9 +228,21 @@ class Engine:
         if params.get("preload") is True:
             self.cache_declarations(params.get("declarationsKey"))
         return {"protocol": protocol.PROTOCOL_VERSION, "engine": _version(),
-                "event_deadline_ms": self.deadline_ms, **self.declarations(),
+                "event_deadline_ms": self.deadline_ms, "shutdown_ms": self.shutdown_ms(),
+                **self.declarations(),
                 "warnings": warnings, "trust": self.trust_report(),
                 "files": [path for path, _ in self.policy.file_refs] if self.policy else []}
+
+    def shutdown_ms(self) -> int:
+        """How long the bridge waits for `shutdown`'s answer: enough for the telemetry flush."""
+        return SHUTDOWN_MS + (2 * TELEMETRY_FLUSH_MS if self.observer.telemetry is not None else 0)
+
+    def shutdown(self) -> dict[str, Any]:
+        """`shutdown`: the last decision recorded and the telemetry exported, then the answer (the
+        bridge may kill the sidecar right after it, as Pi exits)."""
+        self.after_answer()
+        self.observer.flush(TELEMETRY_FLUSH_MS)
+        return {}
 
     def cache_declarations(self, key: Any) -> None:
         """Store the declarations for the bridge's next start under its `key` (the bridge sends one
@@ -466,6 +478,10 @@ class Engine:
         if self.memo is None or self.memo.policy is not policy:
             self.memo = VarsMemo(policy)
         return self.memo
+
+
+SHUTDOWN_MS = 500  # what the bridge waits for `shutdown`'s answer without telemetry
+TELEMETRY_FLUSH_MS = 2000  # the longest each of the span and metric exports may take at shutdown
 
 
 def event_limits(received: float, deadline_ms: int = EVENT_DEADLINE_MS) -> BudgetLimits:
