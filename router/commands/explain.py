@@ -10,7 +10,7 @@ from typing import Any
 
 from router.commands import policy_note
 from router.compile.compiled import CompiledPolicy, CompiledRule
-from router.compile.compiler import LoadedPolicy, compile_layers, load_layered
+from router.compile.compiler import LoadedPolicy, compile_layers, complete, load_layered
 from router.diagnostics.diagnostic import Diagnostic, Span
 from router.diagnostics.errors import EventError, SourceError
 from router.engine.decision import Decision, SignalOutcome
@@ -39,9 +39,9 @@ def load(paths: list[Path], *, cwd: Path) -> LoadedPolicy:
     """The given policy files (with what they `use:`), else the layered policy of `cwd`; from a
     subdirectory of a project, warn on stderr that Pi started here would not load its file."""
     if paths:
-        return compile_layers([("file", p) for p in paths])
+        return complete(compile_layers([("file", p) for p in paths]))
     policy_note.emit(policy_note.warning_lines(policy_note.not_loaded(cwd)))
-    return load_layered(cwd)
+    return complete(load_layered(cwd))
 
 
 def read_document(source: str) -> SourceDoc:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from router.commands import policy_note
 from router.compile.compiled import CompiledPolicy
-from router.compile.compiler import LoadedPolicy, compile_layers, load_layered
+from router.compile.compiler import LoadedPolicy, compile_layers, complete, load_layered
 from router.diagnostics.diagnostic import Diagnostic, Span, has_errors, render_text, sort_diagnostics
 from router.diagnostics.errors import SourceError
 from router.load.loader import PolicyFile, describe_files
@@ -60,10 +60,10 @@ def run_tests(paths: list[Path], *, cwd: Path, packs: bool = False) -> TestRepor
         tests, policies = tests + more_tests, policies + more_policies
     runner = _Runner(report)
     if not paths:
-        runner.policy(("<layered>",), load_layered(cwd), display_path(cwd / ".pi" / "router.yaml"))
+        runner.policy(("<layered>",), complete(load_layered(cwd)), display_path(cwd / ".pi" / "router.yaml"))
         report.not_loaded = policy_note.not_loaded(cwd)
     for path in policies:
-        runner.policy((str(path.resolve()),), compile_layers([("file", path)]), display_path(path))
+        runner.policy((str(path.resolve()),), complete(compile_layers([("file", path)])), display_path(path))
     for path in tests:
         runner.test_file(path)
     runner.examples(packs=packs)
@@ -90,7 +90,7 @@ class _Runner:
             if loaded.policy is None:
                 self.report.results.append(_broken(where, [], "policy does not compile"))
             return loaded
-        return self._record(key, compile_layers([("file", p) for p in paths]), where)
+        return self._record(key, complete(compile_layers([("file", p) for p in paths])), where)
 
     def _record(self, key: tuple[str, ...], loaded: LoadedPolicy, where: str) -> LoadedPolicy:
         self.seen[key] = loaded

@@ -63,6 +63,21 @@ class LoadedPolicy:
     files: list[PolicyFile]
 
 
+MISSING_SOURCES = frozenset({"RT125", "RT126"})  # a git source that cannot be read (or is tampered)
+
+
+def complete(loaded: LoadedPolicy) -> LoadedPolicy:
+    """`loaded` as a dry run may use it: without a policy when a git source could not be read, so
+    that `router explain`, `test`, `replay` and `diff` fail with that error (and its fix) instead
+    of answering for a policy Pi would never run."""
+    if loaded.policy is None:
+        return loaded
+    missing = [r.diagnostic() for r in loaded.policy.refused if r.code in MISSING_SOURCES]
+    if not missing:
+        return loaded
+    return LoadedPolicy(None, [*loaded.diagnostics, *missing], loaded.files)
+
+
 def load_policy(cwd: Path, *, agent: Path | None = None, include_project: bool = True,
                 extra: Iterable[Path] = ()) -> tuple[CompiledPolicy | None, list[Diagnostic]]:
     """Load the layered policy for `cwd` (plus `extra` files last) and compile it."""
