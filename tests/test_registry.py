@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -51,3 +53,15 @@ def test_each_signal_kind_declares_fields_its_model_has(kind: str) -> None:
 def test_the_executor_computes_every_kind_not_computed_by_the_interpreter() -> None:
     outside = {name for name, spec in SIGNAL_KINDS.items() if spec.runs != "interpreter"}
     assert set(Executor(None, cwd=".").signal_handlers()) == outside
+
+
+def test_each_action_is_one_file_named_for_it_and_imports_no_pydantic() -> None:
+    from router.actions._registry import declarations, module_names
+
+    assert module_names() == sorted(ACTIONS)
+    assert {name: found.module for name, found in declarations().items()} == {
+        name: f"router.actions.{name}" for name in ACTIONS}
+    code = ("import sys\nfrom router.actions._registry import declarations\ndeclarations()\n"
+            "print('pydantic' in sys.modules)")
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

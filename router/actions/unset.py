@@ -1,0 +1,20 @@
+"""The `unset` action."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from router.actions import action
+from router.actions._base import Params
+
+
+class UnsetParams(Params):
+    """Remove session state keys (dotted keys remove nested ones); one key or a list."""
+
+    root: list[str] | str
+
+
+@action("unset", runs="interpreter", example="- unset: [band, snapshot]")
+def describe_unset(params: Any) -> str:
+    keys = [params] if isinstance(params, str) else params
+    return "unset state " + ", ".join(str(k) for k in keys)
