@@ -22,12 +22,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from router.actions._registry import RUNS, ActionSpec, Describe, Runs, action, declared, registry
+from router.actions._registry import RUNS, ActionSpec, Describe, Runs, action, declared, registry, runner
 
 if TYPE_CHECKING:
     ACTIONS: dict[str, ActionSpec]  # built on first access (module __getattr__)
 
-__all__ = ["RUNS", "ActionSpec", "Describe", "Runs", "action", "action_names", "declared", "registry"]
+__all__ = ["RUNS", "ActionSpec", "Describe", "Runs", "action", "action_names", "declared", "registry",
+           "runner"]
 
 
 def action_names() -> list[str]:

@@ -54,6 +54,7 @@ class Declared:
 
 _DECLARED: dict[str, Declared] = {}
 _ACTIONS: dict[str, ActionSpec] = {}
+_RUNNERS: dict[str, tuple[Runs, Any]] = {}
 
 
 def action(
@@ -86,6 +87,16 @@ def declared(name: str) -> Declared | None:
         except ModuleNotFoundError:
             return None
     return _DECLARED.get(name)
+
+
+def runner(name: str) -> tuple[Runs, Any]:
+    """Where action `name` runs and its file's handler (None for the bridge's, or an unknown name);
+    looked up once per name: the interpreter and the executor ask for every effect."""
+    found = _RUNNERS.get(name)
+    if found is None:
+        spec = declared(name)
+        found = _RUNNERS[name] = (spec.spec.runs, spec.handler()) if spec else ("bridge", None)
+    return found
 
 
 def module_names() -> list[str]:

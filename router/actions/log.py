@@ -6,6 +6,7 @@ from typing import Any
 
 from router.actions import action
 from router.actions._base import Params, show
+from router.actions._local import Failure, Local, target
 from router.trust.capabilities import FS_WRITE, ROUTER_LOG
 
 
@@ -28,3 +29,12 @@ def describe_log(params: dict[str, Any]) -> str:
     if not target:
         return "skip a log line (no file)"
     return f"log to {'the router log' if target == ROUTER_LOG else target}: {show(params.get('text'))}"
+
+
+def run(params: dict[str, Any], local: Local) -> Failure | None:
+    target_file = params.get("file")
+    if target_file == ROUTER_LOG:
+        local.log(f"rule {local.rule_id}: {params.get('text', '')}")
+    elif (path := target(params, local)) is not None:
+        return local.append(path, local.escape(str(params.get("text", ""))), named=str(target_file))
+    return None

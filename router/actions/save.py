@@ -6,6 +6,7 @@ from typing import Any
 
 from router.actions import action
 from router.actions._base import Field, Params, show
+from router.actions._local import ACTION_FAILED, Failure, Local, target
 from router.trust.capabilities import FS_WRITE
 
 
@@ -41,3 +42,29 @@ class SaveParams(Params):
 def describe_save(params: dict[str, Any]) -> str:
     what = params.get("key") or params.get("path") or ", ".join(params.get("values") or {})
     return f"save {show(what)} in {params.get('file')}"
+
+
+def run(params: dict[str, Any], local: Local) -> Failure | None:
+    path = target(params, local)
+    if path is None:
+        return "no file", ACTION_FAILED
+    updates = _updates(params)
+    if isinstance(updates, str):
+        return updates, ACTION_FAILED
+    local.update_json(path, updates, backup=params.get("backup") is True)
+    return None
+
+
+def _updates(params: dict[str, Any]) -> list[tuple[list[str], Any]] | str:
+    """The (key path, value) pairs of a `save`: key, path, or values (dotted paths); or a problem."""
+    values = params.get("values")
+    if isinstance(values, dict):
+        pairs = [(str(name).split("."), value) for name, value in values.items()]
+    else:
+        path, key = params.get("path"), params.get("key")
+        keys = [str(k) for k in path] if isinstance(path, list) else \
+            (str(path).split(".") if path else ([str(key)] if key not in (None, "") else []))
+        pairs = [(keys, params.get("value"))]
+    if not pairs or any(not keys or "" in keys for keys, _ in pairs):
+        return "no key to save under (key, path or values rendered empty)"
+    return pairs

@@ -18,3 +18,18 @@ class UnsetParams(Params):
 def describe_unset(params: Any) -> str:
     keys = [params] if isinstance(params, str) else params
     return "unset state " + ", ".join(str(k) for k in keys)
+
+
+def run(state: dict[str, Any], params: Any) -> None:
+    """Remove each key; a dotted key removes from nested objects (copied), a missing one is no error."""
+    for key in [params] if isinstance(params, str) else params:
+        target, parts = state, key.split(".")
+        for part in parts[:-1]:
+            child = target.get(part)
+            if not isinstance(child, dict):
+                break
+            child = dict(child)
+            target[part] = child
+            target = child
+        else:
+            target.pop(parts[-1], None)
