@@ -57,4 +57,4 @@ def test_the_fields_resolved_in_python_never_reach_the_bridge() -> None:
 
 def test_only_bridge_actions_reach_the_bridge() -> None:
     assert {name for name, spec in ACTIONS.items() if spec.runs != "bridge"} == {
-        "set", "unset", "log", "audit", "save", "release"}
+        "set", "unset", "log", "audit", "save", "forget", "release"}

@@ -40,6 +40,9 @@ class Local(Protocol):
     def update_json(self, path: Path, updates: list[tuple[list[str], Any]], *, backup: bool) -> None:
         """Set values in a JSON object file, keeping the rest of it."""
 
+    def remove_json(self, path: Path, keys: list[str], *, backup: bool) -> None:
+        """Remove one key path from a JSON object file, keeping the rest (a missing one: no write)."""
+
     def release(self, name: str) -> None:
         """Give back the slot `name`, if this session holds it."""
 

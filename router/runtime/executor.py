@@ -25,7 +25,7 @@ from router.actions.signal_kinds import SIGNAL_KINDS
 from router.engine.decision import Decision, Effect, SignalOutcome, SignalRequest
 from router.lang.functions import cap_level
 from router.runtime import loop, signals
-from router.runtime.filelock import append_line, is_symlink_error, update_json_values
+from router.runtime.filelock import REMOVE, append_line, is_symlink_error, update_json_values
 from router.runtime.log_line import escape_line
 from router.trust.capabilities import (
     CAPABILITY_CODES,
@@ -310,6 +310,10 @@ class _Local:
 
     def update_json(self, path: Path, updates: list[tuple[list[str], Any]], *, backup: bool) -> None:
         update_json_values(path, updates, backup=backup)
+
+    def remove_json(self, path: Path, keys: list[str], *, backup: bool) -> None:
+        if path.exists():
+            update_json_values(path, [(keys, REMOVE)], backup=backup)
 
     def release(self, name: str) -> None:
         self.executor.release(name)
