@@ -1,8 +1,10 @@
-"""The executor: the only module with side effects.
+"""The executor: where the side effects of a decision are carried out.
 
-It computes external signals (classifier and completion calls through the bridge, child `pi`
-processes), writes logs, audit records and saved values, and turns the remaining effects into
-actions the bridge applies inside Pi. Failures never raise: they become warnings.
+It computes external signals (each kind the executor computes is a module of router/runtime/signals/:
+classifier and completion calls through the bridge, child `pi` processes, files, slots), carries
+out the actions that run here with their file's handler (router/actions/<name>.py: logs, audit
+records, saved values), after checking a project rule's paths, and turns the remaining effects
+into actions the bridge applies inside Pi. Failures never raise: they become warnings.
 """
 
 from __future__ import annotations
