@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from router.actions import ACTIONS
+from router.actions._build import model_of
 from router.actions.panel import PanelItem
 from router.engine.decision import Effect
 from router.runtime.executor import _for_bridge
@@ -43,7 +44,7 @@ def test_the_same_actions_with_the_same_fields(node_install: PiInstall) -> None:
 
 
 def test_the_panel_items_have_the_same_fields(node_install: PiInstall) -> None:
-    assert typescript_side(node_install)["panel_item"] == sorted(PanelItem.model_fields)
+    assert typescript_side(node_install)["panel_item"] == sorted(model_of(PanelItem).model_fields)
 
 
 def test_the_fields_resolved_in_python_never_reach_the_bridge() -> None:
@@ -56,4 +57,4 @@ def test_the_fields_resolved_in_python_never_reach_the_bridge() -> None:
 
 def test_only_bridge_actions_reach_the_bridge() -> None:
     assert {name for name, spec in ACTIONS.items() if spec.runs != "bridge"} == {
-        "set", "unset", "log", "audit", "save", "release"}
+        "set", "unset", "log", "audit", "save", "forget", "release"}

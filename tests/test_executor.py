@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from router.engine.decision import Decision, Effect, SignalOutcome, SignalRequest
-from router.runtime.executor import CHILD_FLAGS, Executor, budget_ms
+from router.runtime.executor import Executor, budget_ms
 from router.runtime.filelock import read_json
+from router.runtime.signals.child import CHILD_FLAGS
 from router.trust.capabilities import ROUTER_LOG
 from tests.helpers import HANGING_PI, assert_group_gone, stub
 
@@ -151,6 +152,29 @@ def test_apply_save_values_with_a_backup_and_a_broken_file_left_alone(tmp_path: 
                                 "name enclosed in double quotes (a trailing comma: JSON allows none) [RT501]"]
     assert broken.read_text() == '{"a": 1,}'
     assert not (tmp_path / "broken.json.bak").exists()
+
+
+def test_apply_forget_removes_a_key_keeps_the_rest_and_writes_nothing_when_it_is_absent(
+        tmp_path: Path) -> None:
+    target, broken, missing = tmp_path / "c.json", tmp_path / "broken.json", tmp_path / "none.json"
+    target.write_text('{\n    "mine": 1,\n    "policy": {"mode": "cost", "threshold": 0.6},\n'
+                      '    "auto": true\n}\n')
+    broken.write_text('{"a": 1,}')
+    applied = apply(Executor(None, cwd=str(tmp_path)),
+                    Effect("forget", {"file": str(target), "path": "policy.threshold", "backup": True}, "r"),
+                    Effect("forget", {"file": str(target), "key": "auto"}, "r"),
+                    Effect("forget", {"file": str(target), "path": ["policy", "absent", "deeper"]}, "r"),
+                    Effect("forget", {"file": str(missing), "key": "auto"}, "r"),
+                    Effect("forget", {"file": str(broken), "key": "a"}, "rb"),
+                    Effect("forget", {"file": str(target), "key": "", "path": None}, "re"))
+    assert target.read_text() == '{\n    "mine": 1,\n    "policy": {\n        "mode": "cost"\n    }\n}\n'
+    assert read_json(tmp_path / "c.json.bak") == {"mine": 1, "policy": {"mode": "cost", "threshold": 0.6},
+                                                   "auto": True}
+    assert not missing.exists() and broken.read_text() == '{"a": 1,}'
+    assert [w.split(": forget failed: ")[0] for w in applied.warnings] == ["rule rb", "rule re"]
+    assert applied.warnings[1] == \
+        "rule re: forget failed: no key to forget (key or path rendered empty) [RT501]"
+    assert applied.actions == []
 
 
 def test_apply_failing_local_effects_become_warnings(tmp_path: Path) -> None:

@@ -1076,6 +1076,23 @@ def test_a_huge_edit_of_the_users_policy_mid_session_keeps_the_policy_in_force(
     assert "took longer than" in notice and "[RT103]" in notice and "keeping the last good policy" in notice
 
 
+def test_a_forget_of_your_own_in_project_data_keeps_the_trust(tmp_path: Path) -> None:
+    """A `forget` changes a declared project data file as a `save` does: the trust follows it."""
+    rig = Rig(tmp_path, "version: 1\nproject_data: [.pi/data.json]\n")
+    (rig.cwd / ".pi").mkdir()
+    data = rig.cwd / ".pi" / "data.json"
+    data.write_text('{"a": 1, "b": 2}\n')
+    (rig.cwd / ".pi" / "router.yaml").write_text(
+        f"rules:\n  - id: reset\n    on: command\n    do:\n      - forget: {{file: '{data}', key: a}}\n")
+    content, _ = read_project_content(rig.cwd, rig.agent)
+    assert content is not None
+    TrustStore(rig.agent).trust(content)
+    assert rig.hello()["trust"]["state"] == "trusted"
+    rig.event({"type": "command", "payload": {"name": "x", "args": ""}, "ctx": {}})
+    assert json.loads(data.read_text()) == {"b": 2}
+    assert rig.engine.trust.state == "trusted" and "trust kept for" in rig.log()
+
+
 def test_a_write_of_your_own_to_project_data_keeps_the_trust_only_while_the_policy_is_unchanged(
         tmp_path: Path) -> None:
     """`/cuttle config set`-like: a command of yours saving into a declared project data file

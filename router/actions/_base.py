@@ -1,14 +1,44 @@
-"""Base class of action parameter models."""
+"""What an action's file declares its parameters with, without importing pydantic.
+
+An action's parameters are a class of annotated fields deriving from `Params`, written as a
+pydantic model would be (`text: str`, `level: Literal[...] = "info"`, `key: str = Field(description=...)`,
+a `check` method for what spans fields). The registry turns each into a pydantic model on first use
+(router/actions/_build.py), so the sidecar imports an action's file, and runs its handler, without
+pydantic.
+"""
 
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+REQUIRED: Any = ...  # the default of a field that has none
 
 
-class Params(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+class Params:
+    """Base of action parameter classes (extra fields forbidden); `root: T` makes it a root model.
+
+    A `check(self)` method, if defined, runs after the fields validate; a ValueError it raises is
+    the validation error."""
+
+    if TYPE_CHECKING:
+        model_fields_set: set[str]  # the fields the rule gave (in `check`)
+
+
+class FieldInfo:
+    """A field's default and description (a plain class: a dataclass costs ~1 ms to create, on
+    the sidecar's first effect)."""
+
+    __slots__ = ("default", "description")
+
+    def __init__(self, default: Any = REQUIRED, description: str | None = None) -> None:
+        self.default = default
+        self.description = description
+
+
+def Field(default: Any = REQUIRED, *, description: str | None = None) -> Any:
+    """A field's default and its description (the action reference's "meaning" column)."""
+    return FieldInfo(default, description)
 
 
 def show(value: object) -> str:

@@ -1,13 +1,11 @@
-"""Actions that show the user something to work with: the settings panel."""
+"""The `panel` action."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
-
 from router.actions import action
-from router.actions._base import Params, show
+from router.actions._base import Field, Params, show
 
 PanelKind = Literal["text", "number", "bool", "choice", "list", "json"]
 
@@ -24,15 +22,13 @@ class PanelItem(Params):
     min: float | None = Field(None, description="the smallest number accepted")
     max: float | None = Field(None, description="the largest number accepted")
 
-    @model_validator(mode="after")
-    def _fits_kind(self) -> PanelItem:
+    def check(self) -> None:
         if self.kind == "choice" and not self.choices:
             raise ValueError(f"item '{self.key}': a choice needs choices")
         if self.kind != "choice" and self.choices is not None:
             raise ValueError(f"item '{self.key}': choices belong to kind choice, not {self.kind}")
         if self.kind != "number" and (self.min is not None or self.max is not None):
             raise ValueError(f"item '{self.key}': min and max belong to kind number, not {self.kind}")
-        return self
 
 
 class PanelParams(Params):
@@ -60,13 +56,11 @@ class PanelParams(Params):
     args: str = Field("", description="its arguments before KEY VALUE")
     refresh: str | None = Field(None, description="the command's arguments that answer with this panel again")
 
-    @model_validator(mode="after")
-    def _unique_keys(self) -> PanelParams:
+    def check(self) -> None:
         keys = [item.key for item in self.items]
         doubled = sorted({key for key in keys if keys.count(key) > 1})
         if doubled:
             raise ValueError(f"item keys must be unique; twice: {', '.join(doubled)}")
-        return self
 
 
 @action("panel", events={"command"},

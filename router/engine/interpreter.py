@@ -10,7 +10,6 @@ same event. When a rule needs an external signal that has no outcome yet, the de
 
 from __future__ import annotations
 
-import copy
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -18,6 +17,7 @@ from typing import Any
 
 from jmespath.exceptions import JMESPathError
 
+from router.actions import runner
 from router.compile.compiled import CompiledAction, CompiledPolicy, CompiledRule, CompiledSignal
 from router.diagnostics.diagnostic import Diagnostic, Severity, Span
 from router.diagnostics.errors import ExpressionError
@@ -372,24 +372,21 @@ class _Run:
             effect = Effect(action.name, params, rule.id, rule.shadow, action.confined,
                             confinement if action.confined else None)
             (self.shadowed if rule.shadow else self.effects).append(effect)
-            if not rule.shadow:
-                self._apply_state(action, params)
-                if self._bound is not None and action.name in ("set", "unset"):
-                    self._bound[0].forget()
+            if not rule.shadow and self._apply_state(action, params) and self._bound is not None:
+                self._bound[0].forget()
             if self.tracer:
                 self._trace("action", rule, f"then {action.name}: {action.describe(params)}",
                             depth=2, span=action.span)
         return True
 
-    def _apply_state(self, action: CompiledAction, params: Any) -> None:
-        if action.name == "set":
-            for key, value in params.items():
-                _write(self.state, key.split("."), copy.deepcopy(value))
-            self.signals.state_changed()
-        elif action.name == "unset":
-            for key in [params] if isinstance(params, str) else params:
-                _remove(self.state, key.split("."))
-            self.signals.state_changed()
+    def _apply_state(self, action: CompiledAction, params: Any) -> bool:
+        """Carry out an action that runs here (`set`, `unset`: its file's handler); whether it did."""
+        runs, handler = runner(action.name)
+        if runs != "interpreter":
+            return False
+        handler(self.state, params)
+        self.signals.state_changed()
+        return True
 
     def _refuse(self, rule: CompiledRule, refused: Refused, span: Span,
                 saved: tuple[int, int, dict[str, Any]]) -> None:
@@ -494,26 +491,6 @@ def _signal_request(spec: CompiledSignal, evaluator: Evaluator, rule_id: str,
     confined = spec.confined if confinement is not None else {}
     return SignalRequest(spec.name, spec.kind, params, questions, rule_id, confined,
                          confinement if confined else None)
-
-
-def _write(target: dict[str, Any], parts: list[str], value: Any) -> None:
-    for part in parts[:-1]:
-        child = target.get(part)
-        child = dict(child) if isinstance(child, dict) else {}
-        target[part] = child
-        target = child
-    target[parts[-1]] = value
-
-
-def _remove(target: dict[str, Any], parts: list[str]) -> None:
-    for part in parts[:-1]:
-        child = target.get(part)
-        if not isinstance(child, dict):
-            return
-        child = dict(child)
-        target[part] = child
-        target = child
-    target.pop(parts[-1], None)
 
 
 def _refusal_params(action: str, reason: str) -> dict[str, Any]:

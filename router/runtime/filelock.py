@@ -169,6 +169,9 @@ def update_json(path: Path, key: str | list[str], value: Any, *, backup: bool = 
     return update_json_values(path, [(keys, value)], backup=backup)
 
 
+REMOVE: Any = object()  # a value for `update_json_values` that removes its key (`forget`)
+
+
 def update_json_values(path: Path, updates: list[tuple[list[str], Any]], *, backup: bool = False) -> bool:
     """Set each (key path, value) in a JSON object file in one write, under an exclusive lock.
 
@@ -236,12 +239,18 @@ def _kind(value: Any) -> str:
 
 
 def _set(data: dict[str, Any], keys: list[str], value: Any) -> None:
+    """Set `value` at `keys`, creating objects on the way; `REMOVE` takes the key out (if it is there)."""
     target = data
     for part in keys[:-1]:
         child = target.get(part)
+        if value is REMOVE and not isinstance(child, dict):
+            return
         target[part] = child if isinstance(child, dict) else {}
         target = target[part]
-    target[keys[-1]] = value
+    if value is REMOVE:
+        target.pop(keys[-1], None)
+    else:
+        target[keys[-1]] = value
 
 
 def _indent(text: str | None) -> str | int:

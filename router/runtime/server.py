@@ -67,6 +67,7 @@ RELOAD_BUDGET_MS = 10000  # the bridge's wait for an event whose policy is being
 RELOAD_PARSE_S = 3.0  # a reload mid-session parses for at most this long; past it the policy in force stays
 RECHECK_MS = 5  # `router serve`: a burst event looks at the policy files at most this often (~12 µs a look)
 BURST_EVENTS = frozenset({"tool_call", "tool_result"})  # one per tool call of an assistant message
+JSON_WRITES = ("save", "forget")  # the actions that change a JSON data file
 
 
 class Engine:
@@ -262,7 +263,7 @@ class Engine:
         if policy is None or not policy.project_data:
             return
         data = {(self.cwd / name).resolve() for name in policy.project_data}
-        written = [e for e in decision.effects if e.action == "save" and isinstance(e.params, dict)
+        written = [e for e in decision.effects if e.action in JSON_WRITES and isinstance(e.params, dict)
                    and _resolved(e.params.get("file")) in data]
         if not written:
             return
