@@ -1,4 +1,5 @@
-"""router doctor's extension checks: the original routers and same-named tools or commands."""
+"""router doctor's checks of what else breaks Pi: the original routers, same-named tools or
+commands, and a project bridge in a folder Pi does not trust."""
 
 from __future__ import annotations
 
@@ -93,3 +94,41 @@ def test_unreadable_settings_are_ignored(tmp_path: Path) -> None:
     (agent / "settings.json").write_text("{not json")
     assert doctor_conflicts.installed(agent, cwd) == []
     assert doctor.check_extensions(agent, cwd, None) == []
+
+
+PROJECT_ONLY = [("project", Path("/p/.pi/extensions/pi-policy-router"), True)]
+
+
+def test_a_project_bridge_in_a_folder_pi_trusts_is_fine(tmp_path: Path) -> None:
+    agent, cwd = dirs(tmp_path)
+    (agent / "trust.json").write_text(json.dumps({str(tmp_path.resolve()): True}))  # a parent folder
+    [check] = doctor.check_pi_folder_trust(agent, cwd, PROJECT_ONLY)
+    assert check.ok and not check.warn
+    assert check.detail == (f"{agent / 'trust.json'} says yes for {tmp_path.resolve()}: Pi loads the "
+                            "project's bridge")
+
+
+def test_a_folder_pi_does_not_trust_fails_with_the_fix(tmp_path: Path) -> None:
+    agent, cwd = dirs(tmp_path)
+    (agent / "trust.json").write_text(json.dumps({str(tmp_path.resolve()): True, str(cwd.resolve()): False}))
+    [check] = doctor.check_pi_folder_trust(agent, cwd, PROJECT_ONLY)
+    assert not check.ok
+    assert "Pi does not load the project's bridge; start `pi` here and choose Trust" in check.detail
+
+
+def test_an_undecided_folder_warns_that_pi_p_skips_the_bridge(tmp_path: Path) -> None:
+    agent, cwd = dirs(tmp_path)
+    [check] = doctor.check_pi_folder_trust(agent, cwd, PROJECT_ONLY)
+    assert check.ok and check.warn
+    assert check.detail.startswith("Pi has not decided about this folder: an interactive pi asks once, "
+                                   "while `pi -p` and RPC runs skip the project's bridge without a word")
+    (agent / "settings.json").write_text(json.dumps({"defaultProjectTrust": "never"}))
+    [never] = doctor.check_pi_folder_trust(agent, cwd, PROJECT_ONLY)
+    assert not never.ok and never.detail.startswith("defaultProjectTrust is 'never' in ")
+
+
+def test_with_a_user_install_the_folder_trust_does_not_matter(tmp_path: Path) -> None:
+    agent, cwd = dirs(tmp_path)
+    both = [("user", agent / "extensions" / "pi-policy-router", True), *PROJECT_ONLY]
+    assert doctor.check_pi_folder_trust(agent, cwd, both) == []
+    assert doctor.check_pi_folder_trust(agent, cwd, []) == []

@@ -235,6 +235,39 @@ def check_extensions(agent: Path, cwd: Path, policy: Any) -> list[Check]:
     return checks
 
 
+def pi_folder_trust(agent: Path, cwd: Path) -> tuple[bool | None, str]:
+    """Pi's own folder trust for `cwd`: the nearest entry of `<agent>/trust.json` (True, False),
+    else its `defaultProjectTrust` setting ("always", "never"; "ask" or none: None), and where
+    that was read."""
+    store = doctor_conflicts.read_json(agent / "trust.json")
+    folder = Path(os.path.realpath(cwd))
+    for place in (folder, *folder.parents):
+        decision = store.get(str(place))
+        if isinstance(decision, bool):
+            return decision, f"{agent / 'trust.json'} says {'yes' if decision else 'no'} for {place}"
+    default = doctor_conflicts.read_json(agent / "settings.json").get("defaultProjectTrust")
+    if default in ("always", "never"):
+        return default == "always", f"defaultProjectTrust is {default!r} in {agent / 'settings.json'}"
+    return None, "Pi has not decided about this folder"
+
+
+def check_pi_folder_trust(agent: Path, cwd: Path, installs: list[tuple[str, Path, bool]]) -> list[Check]:
+    """A project install of the bridge loads only in a folder Pi trusts (its own trust, not the
+    router's): on a second machine nothing else says that it is not loaded."""
+    if {scope for scope, _, _ in installs} != {"project"}:  # a user install runs in every folder
+        return []
+    trusted, why = pi_folder_trust(agent, cwd)
+    label = "pi folder trust"
+    if trusted:
+        return [Check(True, label, f"{why}: Pi loads the project's bridge")]
+    fix = ("start `pi` here and choose Trust (or type /trust), or install the bridge for your user "
+           "as well: `router install`")
+    if trusted is False:
+        return [Check(False, label, f"{why}: Pi does not load the project's bridge; {fix}")]
+    return [Check(True, label, f"{why}: an interactive pi asks once, while `pi -p` and RPC runs skip the "
+                  f"project's bridge without a word; {fix}", warn=True)]
+
+
 def check_two_copies(installs: list[tuple[str, Path, bool]]) -> list[Check]:
     """One line when the bridge is installed both for the user and for this project."""
     if {scope for scope, _, _ in installs} != {"user", "project"}:
@@ -261,6 +294,7 @@ def run(cwd: Path, agent: Path) -> tuple[int, str]:
         else:
             checks.append(check_project_command(command, resolved))
     checks += check_two_copies(installs)
+    checks += check_pi_folder_trust(agent, cwd, installs)
     loaded = load_layered(cwd, agent=agent)
     policy = loaded.policy
     checks += check_policy(loaded)

@@ -61,7 +61,7 @@ def _in_directory(directory: Path, scope: str) -> Iterator[Extension]:
 
 
 def _in_settings(settings: Path, scope: str, flag: str) -> Iterator[Extension]:
-    data = _read_json(settings)
+    data = read_json(settings)
     for entry in data.get("packages", []) if isinstance(data.get("packages"), list) else []:
         source = entry.get("source") if isinstance(entry, dict) else entry
         if isinstance(source, str) and source:
@@ -79,7 +79,8 @@ def _local(settings: Path, source: str) -> Path | None:
     return settings.parent / source
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object file of Pi's, bounded; {} when missing, too large or not an object."""
     try:
         if path.stat().st_size > MAX_BYTES:
             return {}
