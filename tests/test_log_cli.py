@@ -210,3 +210,28 @@ def test_report_writes_a_self_contained_page(tmp_path: Path) -> None:
     assert text.startswith("<!DOCTYPE html>") and "<svg" in text
     assert "http://" not in text.replace("http://www.w3.org/2000/svg", "") and "https://" not in text
     assert "<script src" not in text and "<link" not in text
+
+
+def test_session_ids_are_shortened_as_git_shortens_hashes(tmp_path: Path) -> None:
+    # UUIDv7: sessions started in the same seconds share their first characters (a timestamp)
+    first, second = "01a23305-7f3c-7abc-8def-000000000001", "01a23305-91ab-7abc-8def-000000000002"
+    directory = tmp_path / "log"
+    write_log(directory, record(0, session=first), record(1, session=second), record(2, session=first))
+    done = router("log", "--log", str(directory))
+    assert done.returncode == 0, done.stderr
+    shown = [line.split()[1] for line in done.stdout.splitlines()]
+    assert shown == ["01a23305-7", "01a23305-9", "01a23305-7"]
+    alone = tmp_path / "alone"
+    write_log(alone, record(0, session=first))
+    assert router("log", "--log", str(alone)).stdout.split()[1] == "01a23305"  # 8 when nothing shares them
+
+
+def test_an_ambiguous_session_prefix_says_so(tmp_path: Path) -> None:
+    directory = tmp_path / "log"
+    write_log(directory, record(0, session="01a23305-7f3c"), record(1, session="01a23305-91ab"))
+    done = router("log", "--log", str(directory), "--session", "01a23305")
+    assert len(done.stdout.splitlines()) == 2
+    assert "warning: --session 01a23305 matches 2 sessions (01a23305-7, 01a23305-9); give more of the id " \
+        "to pick one" in done.stderr + done.stdout
+    picked = router("log", "--log", str(directory), "--session", "01a23305-9")
+    assert len(picked.stdout.splitlines()) == 1 and "warning" not in picked.stderr + picked.stdout

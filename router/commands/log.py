@@ -42,10 +42,42 @@ def summary(record: dict[str, Any]) -> dict[str, Any]:
     return shown
 
 
-def text_line(record: dict[str, Any]) -> str:
+MIN_ID = 8  # the fewest characters of a session id shown
+
+
+class SessionIds:
+    """Session ids shortened as git shortens hashes: the fewest characters (at least MIN_ID) that
+    tell apart every session seen so far. Pi's ids are UUIDv7, whose first characters are a
+    timestamp: sessions started within seconds share their first 8."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self.width = MIN_ID
+
+    def add(self, session: str) -> None:
+        if session in self.seen:
+            return
+        for other in self.seen:
+            self.width = max(self.width, _common(session, other) + 1)
+        self.seen.add(session)
+
+    def short(self, session: str) -> str:
+        return session[: self.width]
+
+
+def _common(a: str, b: str) -> int:
+    """The length of the prefix two ids share."""
+    length = 0
+    while length < min(len(a), len(b)) and a[length] == b[length]:
+        length += 1
+    return length
+
+
+def text_line(record: dict[str, Any], ids: SessionIds | None = None) -> str:
     """`11:00:00.123 3f2a9c1e tool_call#3 block-rm: block(reason=…) [fake/m1] 1.2ms`."""
     moment = str(record.get("time") or "?")
-    session = str(record.get("session") or "-")[:8]
+    full = str(record.get("session") or "-")
+    session = ids.short(full) if ids is not None else full[:MIN_ID]
     event = f"{record.get('event')}#{record.get('seq')}"
     fired = fired_ids(record)
     actions = ", ".join(_action(a) for a in actions_of(record)) or "no action"
@@ -71,20 +103,22 @@ def _action(action: dict[str, Any]) -> str:
     return f"{action.get('action')}({text})"
 
 
-def render(record: dict[str, Any], fmt: str) -> str:
+def render(record: dict[str, Any], fmt: str, ids: SessionIds | None = None) -> str:
     if fmt == "json":
         return json.dumps(summary(record), ensure_ascii=False, separators=(",", ":"), default=str)
-    return text_line(record)
+    return text_line(record, ids)
 
 
 def run(location: Path, *, keep: Filter, fmt: str, follow_log: bool, out: TextIO = sys.stdout,
         stop: Callable[[], bool] = lambda: False) -> tuple[int, str]:
     """Print the matching decisions (then, with `follow_log`, each new one as it comes)."""
     stats = ReadStats()
+    ids = SessionIds()
 
     def emit(record: dict[str, Any]) -> None:
         if keep(record):
-            out.write(render(record, fmt) + "\n")
+            ids.add(str(record.get("session") or "-"))
+            out.write(render(record, fmt, ids) + "\n")
             out.flush()
 
     if follow_log and location.exists() and not location.is_dir():
@@ -96,11 +130,18 @@ def run(location: Path, *, keep: Filter, fmt: str, follow_log: bool, out: TextIO
         if not (location / LOG_NAME).exists():
             print(f"waiting for the first decision in {location} (the sidecar writes it once Pi with "
                   "the bridge made a decision; Ctrl-C stops)", file=sys.stderr, flush=True)
-    for record in read_records(files, stats):
+    earlier = [record for record in read_records(files, stats) if keep(record)]
+    for record in earlier:  # every session of the log is known before the first line
+        ids.add(str(record.get("session") or "-"))
+    for record in earlier:
         emit(record)
     if follow_log:
         follow(location, emit, start_at_end=False, stop=stop, stats=stats)
     if not files and not follow_log and not location.exists():
         return 0, f"no decision log at {location} (the sidecar writes it once a decision was made)"
-    note = f"skipped {stats.skipped} line(s) that are not JSON records" if stats.skipped else ""
-    return 0, note
+    notes = [f"skipped {stats.skipped} line(s) that are not JSON records"] if stats.skipped else []
+    if keep.session is not None and len(ids.seen) > 1:
+        shown = ", ".join(sorted(ids.short(s) for s in ids.seen)[:5])
+        notes.append(f"warning: --session {keep.session} matches {len(ids.seen)} sessions ({shown}); "
+                     "give more of the id to pick one")
+    return 0, "\n".join(notes)
