@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from router.compile.compiled import CompiledPolicy
 from router.compile.compiler import compile_files
+from router.compile.ir import CompiledPolicy
 from router.diagnostics.diagnostic import Diagnostic, Severity
 from router.diagnostics.errors import ExpressionError
 from router.engine.decision import Decision, SignalOutcome

@@ -123,3 +123,9 @@ def test_every_package_ships() -> None:
     listed = set(config["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(ROUTER.parent).parts) for p in ROUTER.rglob("__init__.py")}
     assert listed == found | {"router.packs"}
+
+
+def test_one_module_is_named_compiler() -> None:
+    """The policy compiler is `compile/compiler.py`; the expression and query closures, and the
+    compiled form (`compile/ir.py`), are named for what they are."""
+    assert sorted(str(p.relative_to(ROUTER)) for p in ROUTER.rglob("compiler.py")) == ["compile/compiler.py"]

@@ -1,4 +1,4 @@
-"""router.lang.expr.compiler: the closure-compiled expressions agree with the simpleeval reference."""
+"""router.lang.expr.closures: the closure-compiled expressions agree with the simpleeval reference."""
 
 from __future__ import annotations
 

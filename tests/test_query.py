@@ -1,4 +1,4 @@
-"""router.lang.query.query and router.lang.query.compiler: JMESPath `match` compiled once to closures."""
+"""router.lang.query.query and router.lang.query.closures: JMESPath `match` compiled once to closures."""
 
 from __future__ import annotations
 

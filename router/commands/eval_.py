@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from router.commands.explain import load, load_event, load_state
-from router.compile.compiled import CompiledPolicy
+from router.compile.ir import CompiledPolicy
 from router.diagnostics.diagnostic import Diagnostic, Span, render_text
 from router.diagnostics.errors import ExpressionError, RouterError
 from router.diagnostics.suggest import did_you_mean

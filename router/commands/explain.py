@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from router.commands import policy_note
-from router.compile.compiled import CompiledPolicy, CompiledRule
 from router.compile.compiler import LoadedPolicy, compile_layers, load_layered
+from router.compile.ir import CompiledPolicy, CompiledRule
 from router.diagnostics.diagnostic import Diagnostic, Span
 from router.diagnostics.errors import EventError, SourceError
 from router.engine.decision import Decision, SignalOutcome

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 
 from router.commands import policy_note
-from router.compile.compiled import CompiledPolicy
 from router.compile.compiler import LoadedPolicy, compile_layers, load_layered
+from router.compile.ir import CompiledPolicy
 from router.diagnostics.diagnostic import Diagnostic, Span, has_errors, render_text, sort_diagnostics
 from router.diagnostics.errors import SourceError
 from router.load.loader import PolicyFile, describe_files

@@ -16,10 +16,6 @@ from typing import Any
 
 from router.actions import ACTIONS
 from router.compile.capability_analysis import analyze
-from router.compile.compiled import (
-    CompiledPolicy,
-    CompiledRule,
-)
 from router.compile.confinement import (
     by_name,
     confine_rule,
@@ -32,6 +28,10 @@ from router.compile.confinement import (
 )
 from router.compile.context import Context
 from router.compile.failure import failure_modes
+from router.compile.ir import (
+    CompiledPolicy,
+    CompiledRule,
+)
 from router.compile.layering import merge_rules, merge_vars
 from router.compile.question_events import merge_question_events
 from router.compile.readable import (

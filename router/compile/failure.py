@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from router.compile.compiled import CompiledRule
 from router.compile.context import Context
+from router.compile.ir import CompiledRule
 from router.diagnostics.diagnostic import Severity
 from router.diagnostics.suggest import did_you_mean
 from router.events.catalog import EVENT_TYPES

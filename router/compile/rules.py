@@ -10,11 +10,11 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from router.actions import ACTIONS
-from router.compile.compiled import (
+from router.compile.context import Context, Entry
+from router.compile.ir import (
     CompiledAction,
     CompiledRule,
 )
-from router.compile.context import Context, Entry
 from router.compile.readable import (
     command_match,
     command_problems,

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from router.compile.compiled import (
+from router.compile.context import Context
+from router.compile.ir import (
     ClassifyQuestionSpec,
     CompiledSignal,
 )
-from router.compile.context import Context
 from router.compile.readable import (
     unused_bindings,
 )

@@ -18,7 +18,7 @@ from typing import Any
 
 from jmespath.exceptions import JMESPathError
 
-from router.compile.compiled import CompiledAction, CompiledPolicy, CompiledRule, CompiledSignal
+from router.compile.ir import CompiledAction, CompiledPolicy, CompiledRule, CompiledSignal
 from router.diagnostics.diagnostic import Diagnostic, Severity, Span
 from router.diagnostics.errors import ExpressionError
 from router.engine import rule_index
@@ -295,7 +295,7 @@ class _Run:
                             rule.match_span if kind == "match" else rule.when_span, error.code)
                 self._failure = f"its {kind} failed: {error.message} [{error.code}]"
                 return False
-            if not match_truthy(value):  # `when` conditions are already booleans (compiled.py)
+            if not match_truthy(value):  # `when` conditions are already booleans (router/compile/ir.py)
                 if self.tracer:
                     self._trace_condition(rule, kind, cond, value, False)
                 return False

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from router.compile.compiled import CompiledPolicy, CompiledRule
+from router.compile.ir import CompiledPolicy, CompiledRule
 from router.lang.expr.expression import CONSTANTS, compile_part
 from router.lang.query.query import compile_subtree
 

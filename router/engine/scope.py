@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
-from router.compile.compiled import CompiledPolicy, CompiledSignal
+from router.compile.ir import CompiledPolicy, CompiledSignal
 from router.diagnostics.errors import ExpressionError
 from router.engine.decision import SignalOutcome
 from router.lang.expr.expression import Evaluator, run_expression

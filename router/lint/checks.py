@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from router.compile.compiled import CompiledPolicy, CompiledRule
+from router.compile.ir import CompiledPolicy, CompiledRule
 from router.diagnostics.diagnostic import Diagnostic, Severity, Span
 from router.events.questions import VAR_REFERENCE
 from router.lang.expr.expression import Expression, Template

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from router.compile.compiled import CompiledPolicy
+from router.compile.ir import CompiledPolicy
 from router.diagnostics.diagnostic import Diagnostic, Severity
 from router.lang.expr.trees import leaves
 from router.lint import check

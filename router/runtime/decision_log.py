@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from router.compile.compiled import CompiledPolicy, CompiledRule
+from router.compile.ir import CompiledPolicy, CompiledRule
 from router.engine.choices import chosen_model, chosen_tier
 from router.engine.decision import Decision, Effect
 from router.load.paths import LOG_NAME, ROTATED_LOG, log_files

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from router.compile.compiled import CompiledPolicy
+from router.compile.ir import CompiledPolicy
 from router.engine.decision import Decision, SignalOutcome
 from router.load.paths import log_dir
 from router.runtime import loop

@@ -24,7 +24,7 @@ from typing import Any
 
 from router.compile.cache import compiled_for
 from router.compile.capability_analysis import refusal_warnings
-from router.compile.compiled import CompiledPolicy
+from router.compile.ir import CompiledPolicy
 from router.compile.question_settings import policy_question_settings
 from router.diagnostics.diagnostic import Diagnostic, has_errors
 from router.engine import rule_index

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from router.compile import cache as policy_cache
-from router.compile.compiled import CompiledPolicy
+from router.compile.ir import CompiledPolicy
 from router.diagnostics.diagnostic import Diagnostic, has_errors
 from router.load.paths import display_path, packs_dir
 from router.load.paths import project_policy as project_file

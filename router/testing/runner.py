@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from router.compile.compiled import CompiledPolicy, CompiledRule
+from router.compile.ir import CompiledPolicy, CompiledRule
 from router.compile.question_settings import policy_question_settings
 from router.diagnostics.diagnostic import Diagnostic, Span
 from router.diagnostics.errors import EventError, SourceError

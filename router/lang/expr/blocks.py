@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from router.diagnostics.errors import ExpressionError
 from router.lang.budget import spend
-from router.lang.expr.compiler import as_text
+from router.lang.expr.closures import as_text
 from router.lang.functions import type_name
 from router.lang.truth import expression_truthy
 

@@ -31,7 +31,7 @@ from router.lang.expr.blocks import (
     is_block,
     render_block,
 )
-from router.lang.expr.compiler import Run, as_text, compile_tree
+from router.lang.expr.closures import Run, as_text, compile_tree
 from router.lang.functions import FUNCTIONS, NOT_LITERAL, type_name
 from router.lang.scanning import top_level
 

@@ -16,7 +16,7 @@ from jmespath.parser import ParsedResult
 from router.diagnostics.errors import ExpressionError
 from router.lang.expr.expression import ExpressionSyntaxError
 from router.lang.functions import FUNCTIONS, Function
-from router.lang.query.compiler import Compiled, compile_node
+from router.lang.query.closures import Compiled, compile_node
 from router.lang.scanning import top_level
 
 # JMESPath's built-in functions and their arity (min, max; None: any number).
