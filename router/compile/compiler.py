@@ -39,6 +39,7 @@ from router.compile.readable import (
 )
 from router.compile.rules import compile_rule
 from router.compile.signals import check_signal_cycles, compile_signal
+from router.diagnostics.code_names import SKILLS_PATH_NOT_FOUND
 from router.diagnostics.diagnostic import Diagnostic, Severity, has_errors
 from router.load.loader import MAX_RULES, PolicyFile, load_layers, too_many_rules
 from router.load.paths import agent_dir, layer_paths
@@ -230,7 +231,8 @@ def _skills(files: list[PolicyFile], ctx: Context, confinement: Confinement | No
                                            help_for(FS_READ, confinement)))
                     continue
             if not (path / "SKILL.md").is_file() and not (path.is_file() and path.suffix == ".md"):
-                ctx.error("RT123", f"skill not found: {entry} (looked for {path}/SKILL.md)", span,
+                ctx.error(SKILLS_PATH_NOT_FOUND, f"skill not found: {entry} (looked for {path}/SKILL.md)",
+                          span,
                           help="name a directory holding a SKILL.md, or a .md file, relative to this file")
                 continue
             found[str(path)] = None

@@ -19,6 +19,7 @@ from typing import Any
 from jmespath.exceptions import JMESPathError
 
 from router.compile.ir import CompiledAction, CompiledPolicy, CompiledRule, CompiledSignal
+from router.diagnostics.code_names import BUDGET_EXCEEDED
 from router.diagnostics.diagnostic import Diagnostic, Severity, Span
 from router.diagnostics.errors import ExpressionError
 from router.engine import rule_index
@@ -243,7 +244,7 @@ class _Run:
             self.errors[-1] = replace(last, message=f"{last.message}; the rule can block, so it failed "
                                       "closed and blocks")
         else:
-            self.errors.append(Diagnostic("RT404", f"rule '{rule.id}' ({where}) failed closed: "
+            self.errors.append(Diagnostic(BUDGET_EXCEEDED, f"rule '{rule.id}' ({where}) failed closed: "
                                           f"{_short(cause)}", rule.span, Severity.WARNING, rule_id=rule.id))
         if self.tracer:
             self._trace("error", rule, f"rule {rule.id}: failed closed, it can block: {_short(cause)}",
@@ -256,7 +257,7 @@ class _Run:
             (f" and {len(rules) - 5} more" if len(rules) > 5 else "")
         first = rules[0]
         self.errors.append(Diagnostic(
-            "RT404", f"rule '{first.id}' ({first.file}:{first.span.line}) and what follows: {spent}; "
+            BUDGET_EXCEEDED, f"rule '{first.id}' ({first.file}:{first.span.line}) and what follows: {spent}; "
             f"{len(rules)} rule(s) that cannot block were skipped for this event ({names})",
             first.span, Severity.WARNING, rule_id=first.id))
 

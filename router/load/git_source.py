@@ -30,14 +30,17 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from router.diagnostics.code_names import GIT_SOURCE_MISMATCH, GIT_SOURCE_UNAVAILABLE
+
 GIT_PREFIX = "git+"
 SCHEMES = ("https", "ssh", "file")
 LOCK_NAME = "router.lock"
 LOCK_VERSION = 1
 GIT_TIMEOUT_S = 120.0
 MAX_ARCHIVE_BYTES = 64 * 1024 * 1024
-UNAVAILABLE = "RT125"  # cannot be resolved: bad entry, fetch failed, not in the cache or the lock
-TAMPERED = "RT126"  # the cached bytes are not the locked ones
+# cannot be resolved: a bad entry, the fetch failed, not in the cache or the lock
+UNAVAILABLE = GIT_SOURCE_UNAVAILABLE
+TAMPERED = GIT_SOURCE_MISMATCH  # the cached bytes are not the locked ones
 _REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/+-]*")
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
 _FETCHING: ContextVar[bool] = ContextVar("router_git_fetching", default=False)

@@ -19,6 +19,14 @@ from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ruamel.yaml.reader import ReaderError
 from ruamel.yaml.resolver import VersionedResolver
 
+from router.diagnostics.code_names import (
+    DUPLICATE_KEY,
+    FILE_REFUSED,
+    FILE_UNREADABLE,
+    INVALID_VALUE,
+    INVALID_YAML,
+    TOO_LARGE,
+)
 from router.diagnostics.diagnostic import Diagnostic, Span
 from router.diagnostics.errors import SourceError
 from router.load.deadline import TooSlow as _TooSlow
@@ -137,7 +145,7 @@ def read_text(path: Path, *, display: str | None = None, limit: int = MAX_FILE_B
         line = before.count(b"\n") + 1
         col = len(before) - (before.rfind(b"\n") + 1) + 1
         raise SourceError([_no_excerpt(Diagnostic(
-            "RT100", f"cannot read {path}: it is not UTF-8 text (byte {exc.start + 1})",
+            FILE_UNREADABLE, f"cannot read {path}: it is not UTF-8 text (byte {exc.start + 1})",
             Span(display or str(path), line, col),
             help="policy, test and event files are UTF-8 text; this one looks binary"))]) from None
 
@@ -159,18 +167,18 @@ def read_bytes(path: Path, *, display: str | None = None, limit: int = MAX_FILE_
     problem = refused_read(path, within, real=real)
     if problem is not None:
         raise SourceError([_no_excerpt(Diagnostic(
-            "RT104", f"{display or path} is not read: it {problem}", where,
+            FILE_REFUSED, f"{display or path} is not read: it {problem}", where,
             help=READ_HELP))])
     try:
         fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise SourceError([Diagnostic("RT100", f"file not found: {path}", where)]) from None
+        raise SourceError([Diagnostic(FILE_UNREADABLE, f"file not found: {path}", where)]) from None
     except OSError as exc:
         raise SourceError([_unreadable(path, exc, where)]) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise SourceError([Diagnostic("RT100", f"cannot read {path}: {_file_kind(info.st_mode)}, "
+            raise SourceError([Diagnostic(FILE_UNREADABLE, f"cannot read {path}: {_file_kind(info.st_mode)}, "
                                           "not a regular file", where,
                                           help="policy, test and event files must be regular files")])
         if info.st_size > limit:
@@ -184,7 +192,7 @@ def read_bytes(path: Path, *, display: str | None = None, limit: int = MAX_FILE_
         raise SourceError([_too_large(path, len(data), limit, where)])
     if data and info.st_size == 0:  # a kernel file (procfs, sysfs, debugfs) reports no size
         raise SourceError([_no_excerpt(Diagnostic(
-            "RT104", f"{display or path} is not read: it is a kernel file (its size is 0, yet it "
+            FILE_REFUSED, f"{display or path} is not read: it is a kernel file (its size is 0, yet it "
             "gives bytes)", where, help=READ_HELP))])
     return data
 
@@ -223,7 +231,7 @@ def _no_excerpt(diagnostic: Diagnostic) -> Diagnostic:
 
 
 def _unreadable(path: Path, exc: OSError, where: Span) -> Diagnostic:
-    return Diagnostic("RT100", f"cannot read {path}: {exc.strerror or exc}", where)
+    return Diagnostic(FILE_UNREADABLE, f"cannot read {path}: {exc.strerror or exc}", where)
 
 
 def _read_at_most(fd: int, size: int) -> bytes:
@@ -239,7 +247,7 @@ def _read_at_most(fd: int, size: int) -> bytes:
 
 
 def _too_large(path: Path, size: int, limit: int, where: Span) -> Diagnostic:
-    return Diagnostic("RT103", f"{path} is {_mib(size)}; files of at most {_mib(limit)} are read",
+    return Diagnostic(TOO_LARGE, f"{path} is {_mib(size)}; files of at most {_mib(limit)} are read",
                       where, help="split the policy into files that `use:` each other, or generate "
                       "fewer rules")
 
@@ -256,7 +264,7 @@ def _file_kind(mode: int) -> str:
 
 def _too_slow(path: str) -> Diagnostic:
     seconds = limit_seconds()
-    return Diagnostic("RT103", f"reading the document took longer than {seconds:g} s; it is not used",
+    return Diagnostic(TOO_LARGE, f"reading the document took longer than {seconds:g} s; it is not used",
                       Span(path), help="a policy that big is slow to read wherever it runs: split it, "
                       "or generate fewer rules and values")
 
@@ -289,12 +297,13 @@ def _parse(text: str, path: str) -> SourceDoc:
         before = text[: max(0, exc.position)]
         line, col = before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
         raise SourceError([Diagnostic(
-            "RT101", f"invalid YAML: character {exc.character!r} is not allowed", Span(path, line, col),
+            INVALID_YAML, f"invalid YAML: character {exc.character!r} is not allowed", Span(path, line, col),
             help="remove control characters; YAML files are printable UTF-8 text")]) from None
     except YAMLError as exc:
-        raise SourceError([Diagnostic("RT101", f"invalid YAML ({type(exc).__name__})", Span(path))]) from None
+        raise SourceError([Diagnostic(INVALID_YAML, f"invalid YAML ({type(exc).__name__})",
+                                      Span(path))]) from None
     except RecursionError:  # not expected after the shape check; never a traceback
-        raise SourceError([Diagnostic("RT101", f"YAML nesting is deeper than {MAX_DEPTH} levels",
+        raise SourceError([Diagnostic(INVALID_YAML, f"YAML nesting is deeper than {MAX_DEPTH} levels",
                                       Span(path))]) from None
     builder = _Builder(path, yaml)
     try:
@@ -341,7 +350,7 @@ def _check_shape(yaml: YAML, text: str, path: str) -> None:
             depth += 1
             nodes += 1
             if depth > MAX_DEPTH:
-                raise SourceError([_event_error("RT101", f"YAML nesting is deeper than {MAX_DEPTH} "
+                raise SourceError([_event_error(INVALID_YAML, f"YAML nesting is deeper than {MAX_DEPTH} "
                                                 "levels", event, path)])
         elif isinstance(event, CollectionEndEvent):
             depth -= 1
@@ -350,7 +359,7 @@ def _check_shape(yaml: YAML, text: str, path: str) -> None:
         if not nodes % CHECK_EVERY:
             _check_deadline()
         if nodes > MAX_NODES:
-            raise SourceError([_event_error("RT103", f"the document has more than {MAX_NODES} values",
+            raise SourceError([_event_error(TOO_LARGE, f"the document has more than {MAX_NODES} values",
                                             event, path)])
 
 
@@ -365,7 +374,7 @@ def _yaml_diagnostic(exc: MarkedYAMLError, path: str) -> Diagnostic:
     line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
     problem = _unquoted(exc.problem or "invalid YAML")
     context = f" ({_unquoted(exc.context)})" if exc.context else ""
-    return Diagnostic("RT101", f"invalid YAML: {problem}{context}", Span(path, line, col),
+    return Diagnostic(INVALID_YAML, f"invalid YAML: {problem}{context}", Span(path, line, col),
                       help="check indentation, quoting and brackets near this place")
 
 
@@ -405,7 +414,7 @@ class _Builder:
 
     def build(self, node: Node, key_path: KeyPath) -> Any:
         if id(node) in self._active:
-            self._error("RT101", "an alias refers to a node that contains it (a recursive alias)", node,
+            self._error(INVALID_YAML, "an alias refers to a node that contains it (a recursive alias)", node,
                         help="an anchor's node cannot include its own alias")
             return None
         repeated = id(node) in self._built  # an alias: the node is expanded once more
@@ -431,7 +440,7 @@ class _Builder:
         if self._nodes > MAX_NODES or self._alias_nodes > MAX_ALIAS_NODES:
             if not self._too_big:
                 self._too_big = True
-                self._error("RT101", "the document expands to too many values (aliases or merge keys "
+                self._error(INVALID_YAML, "the document expands to too many values (aliases or merge keys "
                             f"repeated too often; at most {MAX_ALIAS_NODES} values may come from "
                             "aliases and merges)", node)
             return False
@@ -450,7 +459,7 @@ class _Builder:
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:
-                self._error("RT101", f"YAML nesting is deeper than {MAX_DEPTH} levels", node)
+                self._error(INVALID_YAML, f"YAML nesting is deeper than {MAX_DEPTH} levels", node)
                 return None
             if isinstance(node, SequenceNode):
                 return [self.build(item, (*key_path, i)) for i, item in enumerate(node.value)]
@@ -458,7 +467,7 @@ class _Builder:
                 return self._mapping(node, key_path)
         finally:
             self._depth -= 1
-        self._error("RT101", f"unsupported YAML node {node.tag}", node)
+        self._error(INVALID_YAML, f"unsupported YAML node {node.tag}", node)
         return None
 
     def _mapping(self, node: MappingNode, key_path: KeyPath) -> dict[str, Any]:
@@ -469,20 +478,21 @@ class _Builder:
                 sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
                 for source in sources:
                     if id(source) in self._active or source is node:
-                        self._error("RT101", "a merge key (<<) refers to the mapping that contains it",
+                        self._error(INVALID_YAML, "a merge key (<<) refers to the mapping that contains it",
                                     key_node, help="merge another anchored mapping, not the one being "
                                     "defined")
                     elif isinstance(source, MappingNode):
                         merges.append(source)
                     else:
-                        self._error("RT101", "a merge key (<<) needs a mapping or a list of mappings", source)
+                        self._error(INVALID_YAML, "a merge key (<<) needs a mapping or a list of mappings",
+                                    source)
                 continue
             if not isinstance(key_node, ScalarNode):
-                self._error("RT101", "mapping keys must be plain scalars", key_node)
+                self._error(INVALID_YAML, "mapping keys must be plain scalars", key_node)
                 continue
             key = str(self._scalar(key_node))
             if key in result:
-                self._error("RT102", f"duplicate key '{key}'", key_node,
+                self._error(DUPLICATE_KEY, f"duplicate key '{key}'", key_node,
                             help="each key may appear once in a mapping; remove or rename one")
                 continue
             child = (*key_path, key)
@@ -508,7 +518,7 @@ class _Builder:
             if self._depth > MAX_DEPTH or self._too_big:
                 if not self._too_big:  # one error: the chain's other links say the same
                     self._too_big = True
-                    self._error("RT101", f"merge keys (<<) are nested deeper than {MAX_DEPTH} levels "
+                    self._error(INVALID_YAML, f"merge keys (<<) are nested deeper than {MAX_DEPTH} levels "
                                 "(a chain of merged mappings)", node,
                                 help="merge the mappings you need directly, not through a chain")
                 return
@@ -536,7 +546,7 @@ class _Builder:
                 # ruamel resolves a few odd plain scalars ("._") as numbers it cannot read, and
                 # fails on an explicit tag without a value (`a: !!int `)
                 if node.value == "" and str(tag).startswith("tag:yaml.org"):
-                    self._error("RT111", f"`!!{tag.rsplit(':', 1)[-1]}` without a value", node,
+                    self._error(INVALID_VALUE, f"`!!{tag.rsplit(':', 1)[-1]}` without a value", node,
                                 help="give the value after the tag, or remove the tag")
                     return None
                 return str(node.value)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from router.compile.ir import CompiledPolicy, CompiledRule
+from router.diagnostics.code_names import BUDGET_EXCEEDED
 from router.engine.choices import chosen_model, chosen_tier
 from router.engine.decision import Decision, Effect
 from router.load.paths import LOG_NAME, ROTATED_LOG, log_files
@@ -136,7 +137,7 @@ def now_iso(moment: datetime | None = None) -> str:
 def evaluated_rules(rules: Sequence[CompiledRule], decision: Decision) -> list[CompiledRule]:
     """The rules the interpreter evaluated: those of the event type, less the ones skipped because
     their group was decided, and those after a rule that ran out of budget (RT404)."""
-    stopped = next((e.rule_id for e in decision.errors if e.code == "RT404"), None)
+    stopped = next((e.rule_id for e in decision.errors if e.code == BUDGET_EXCEEDED), None)
     if not decision.fired and stopped is None:
         return list(rules)  # nothing fired, nothing stopped: every rule of the type was evaluated
     fired = set(decision.fired)

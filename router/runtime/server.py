@@ -26,6 +26,7 @@ from router.compile.cache import compiled_for
 from router.compile.capability_analysis import refusal_warnings
 from router.compile.ir import CompiledPolicy
 from router.compile.question_settings import policy_question_settings
+from router.diagnostics.code_names import RELOAD_FAILED
 from router.diagnostics.diagnostic import Diagnostic, has_errors
 from router.engine import rule_index
 from router.engine.decision import Decision, SignalOutcome
@@ -108,7 +109,7 @@ class Engine:
                                              approved=self.approved)
         except Exception as exc:  # a bug must not take the policy in force with it
             self.executor.log(f"internal error while loading the policy: {type(exc).__name__}: {exc}")
-            return [Diagnostic("RT503", f"the policy could not be loaded (internal error "
+            return [Diagnostic(RELOAD_FAILED, f"the policy could not be loaded (internal error "
                                f"{type(exc).__name__}: {exc})")]
         keep = keep_trusted and self._keeps_trusted_project(loaded.trust)
         self.trust = loaded.trust
@@ -168,9 +169,9 @@ class Engine:
         previous = self.policy
         diagnostics = self.load()
         if has_errors(diagnostics) or (self.policy is previous and self.trust.applies):
-            first = next((d for d in diagnostics if d.severity == "error" and d.code != "RT503"),
+            first = next((d for d in diagnostics if d.severity == "error" and d.code != RELOAD_FAILED),
                          next((d for d in diagnostics if d.severity == "error"), None))
-            reason = _render(first) if first else "unknown error [RT503]"
+            reason = _render(first) if first else f"unknown error [{RELOAD_FAILED}]"
             text = f"policy reload failed: {reason}; keeping the last good policy"
             self.executor.log(text)
             return [text]

@@ -23,6 +23,7 @@ from typing import Any
 
 from router.compile import cache as policy_cache
 from router.compile.ir import CompiledPolicy
+from router.diagnostics.code_names import GIT_SOURCE_MISMATCH, GIT_SOURCE_UNAVAILABLE, RELOAD_FAILED
 from router.diagnostics.diagnostic import Diagnostic, has_errors
 from router.load.paths import display_path, packs_dir
 from router.load.paths import project_policy as project_file
@@ -40,7 +41,8 @@ PROJECT_SECONDS = 3.0
 stay in force instead of the start or a prompt waiting. `router trust` and `router lint` allow
 CLI_PROJECT_SECONDS."""
 CLI_PROJECT_SECONDS = 20.0
-GIT_UNAVAILABLE = frozenset({"RT125", "RT126"})  # a policy built without a git source is not cached
+GIT_UNAVAILABLE = frozenset({GIT_SOURCE_UNAVAILABLE,
+                             GIT_SOURCE_MISMATCH})  # a policy built without a git source is not cached
 
 
 @dataclass(frozen=True)
@@ -263,7 +265,7 @@ def _without_project(cwd: Path, agent: Path, extra: Sequence[Path], trust: Trust
         return None
     first = next((d for d in diagnostics if d.severity == "error"), None)
     where = f" ({first.span}: {first.message} [{first.code}])" if first is not None else ""
-    note = Diagnostic("RT503", f"the project policy {display_path(project_file(cwd))} is not applied: "
+    note = Diagnostic(RELOAD_FAILED, f"the project policy {display_path(project_file(cwd))} is not applied: "
                       f"it does not load{where}; your own and the built-in layers apply (run `router "
                       "lint` to see why)")
     return SessionPolicy(base, [note, *diagnostics, *base_diagnostics], trust,
@@ -289,7 +291,7 @@ def _base(cwd: Path, agent: Path,
     last = policy_cache.load_last_good(cache)
     if last is None:
         return _builtin_only(agent, diagnostics)
-    note = Diagnostic("RT503", "the policy has errors; the last policy that loaded for these files "
+    note = Diagnostic(RELOAD_FAILED, "the policy has errors; the last policy that loaded for these files "
                       "stays in force until they are fixed")
     return last, [note, *diagnostics], True
 
@@ -308,7 +310,7 @@ def _builtin_only(agent: Path, diagnostics: list[Diagnostic]
         return None, diagnostics, False
     first = next((d for d in diagnostics if d.severity == "error"), None)
     where = f" ({first.span}: {first.message} [{first.code}])" if first is not None else ""
-    note = Diagnostic("RT503", f"{display_path(agent / 'router.yaml')} (or a file it uses) is not "
+    note = Diagnostic(RELOAD_FAILED, f"{display_path(agent / 'router.yaml')} (or a file it uses) is not "
                       f"applied: it has errors{where}; the built-in and managed layers apply until "
                       "it is fixed (run `router lint`)")
     return policy, [note, *diagnostics], True

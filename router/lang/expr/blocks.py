@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from router.diagnostics.code_names import EVALUATION_LIMIT
 from router.diagnostics.errors import ExpressionError
 from router.lang.budget import spend
 from router.lang.expr.closures import as_text
@@ -254,7 +255,7 @@ def _render(nodes: tuple[Node, ...], scope: Mapping[str, Any], out: list[str], l
                 length[0] += len(text)
                 if length[0] > MAX_OUTPUT:
                     raise ExpressionError(f"the template's output is longer than {MAX_OUTPUT:,} "
-                                          "characters", code="RT403")
+                                          "characters", code=EVALUATION_LIMIT)
                 out.append(text)
             elif isinstance(node, Loop):
                 items = run_expression(node.items, scope)

@@ -21,6 +21,13 @@ from typing import Any
 
 from simpleeval import EvalWithCompoundTypes, InvalidExpression
 
+from router.diagnostics.code_names import (
+    EVALUATION_LIMIT,
+    FORBIDDEN_CONSTRUCT,
+    INVALID_EXPRESSION,
+    INVALID_TEMPLATE,
+    UNKNOWN_FUNCTION,
+)
 from router.diagnostics.errors import ExpressionError
 from router.lang.budget import Budget, BudgetExceeded, active, size_of, spend
 from router.lang.expr.blocks import (
@@ -67,7 +74,7 @@ class ExpressionSyntaxError(Exception):
 
     message: str
     offset: int = 0
-    code: str = "RT202"
+    code: str = INVALID_EXPRESSION
 
     def __str__(self) -> str:
         return self.message
@@ -156,7 +163,7 @@ def compile_text(source: str) -> Template:
         tree = ast.parse("f" + repr(_join_placeholder_lines(source)), mode="eval").body
     except SyntaxError as exc:
         offset = min(len(source), max(0, (exc.offset or 2) - 3))
-        raise ExpressionSyntaxError(f"invalid template: {exc.msg}", offset, code="RT204") from None
+        raise ExpressionSyntaxError(f"invalid template: {exc.msg}", offset, code=INVALID_TEMPLATE) from None
     nodes = _all_nodes(tree)
     _check_tree(nodes, 0)
     facts = _facts(nodes)
@@ -164,14 +171,15 @@ def compile_text(source: str) -> Template:
     try:
         return Template(source, expression=Expression(source, tree, *facts, run=_closures(tree)))
     except RecursionError:
-        raise ExpressionSyntaxError("template is nested too deeply", code="RT204") from None
+        raise ExpressionSyntaxError("template is nested too deeply", code=INVALID_TEMPLATE) from None
 
 
 def _block_template(source: str) -> Template:
     try:
         block = compile_block(source)
     except BlockSyntaxError as exc:
-        raise ExpressionSyntaxError(f"invalid template: {exc.message}", exc.offset, code="RT204") from None
+        raise ExpressionSyntaxError(f"invalid template: {exc.message}", exc.offset,
+                                    code=INVALID_TEMPLATE) from None
     names: set[str] = set()
     paths: list[tuple[str, ...]] = []
     for expr, outer in zip(block.expressions, block.outer, strict=True):
@@ -201,7 +209,7 @@ def _fallback(scope: Mapping[str, Any], node: ast.AST) -> Any:
     try:
         return Evaluator(scope, limits=DEFAULT_LIMITS)._eval(node)
     except InvalidExpression as exc:
-        raise ExpressionError(str(exc) or type(exc).__name__, code="RT403") from None
+        raise ExpressionError(str(exc) or type(exc).__name__, code=EVALUATION_LIMIT) from None
 
 
 @functools.cache
@@ -314,33 +322,33 @@ def _check_node(node: ast.AST, lead: int) -> None:
     offset = max(0, lead + getattr(node, "col_offset", 0))
     if type(node) not in _ALLOWED_TYPES and not isinstance(node, _ALLOWED_NODES):
         raise ExpressionSyntaxError(f"{_describe(node)} is not allowed in expressions", offset,
-                                    code="RT203")
+                                    code=FORBIDDEN_CONSTRUCT)
     if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
         raise ExpressionSyntaxError(f"field '{node.attr}' is not accessible (leading '_')",
-                                    offset, code="RT203")
+                                    offset, code=FORBIDDEN_CONSTRUCT)
     if isinstance(node, ast.Name) and node.id.startswith("__"):
-        raise ExpressionSyntaxError(f"name '{node.id}' is not accessible", offset, code="RT203")
+        raise ExpressionSyntaxError(f"name '{node.id}' is not accessible", offset, code=FORBIDDEN_CONSTRUCT)
     if isinstance(node, ast.Call):
         if not isinstance(node.func, ast.Name):
             raise ExpressionSyntaxError("only helper functions can be called (no methods)",
-                                        offset, code="RT203")
+                                        offset, code=FORBIDDEN_CONSTRUCT)
         if node.keywords:
             raise ExpressionSyntaxError("keyword arguments are not supported", offset,
-                                        code="RT203")
+                                        code=FORBIDDEN_CONSTRUCT)
         if any(isinstance(a, ast.Starred) for a in node.args):
-            raise ExpressionSyntaxError("*args are not supported", offset, code="RT203")
+            raise ExpressionSyntaxError("*args are not supported", offset, code=FORBIDDEN_CONSTRUCT)
     if isinstance(node, ast.FormattedValue) and node.conversion != -1:
         raise ExpressionSyntaxError("conversions such as !r and !s are not supported in templates",
-                                    offset, code="RT204")
+                                    offset, code=INVALID_TEMPLATE)
     if isinstance(node, ast.FormattedValue) and node.format_spec is not None:
         spec = node.format_spec
         if not all(isinstance(v, ast.Constant) for v in getattr(spec, "values", [])):
             raise ExpressionSyntaxError("nested placeholders in a format spec are not allowed",
-                                        offset, code="RT204")
+                                        offset, code=INVALID_TEMPLATE)
         text = "".join(str(v.value) for v in getattr(spec, "values", []))
         if re.search(r"\d{4,}", text):
             raise ExpressionSyntaxError(f"format spec '{text}' asks for a width over 999",
-                                        offset, code="RT204")
+                                        offset, code=INVALID_TEMPLATE)
 
 
 def _describe(node: ast.AST) -> str:
@@ -420,11 +428,11 @@ def _ordering(compare: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
 
 def _limited(limits: Limits) -> dict[type[ast.AST], Callable[..., Any]]:
     def too_long() -> ExpressionError:
-        return ExpressionError(f"result longer than {limits.max_string} items", code="RT403")
+        return ExpressionError(f"result longer than {limits.max_string} items", code=EVALUATION_LIMIT)
 
     def bounded(result: Any) -> Any:
         if type(result) is int and result.bit_length() > limits.max_int_bits:
-            raise ExpressionError(f"a number of more than {limits.max_int_bits} bits", code="RT403")
+            raise ExpressionError(f"a number of more than {limits.max_int_bits} bits", code=EVALUATION_LIMIT)
         return result
 
     def add(a: Any, b: Any) -> Any:
@@ -445,7 +453,8 @@ def _limited(limits: Limits) -> dict[type[ast.AST], Callable[..., Any]]:
 
     def power(a: Any, b: Any) -> Any:
         if abs(a) > limits.max_power or abs(b) > limits.max_power:
-            raise ExpressionError(f"{a} ** {b} exceeds the power limit {limits.max_power}", code="RT403")
+            raise ExpressionError(f"{a} ** {b} exceeds the power limit {limits.max_power}",
+                                  code=EVALUATION_LIMIT)
         result = a**b
         if isinstance(result, complex):
             raise ExpressionError(f"{a} ** {b} is not a real number")
@@ -454,7 +463,7 @@ def _limited(limits: Limits) -> dict[type[ast.AST], Callable[..., Any]]:
     def modulo(a: Any, b: Any) -> Any:
         if isinstance(a, (str, bytes)):
             raise ExpressionError("'%' formatting is not supported; use a template such as '{x:.2f}'",
-                                  code="RT403")
+                                  code=EVALUATION_LIMIT)
         return a % b
 
     return {
@@ -505,7 +514,7 @@ class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
             text = as_text(self._eval(value))
             length += len(text)
             if length > self.max_string:
-                raise ExpressionError(f"result longer than {self.max_string} items", code="RT403")
+                raise ExpressionError(f"result longer than {self.max_string} items", code=EVALUATION_LIMIT)
             parts.append(text)
         spend(length)
         return "".join(parts)
@@ -519,7 +528,7 @@ class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
     def _eval(self, node: ast.AST) -> Any:
         handler = self.nodes.get(type(node))
         if handler is None:
-            raise ExpressionError(f"{_describe(node)} is not allowed", code="RT203")
+            raise ExpressionError(f"{_describe(node)} is not allowed", code=FORBIDDEN_CONSTRUCT)
         self.steps += 1
         if self.steps & 255 == 0 and (budget := active()) is not None:  # loops run through here
             budget.check()
@@ -557,7 +566,7 @@ class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
         name = node.func.id
         spec = FUNCTIONS.get(name)
         if spec is None:
-            raise ExpressionError(f"unknown function '{name}'", code="RT208")
+            raise ExpressionError(f"unknown function '{name}'", code=UNKNOWN_FUNCTION)
         args = [self._eval(arg) for arg in node.args]
         return spec.impl(*args)
 
@@ -598,9 +607,9 @@ def expression_error(exc: BaseException, source: str) -> ExpressionError:
     if isinstance(exc, ExpressionError):
         return ExpressionError(exc.message, source=source, code=exc.code)
     if isinstance(exc, InvalidExpression):
-        return ExpressionError(str(exc), source=source, code="RT403")
+        return ExpressionError(str(exc), source=source, code=EVALUATION_LIMIT)
     if isinstance(exc, RecursionError):
-        return ExpressionError("expression nested too deeply", source=source, code="RT403")
+        return ExpressionError("expression nested too deeply", source=source, code=EVALUATION_LIMIT)
     return ExpressionError(python_error(exc), source=source)
 
 
