@@ -26,16 +26,9 @@ from router.diagnostics.code_names import (
 from router.diagnostics.diagnostic import Diagnostic, Span
 from router.diagnostics.errors import SourceError
 from router.load.deadline import time_limit
-from router.load.git_source import (
-    GitOrigin,
-    GitSourceError,
-    GitSources,
-    emit_notes,
-    is_git,
-    lock_path,
-    parse,
-    redact_text,
-)
+from router.load.git_lock import lock_path
+from router.load.git_source import GitOrigin, GitSources, emit_notes
+from router.load.git_spec import GitSourceError, is_git, parse, redact_text
 from router.load.installed_packs import installed_pack
 from router.load.model import Policy
 from router.load.paths import agent_dir, display_path, layer_paths, pack_names, packs_dir

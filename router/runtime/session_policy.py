@@ -61,7 +61,7 @@ class SessionPolicy:
 
 def base_candidates(agent: Path, extra: Sequence[Path]) -> list[Path]:
     """The files of the layers below the project's, with the locks that pin their git sources."""
-    from router.load.git_source import lock_path
+    from router.load.git_lock import lock_path
     from router.load.managed import managed_policy
 
     managed = managed_policy()
@@ -110,7 +110,8 @@ def _with_checked(loaded: SessionPolicy, checked: frozenset[tuple[str, str]] | N
 
 def git_tree_file(key: str, commit: str, inside: str) -> Path | None:
     """The cached file of a git source's commit (store.GitTree); None when it is not fetched."""
-    from router.load.git_source import GitSourceError, parse, tree_dir
+    from router.load.git_cache import tree_dir
+    from router.load.git_spec import GitSourceError, parse
 
     try:
         tree = tree_dir(parse(f"{key}#{inside}"), commit)
@@ -391,7 +392,7 @@ def _git_name_of(origin: Any) -> str:
 
 
 def _candidates(cwd: Path, agent: Path, extra: Sequence[Path]) -> list[Path]:
-    from router.load.git_source import lock_path
+    from router.load.git_lock import lock_path
 
     project = project_file(cwd)
     return [p.absolute() for p in [*base_candidates(agent, extra), project, lock_path(project)]]
