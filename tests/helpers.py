@@ -21,7 +21,9 @@ from router.diagnostics.errors import ExpressionError
 from router.engine.decision import Decision, SignalOutcome
 from router.engine.interpreter import evaluate
 from router.engine.trace import Tracer
-from router.lang.expr.expression import Evaluator, ExpressionSyntaxError, compile_expression, compile_template
+from router.lang.expr.evaluator import Evaluator
+from router.lang.expr.expression import compile_expression, compile_template
+from router.lang.expr.syntax import ExpressionSyntaxError
 from router.load.event_documents import complete_event
 
 

@@ -28,7 +28,8 @@ from hypothesis import strategies as st
 from router.compile.compiler import compile_files
 from router.diagnostics.errors import ExpressionError
 from router.engine.decision import Decision, Effect
-from router.lang.expr.expression import compile_expression, run_expression
+from router.lang.expr.evaluator import run_expression
+from router.lang.expr.expression import compile_expression
 from router.lang.functions import registry
 from router.load.paths import log_files
 from router.replay.log_files import read_records

@@ -22,7 +22,9 @@ from router.diagnostics.suggest import did_you_mean
 from router.engine.decision import SignalOutcome
 from router.engine.interpreter import evaluation_scope
 from router.engine.scope import SignalNeeded
-from router.lang.expr.expression import ExpressionSyntaxError, compile_expression, run_expression
+from router.lang.expr.evaluator import run_expression
+from router.lang.expr.expression import compile_expression
+from router.lang.expr.syntax import ExpressionSyntaxError
 from router.lang.query.query import compile_query
 
 WHERE = "<expr>"

@@ -21,7 +21,8 @@ from router.diagnostics.code_names import (
 )
 from router.diagnostics.diagnostic import Diagnostic, Severity
 from router.diagnostics.suggest import did_you_mean
-from router.lang.expr.expression import CONSTANTS, Expression
+from router.lang.expr.expression import Expression
+from router.lang.expr.syntax import CONSTANTS
 from router.load.model import CommandSpec
 from router.load.source import KeyPath, SourceDoc
 

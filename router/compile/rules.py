@@ -39,13 +39,8 @@ from router.diagnostics.diagnostic import Span, has_errors
 from router.diagnostics.suggest import did_you_mean
 from router.events.catalog import EVENT_TYPES
 from router.events.fields import check_path, scope_tree
-from router.lang.expr.expression import (
-    Expression,
-    ExpressionSyntaxError,
-    Template,
-    compile_expression,
-    compile_template,
-)
+from router.lang.expr.expression import Expression, Template, compile_expression, compile_template
+from router.lang.expr.syntax import ExpressionSyntaxError
 from router.lang.expr.trees import templates_in
 from router.lang.functions import FUNCTIONS
 from router.lang.query.query import JMESPATH_ARITY, JMESPATH_BUILTINS, Query, compile_query

@@ -28,14 +28,8 @@ from router.engine.scope import SignalErrors, SignalNeeded, Signals, lookup, sho
 from router.engine.trace import TraceEvent, Tracer
 from router.engine.vars_memo import VarsMemo
 from router.lang.budget import DRY_RUN_BUDGET, Budget, BudgetExceeded
-from router.lang.expr.expression import (
-    EVALUATION_FAILURES,
-    Evaluator,
-    Expression,
-    Template,
-    expression_error,
-    python_error,
-)
+from router.lang.expr.evaluator import EVALUATION_FAILURES, Evaluator, expression_error, python_error
+from router.lang.expr.expression import Expression, Template
 from router.lang.expr.layered import Layered
 from router.lang.expr.trees import map_leaves
 from router.lang.query.query import Query

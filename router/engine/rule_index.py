@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from router.compile.ir import CompiledPolicy, CompiledRule
-from router.lang.expr.expression import CONSTANTS, compile_part
+from router.lang.expr.expression import compile_part
+from router.lang.expr.syntax import CONSTANTS
 from router.lang.query.query import compile_subtree
 
 enabled = True  # False: every rule runs (the reference the tests and benches compare with)

@@ -10,7 +10,7 @@ from router.compile.ir import CompiledPolicy, CompiledSignal
 from router.diagnostics.code_names import SIGNAL_FAILED
 from router.diagnostics.errors import ExpressionError
 from router.engine.decision import SignalOutcome
-from router.lang.expr.expression import Evaluator, run_expression
+from router.lang.expr.evaluator import Evaluator, run_expression
 from router.lang.expr.layered import Layered
 
 

@@ -149,7 +149,8 @@ class _Parser:
     _opener_offset = 0
 
     def _text(self, start: int, end: int) -> Text:
-        from router.lang.expr.expression import ExpressionSyntaxError, compile_text
+        from router.lang.expr.expression import compile_text
+        from router.lang.expr.syntax import ExpressionSyntaxError
 
         chunk = "".join(self.lines[start:end])
         try:
@@ -162,7 +163,8 @@ class _Parser:
         return Text(start + 1, template.expression)
 
     def _expression(self, text: str, what: str) -> Expression:
-        from router.lang.expr.expression import ExpressionSyntaxError, compile_expression
+        from router.lang.expr.expression import compile_expression
+        from router.lang.expr.syntax import ExpressionSyntaxError
 
         offset = self.offsets[self.index] + self.lines[self.index].find(text) if text.strip() else \
             self.offsets[self.index]
@@ -244,7 +246,7 @@ def render_block(block: Block, scope: Mapping[str, Any]) -> str:
 
 
 def _render(nodes: tuple[Node, ...], scope: Mapping[str, Any], out: list[str], length: list[int]) -> None:
-    from router.lang.expr.expression import run_expression
+    from router.lang.expr.evaluator import run_expression
     from router.lang.expr.layered import Layered
 
     for node in nodes:

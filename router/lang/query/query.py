@@ -15,7 +15,7 @@ from jmespath.parser import ParsedResult
 
 from router.diagnostics.code_names import EVALUATION_LIMIT, INVALID_JMESPATH, WRONG_ARGUMENT_COUNT
 from router.diagnostics.errors import ExpressionError
-from router.lang.expr.expression import ExpressionSyntaxError
+from router.lang.expr.syntax import ExpressionSyntaxError
 from router.lang.functions import FUNCTIONS, Function
 from router.lang.query.closures import Compiled, compile_node
 from router.lang.scanning import top_level
