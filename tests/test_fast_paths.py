@@ -13,7 +13,8 @@ from ruamel.yaml import YAML
 from router.lang.expr.syntax import _literal
 from router.lang.functions import NOT_LITERAL
 from router.lint.readability import placeholders
-from router.load.source import _safe_yaml, parse_source
+from router.load.source import parse_source
+from router.load.yaml_data import _safe_yaml
 
 
 def placeholders_by_characters(text: str) -> list[str]:

@@ -26,13 +26,14 @@ from router.diagnostics.code_names import (
 from router.diagnostics.diagnostic import Diagnostic, Span
 from router.diagnostics.errors import SourceError
 from router.load.deadline import time_limit
+from router.load.file_reading import read_text, refused_read
 from router.load.git_lock import lock_path
 from router.load.git_source import GitOrigin, GitSources, emit_notes
 from router.load.git_spec import GitSourceError, is_git, parse, redact_text
 from router.load.installed_packs import installed_pack
 from router.load.model import Policy
 from router.load.paths import agent_dir, display_path, layer_paths, pack_names, packs_dir
-from router.load.source import SourceDoc, parse_source, read_text, refused_read
+from router.load.source import SourceDoc, parse_source
 from router.load.validation import validation_diagnostics
 from router.trust.capabilities import (
     CODES,

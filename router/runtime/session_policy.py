@@ -183,7 +183,7 @@ def project_digest(path: Path, cwd: Path, *, confined: bool = True) -> str | Non
     size, not through a link out of the project, never a kernel file); None when it is not there
     or is refused (`read_bytes`)."""
     from router.diagnostics.errors import SourceError  # the YAML reader's module: not at the start
-    from router.load.source import read_bytes
+    from router.load.file_reading import read_bytes
     from router.trust.capabilities import project_area
 
     try:
