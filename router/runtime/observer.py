@@ -19,14 +19,8 @@ from router.diagnostics.code_names import SIGNAL_FAILED
 from router.engine.decision import Decision, SignalOutcome
 from router.load.paths import log_dir
 from router.runtime import loop
-from router.runtime.decision_log import (
-    DecisionLog,
-    LogSettings,
-    build_record,
-    catalog_digest,
-    logged_seqs,
-    policy_digest,
-)
+from router.runtime.decision_log import DecisionLog, LogSettings, logged_seqs
+from router.runtime.decision_record import build_record, catalog_digest, policy_digest
 from router.runtime.log_privacy import Stubber, literals_of
 
 if TYPE_CHECKING:
