@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from router.commands.lint import lint_paths  # noqa: E402
-from router.compile.compiled import CompiledPolicy  # noqa: E402
 from router.compile.compiler import compile_files  # noqa: E402
+from router.compile.ir import CompiledPolicy  # noqa: E402
 from router.engine import rule_index  # noqa: E402
 from router.engine.interpreter import evaluate  # noqa: E402
 from router.lang.functions import FUNCTIONS  # noqa: E402

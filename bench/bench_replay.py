@@ -24,8 +24,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from router.compile.compiled import CompiledPolicy  # noqa: E402
 from router.compile.compiler import compile_files  # noqa: E402
+from router.compile.ir import CompiledPolicy  # noqa: E402
 from router.engine.decision import SignalOutcome  # noqa: E402
 from router.engine.interpreter import evaluate  # noqa: E402
 from router.replay import runner  # noqa: E402

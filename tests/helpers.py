@@ -14,14 +14,16 @@ from typing import Any
 
 import pytest
 
-from router.compile.compiled import CompiledPolicy
 from router.compile.compiler import compile_files
+from router.compile.ir import CompiledPolicy
 from router.diagnostics.diagnostic import Diagnostic, Severity
 from router.diagnostics.errors import ExpressionError
 from router.engine.decision import Decision, SignalOutcome
 from router.engine.interpreter import evaluate
 from router.engine.trace import Tracer
-from router.lang.expr.expression import Evaluator, ExpressionSyntaxError, compile_expression, compile_template
+from router.lang.expr.evaluator import Evaluator
+from router.lang.expr.expression import compile_expression, compile_template
+from router.lang.expr.syntax import ExpressionSyntaxError
 from router.load.event_documents import complete_event
 
 

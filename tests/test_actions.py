@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from router.actions import ACTIONS, action_names
-from router.compile.compiled import CompiledPolicy
 from router.compile.compiler import compile_files
+from router.compile.ir import CompiledPolicy
 from router.diagnostics.diagnostic import Severity
 from router.events.catalog import EVENT_TYPES
 from tests.helpers import compile_ok, decide

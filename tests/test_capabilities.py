@@ -23,8 +23,8 @@ from router.actions.signal_kinds import SIGNAL_KINDS as SIGNAL_REGISTRY
 from router.commands.lint import run as lint
 from router.compile.cache import from_ir, to_ir
 from router.compile.capability_analysis import capability_report, refusal_warnings, refused_rules
-from router.compile.compiled import CompiledPolicy
 from router.compile.compiler import compile_files, load_policy
+from router.compile.ir import CompiledPolicy
 from router.diagnostics.diagnostic import Diagnostic, render_text
 from router.engine.decision import Decision, Effect, SignalOutcome, SignalRequest
 from router.engine.interpreter import evaluate

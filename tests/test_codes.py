@@ -2,21 +2,52 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
 import pytest
 
+from router.diagnostics import code_names
 from router.diagnostics.codes import CODES, render_code
 
 ROUTER = Path(__file__).parent.parent / "router"
+CATALOGUE = ROUTER / "diagnostics" / "codes.py"
 
 
 def _emitted_codes() -> list[str]:
+    """The codes router/ names: the constants its modules import, and any literal code left."""
     found: set[str] = set()
     for path in ROUTER.rglob("*.py"):
-        found |= set(re.findall(r"\"(RT\d{3})\"", path.read_text(encoding="utf-8")))
+        source = path.read_text(encoding="utf-8")
+        if path != CATALOGUE:
+            found |= set(re.findall(r"[\"'](RT\d{3})[\"']", source))
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ImportFrom) and node.module == "router.diagnostics.code_names":
+                found |= {getattr(code_names, alias.name) for alias in node.names}
     return sorted(found)
+
+
+def _constants() -> dict[str, str]:
+    """name -> code, as code_names.py defines them."""
+    return {name: value for name, value in vars(code_names).items()
+            if name.isupper() and isinstance(value, str)}
+
+
+def test_every_catalogued_code_has_one_named_constant() -> None:
+    constants = _constants()
+    assert sorted(constants.values()) == sorted(CODES)  # one each, none without an entry
+    assert all(re.fullmatch(r"[A-Z][A-Z0-9_]+", name) for name in constants)
+
+
+def test_each_constant_is_commented_with_its_title() -> None:
+    lines = (ROUTER / "diagnostics" / "code_names.py").read_text(encoding="utf-8").splitlines()
+    commented = dict(re.findall(r'^[A-Z][A-Z0-9_]* = "(RT\d{3})"  # (.*)$', "\n".join(lines), re.M))
+    assert commented == {code: info.title for code, info in CODES.items()}
+
+
+def test_the_scan_finds_the_codes_modules_import() -> None:
+    assert {"RT205", "RT404", "RT502", "RT607"} <= set(_emitted_codes())
 
 
 MISSING: dict[str, str] = {}

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from router.commands.install import bridge_text
 from router.diagnostics.errors import SourceError
 from router.engine.decision import Decision, Effect
-from router.load.source import parse_source, read_text
+from router.load.file_reading import read_text
+from router.load.source import parse_source
 from router.replay.report_html import FIELD_CHARS, MAX_ROWS, render
 from router.replay.session_file import read_session
 from router.runtime.executor import Executor

@@ -336,7 +336,7 @@ def test_a_line_another_program_left_unfinished_is_ended_first(tmp_path: Path) -
 
 
 def test_the_event_digest_stands_for_the_model_catalog_by_its_own_digest() -> None:
-    from router.runtime.decision_log import catalog_digest, event_digest
+    from router.runtime.decision_record import catalog_digest, event_digest
 
     catalog = {"fake/a": {"id": "a", "provider": "fake"}}
     event = {"type": "input", "text": "hi", "models": catalog}

@@ -10,7 +10,8 @@ import pytest
 from router.actions import ACTIONS
 from router.commands import docgen
 from router.diagnostics.codes import CODES
-from router.events.catalog import EVENT_MODELS, EVENT_TYPES, EXAMPLES
+from router.events.catalog import EVENT_MODELS, EVENT_TYPES
+from router.events.examples import EXAMPLES
 from router.lang.functions import FUNCTIONS
 from tests.helpers import compile_ok, decide
 

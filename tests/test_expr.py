@@ -7,7 +7,9 @@ from typing import Any
 import pytest
 
 from router.diagnostics.errors import ExpressionError
-from router.lang.expr.expression import Evaluator, ExpressionSyntaxError, compile_expression, compile_template
+from router.lang.expr.evaluator import Evaluator
+from router.lang.expr.expression import compile_expression, compile_template
+from router.lang.expr.syntax import ExpressionSyntaxError
 from tests.helpers import fails, refused, render, run
 
 

@@ -1,4 +1,4 @@
-"""router.lang.expr.compiler: the closure-compiled expressions agree with the simpleeval reference."""
+"""router.lang.expr.closures: the closure-compiled expressions agree with the simpleeval reference."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from router.diagnostics.errors import ExpressionError
-from router.lang.expr.expression import Evaluator, ExpressionSyntaxError, compile_expression
+from router.lang.expr.evaluator import Evaluator
+from router.lang.expr.expression import compile_expression
+from router.lang.expr.syntax import ExpressionSyntaxError
 from tests.helpers import same_value
 
 NAMES = ["a", "b", "n", "s", "items", "d", "missing"]

@@ -21,7 +21,9 @@ from router.diagnostics.errors import ExpressionError
 from router.engine.decision import Decision
 from router.engine.interpreter import evaluate
 from router.lang.budget import DEFAULT_BUDGET, Budget, BudgetExceeded, BudgetLimits
-from router.lang.expr.expression import Evaluator, ExpressionSyntaxError, compile_template
+from router.lang.expr.evaluator import Evaluator
+from router.lang.expr.expression import compile_template
+from router.lang.expr.syntax import ExpressionSyntaxError
 from router.lang.functions import MAX_TEXT
 from tests.helpers import compile_ok, event, fails, refused, run
 

@@ -10,9 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from router.lang.expr.expression import NOT_LITERAL, _literal
+from router.lang.expr.syntax import _literal
+from router.lang.functions import NOT_LITERAL
 from router.lint.readability import placeholders
-from router.load.source import _safe_yaml, parse_source
+from router.load.source import parse_source
+from router.load.yaml_data import _safe_yaml
 
 
 def placeholders_by_characters(text: str) -> list[str]:

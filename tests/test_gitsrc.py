@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from router.load.git_source import GitSourceError, parse, redact
+from router.load.git_spec import GitSourceError, parse, redact
 from router.runtime.session_policy import load_session_policy, read_project_content
 from router.trust.store import TrustStore, decide
 from tests.gitrepo import Project, TeamRepo, make_project, make_repo

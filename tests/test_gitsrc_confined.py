@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from router.load import git_source
-from router.load.git_source import Cache, GitSourceError, GitSpec, parse, tree_dir
+from router.load import git_cache
+from router.load.git_cache import Cache, tree_dir
+from router.load.git_spec import GitSourceError, GitSpec, parse
 from tests.gitrepo import Project, TeamRepo, make_project, make_repo, zero_blob
 
 
@@ -147,7 +148,7 @@ def test_the_stream_stops_git_at_the_cap_and_leaves_nothing(tmp_path: Path, repo
         started.append(stream(args))
         return started[-1]
 
-    monkeypatch.setattr(git_source, "MAX_ARCHIVE_BYTES", 1 << 20)
+    monkeypatch.setattr(git_cache, "MAX_ARCHIVE_BYTES", 1 << 20)
     monkeypatch.setattr(cache, "_check_sizes", lambda *args: None)
     monkeypatch.setattr(cache.git, "stream", recording)
 

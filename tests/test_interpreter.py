@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from router.compile.compiled import CompiledPolicy
+from router.compile.ir import CompiledPolicy
 from router.engine.interpreter import evaluate
 from router.engine.trace import BufferTracer
 from tests.helpers import compile_ok, decide, texts

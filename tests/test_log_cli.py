@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from router.replay.log_files import SinceError, parse_since
-from router.runtime.decision_log import DecisionLog, LogSettings, now_iso
+from router.runtime.decision_log import DecisionLog, LogSettings
+from router.runtime.decision_record import now_iso
 from tests.pipe_lines import PipeLines
 
 ROUTER = Path(sys.executable).parent / "router"

@@ -28,11 +28,13 @@ from hypothesis import strategies as st
 from router.compile.compiler import compile_files
 from router.diagnostics.errors import ExpressionError
 from router.engine.decision import Decision, Effect
-from router.lang.expr.expression import compile_expression, run_expression
+from router.lang.expr.evaluator import run_expression
+from router.lang.expr.expression import compile_expression
 from router.lang.functions import registry
 from router.load.paths import log_files
 from router.replay.log_files import read_records
-from router.runtime.decision_log import DecisionLog, LogSettings, build_record
+from router.runtime.decision_log import DecisionLog, LogSettings
+from router.runtime.decision_record import build_record
 from router.runtime.log_privacy import ENUMS, Stubber, literals_of
 from tests.test_server import Rig
 

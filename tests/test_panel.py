@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from router.compile.compiled import CompiledPolicy
+from router.compile.ir import CompiledPolicy
 from tests.helpers import compile_ok, compile_text, decide, only, texts, where
 
 USER_JSON = {

@@ -1,4 +1,4 @@
-"""router.lang.query.query and router.lang.query.compiler: JMESPath `match` compiled once to closures."""
+"""router.lang.query.query and router.lang.query.closures: JMESPath `match` compiled once to closures."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from router.diagnostics.errors import ExpressionError
-from router.lang.expr.expression import ExpressionSyntaxError
+from router.lang.expr.syntax import ExpressionSyntaxError
 from router.lang.query.query import _OPTIONS, compile_query
 from tests.helpers import same_value
 

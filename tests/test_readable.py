@@ -15,7 +15,9 @@ from router.diagnostics.errors import ExpressionError
 from router.engine.interpreter import evaluate
 from router.lang.budget import BudgetExceeded
 from router.lang.expr.blocks import MAX_OUTPUT
-from router.lang.expr.expression import Evaluator, ExpressionSyntaxError, compile_template
+from router.lang.expr.evaluator import Evaluator
+from router.lang.expr.expression import compile_template
+from router.lang.expr.syntax import ExpressionSyntaxError
 from router.lint import run_checks
 from router.load.model import CommandSpec
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from router.compile.compiled import CompiledPolicy
+from router.compile.ir import CompiledPolicy
 from router.engine import rule_index
 from router.engine.decision import Decision
 from router.engine.interpreter import _Run, evaluate

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from router.engine import rule_index
 from router.engine.decision import Decision, SignalOutcome, SignalRequest
 from router.engine.interpreter import evaluate
-from router.lang.expr.expression import ExpressionSyntaxError, compile_template
+from router.lang.expr.expression import compile_template
+from router.lang.expr.syntax import ExpressionSyntaxError
 from router.load.event_documents import complete_event
 from router.runtime.executor import Executor
 from tests.helpers import compile_ok, compile_text, decide, fails, render

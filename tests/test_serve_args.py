@@ -12,7 +12,7 @@ from collections.abc import Callable
 from hypothesis import given
 from hypothesis import strategies as st
 
-from router.runtime.server import ServeArgs, _argparse, parse_args
+from router.runtime.serve_args import ServeArgs, _argparse, parse_args
 
 NAMES = ["--cwd", "--agent-dir", "--policy", "--warm", "--forked-from", "--cw", "--polic", "--other", "-h",
          "--help", "--", "x"]

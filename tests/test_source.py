@@ -11,14 +11,9 @@ import pytest
 
 from router.diagnostics.diagnostic import Diagnostic
 from router.diagnostics.errors import SourceError
-from router.load.source import (
-    MAX_DEPTH,
-    MAX_FILE_BYTES,
-    MAX_NODES,
-    format_key_path,
-    parse_source,
-    read_source,
-)
+from router.load.file_reading import MAX_FILE_BYTES
+from router.load.source import format_key_path, parse_source, read_source
+from router.load.yaml_data import MAX_DEPTH, MAX_NODES
 
 POLICY = """\
 version: 1

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 Failure = tuple[str, str]  # what went wrong, and its code
-ACTION_FAILED = "RT501"  # a local action the executor could not carry out
 
 
 class Local(Protocol):

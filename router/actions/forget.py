@@ -6,7 +6,8 @@ from typing import Any
 
 from router.actions import action
 from router.actions._base import Field, Params, show
-from router.actions._local import ACTION_FAILED, Failure, Local, target
+from router.actions._local import Failure, Local, target
+from router.diagnostics.code_names import ACTION_FAILED
 from router.trust.capabilities import FS_WRITE
 
 

@@ -13,7 +13,8 @@ from pydantic import BaseModel
 from router.actions import ACTIONS
 from router.actions.signal_kinds import SIGNAL_KINDS
 from router.diagnostics.codes import CODES, render_code
-from router.events.catalog import EVENT_MODELS, EXAMPLES, Common
+from router.events.catalog import EVENT_MODELS, Common
+from router.events.examples import EXAMPLES
 from router.lang.functions import FUNCTIONS
 from router.load.model import Signal
 

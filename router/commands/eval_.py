@@ -14,14 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from router.commands.explain import load, load_event, load_state
-from router.compile.compiled import CompiledPolicy
+from router.compile.ir import CompiledPolicy
+from router.diagnostics.code_names import SIGNAL_FAILED, UNKNOWN_NAME
 from router.diagnostics.diagnostic import Diagnostic, Span, render_text
 from router.diagnostics.errors import ExpressionError, RouterError
 from router.diagnostics.suggest import did_you_mean
 from router.engine.decision import SignalOutcome
 from router.engine.interpreter import evaluation_scope
 from router.engine.scope import SignalNeeded
-from router.lang.expr.expression import ExpressionSyntaxError, compile_expression, run_expression
+from router.lang.expr.evaluator import run_expression
+from router.lang.expr.expression import compile_expression
+from router.lang.expr.syntax import ExpressionSyntaxError
 from router.lang.query.query import compile_query
 
 WHERE = "<expr>"
@@ -65,14 +68,15 @@ def evaluate_expression(source: str, scope: dict[str, Any]) -> Any:
     unknown = sorted(expression.names - set(scope))
     if unknown:
         name = unknown[0]
-        raise _Failed(Diagnostic("RT302", f"unknown name '{name}'", Span(WHERE, 1, source.find(name) + 1),
+        raise _Failed(Diagnostic(UNKNOWN_NAME, f"unknown name '{name}'",
+                                 Span(WHERE, 1, source.find(name) + 1),
                                  help=did_you_mean(name, scope) or f"write '{name}' in quotes for a string"))
     try:
         return _plain(run_expression(expression, scope))
     except ExpressionError as exc:
         raise _Failed(Diagnostic(exc.code, exc.message, Span(WHERE))) from None
     except SignalNeeded as need:
-        raise _Failed(Diagnostic("RT502", f"signal '{need.name}': {DRY}", Span(WHERE))) from None
+        raise _Failed(Diagnostic(SIGNAL_FAILED, f"signal '{need.name}': {DRY}", Span(WHERE))) from None
 
 
 def evaluate_query(source: str, scope: dict[str, Any]) -> Any:
@@ -85,7 +89,7 @@ def evaluate_query(source: str, scope: dict[str, Any]) -> Any:
     except ExpressionError as exc:
         raise _Failed(Diagnostic(exc.code, exc.message, Span(WHERE))) from None
     except SignalNeeded as need:
-        raise _Failed(Diagnostic("RT502", f"signal '{need.name}': {DRY}", Span(WHERE))) from None
+        raise _Failed(Diagnostic(SIGNAL_FAILED, f"signal '{need.name}': {DRY}", Span(WHERE))) from None
 
 
 def _quiet_policy() -> CompiledPolicy | None:

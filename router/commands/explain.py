@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from router.commands import policy_note
-from router.compile.compiled import CompiledPolicy, CompiledRule
 from router.compile.compiler import LoadedPolicy, compile_layers, complete, load_layered
+from router.compile.ir import CompiledPolicy, CompiledRule
+from router.diagnostics.code_names import INVALID_VALUE, SIGNAL_FAILED
 from router.diagnostics.diagnostic import Diagnostic, Span
 from router.diagnostics.errors import EventError, SourceError
 from router.engine.decision import Decision, SignalOutcome
@@ -77,7 +78,7 @@ def load_state(source: str | None) -> dict[str, Any]:
         return {}
     data = read_document(source).data
     if not isinstance(data, dict):
-        raise SourceError([Diagnostic("RT111", "a state document must be a mapping", Span(source))])
+        raise SourceError([Diagnostic(INVALID_VALUE, "a state document must be a mapping", Span(source))])
     return data
 
 
@@ -87,7 +88,7 @@ def parse_assignments(items: list[str]) -> dict[str, Any]:
     for item in items:
         name, sep, raw = item.partition("=")
         if not sep or not name:
-            raise EventError([Diagnostic("RT111", f"expected NAME=VALUE, got {item!r}", None)])
+            raise EventError([Diagnostic(INVALID_VALUE, f"expected NAME=VALUE, got {item!r}", None)])
         try:
             out[name] = json.loads(raw)
         except json.JSONDecodeError:
@@ -172,7 +173,7 @@ def rule_records(policy: CompiledPolicy | None) -> list[dict[str, Any]]:
 
 def _signal_code(decision: Decision, name: str) -> str:
     """The catalogued code of a signal's failure (RT502 for an external signal)."""
-    return decision.signal_codes.get(name, "RT502")
+    return decision.signal_codes.get(name, SIGNAL_FAILED)
 
 
 def _code_tag(explanation: Explanation, name: str) -> str:

@@ -165,7 +165,7 @@ def bridge_text(path: Path) -> str | None:
     most 4 MiB, or leads out of its folder (a project's `.pi/extensions/…/index.mjs` linked to a file
     of the user's is never read: `read_text`)."""
     from router.diagnostics.errors import SourceError
-    from router.load.source import read_text
+    from router.load.file_reading import read_text
 
     try:
         return read_text(path, within=path.parent)

@@ -9,8 +9,8 @@ from pathlib import Path
 from router import __version__
 from router.commands import policy_note
 from router.commands.explain import layer_label, rule_records
-from router.compile.compiled import CompiledPolicy
 from router.compile.compiler import compile_layers, load_layered
+from router.compile.ir import CompiledPolicy
 from router.diagnostics.codes import CODES
 from router.diagnostics.diagnostic import Diagnostic, has_errors, render_json, render_sarif, render_text
 from router.lint import run_checks

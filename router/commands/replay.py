@@ -9,7 +9,7 @@ from typing import Any
 
 from router.commands import policy_note
 from router.commands.explain import load
-from router.compile.compiled import CompiledPolicy
+from router.compile.ir import CompiledPolicy
 from router.diagnostics.diagnostic import render_text
 from router.replay.render import replay_json, replay_text
 from router.replay.report_html import render

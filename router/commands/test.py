@@ -12,8 +12,9 @@ import json
 from pathlib import Path
 
 from router.commands import policy_note
-from router.compile.compiled import CompiledPolicy
 from router.compile.compiler import LoadedPolicy, compile_layers, complete, load_layered
+from router.compile.ir import CompiledPolicy
+from router.diagnostics.code_names import FILE_UNREADABLE
 from router.diagnostics.diagnostic import Diagnostic, Span, has_errors, render_text, sort_diagnostics
 from router.diagnostics.errors import SourceError
 from router.load.loader import PolicyFile, describe_files
@@ -200,7 +201,7 @@ def exit_code(report: TestReport) -> int:
 def no_tests_message(report: TestReport) -> Diagnostic | None:
     if report.results:
         return None
-    return Diagnostic("RT100", "no test cases or inline examples found", None,
+    return Diagnostic(FILE_UNREADABLE, "no test cases or inline examples found", None,
                       help="add `examples:` to rules or a *.test.yaml file with `cases:` "
                            "(`router test --packs` runs the built-in packs' own tests)")
 

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from router.diagnostics.diagnostic import render_text
-from router.load.git_source import GIT_PREFIX, GitOrigin, GitSources, emit_notes, redact
+from router.load.git_source import GitOrigin, GitSources, emit_notes
+from router.load.git_spec import GIT_PREFIX, redact
 from router.load.loader import PolicyFile, load_layers
 from router.load.paths import display_path, layer_paths
 from router.trust.capabilities import refusal_of

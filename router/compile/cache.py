@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, overload
 
-from router.compile.compiled import (
+from router.compile.ir import (
     ClassifyQuestionSpec,
     CompiledAction,
     CompiledPolicy,

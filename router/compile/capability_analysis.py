@@ -32,7 +32,7 @@ from router.trust.capabilities import (
 )
 
 if TYPE_CHECKING:
-    from router.compile.compiled import CompiledPolicy
+    from router.compile.ir import CompiledPolicy
 
 @dataclass(frozen=True)
 class LayerReport:

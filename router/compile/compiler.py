@@ -16,10 +16,6 @@ from typing import Any
 
 from router.actions import ACTIONS
 from router.compile.capability_analysis import analyze
-from router.compile.compiled import (
-    CompiledPolicy,
-    CompiledRule,
-)
 from router.compile.confinement import (
     by_name,
     confine_rule,
@@ -32,6 +28,10 @@ from router.compile.confinement import (
 )
 from router.compile.context import Context
 from router.compile.failure import failure_modes
+from router.compile.ir import (
+    CompiledPolicy,
+    CompiledRule,
+)
 from router.compile.layering import merge_rules, merge_vars
 from router.compile.question_events import merge_question_events
 from router.compile.readable import (
@@ -39,6 +39,7 @@ from router.compile.readable import (
 )
 from router.compile.rules import compile_rule
 from router.compile.signals import check_signal_cycles, compile_signal
+from router.diagnostics.code_names import GIT_SOURCE_MISMATCH, GIT_SOURCE_UNAVAILABLE, SKILLS_PATH_NOT_FOUND
 from router.diagnostics.diagnostic import Diagnostic, Severity, has_errors
 from router.load.loader import MAX_RULES, PolicyFile, load_layers, too_many_rules
 from router.load.paths import agent_dir, layer_paths
@@ -63,7 +64,8 @@ class LoadedPolicy:
     files: list[PolicyFile]
 
 
-MISSING_SOURCES = frozenset({"RT125", "RT126"})  # a git source that cannot be read (or is tampered)
+MISSING_SOURCES = frozenset({GIT_SOURCE_UNAVAILABLE,
+                             GIT_SOURCE_MISMATCH})  # a git source that cannot be read (or is tampered)
 
 
 def complete(loaded: LoadedPolicy) -> LoadedPolicy:
@@ -245,7 +247,8 @@ def _skills(files: list[PolicyFile], ctx: Context, confinement: Confinement | No
                                            help_for(FS_READ, confinement)))
                     continue
             if not (path / "SKILL.md").is_file() and not (path.is_file() and path.suffix == ".md"):
-                ctx.error("RT123", f"skill not found: {entry} (looked for {path}/SKILL.md)", span,
+                ctx.error(SKILLS_PATH_NOT_FOUND, f"skill not found: {entry} (looked for {path}/SKILL.md)",
+                          span,
                           help="name a directory holding a SKILL.md, or a .md file, relative to this file")
                 continue
             found[str(path)] = None

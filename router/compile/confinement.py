@@ -9,11 +9,11 @@ from typing import Any
 
 from router.actions import ACTIONS, signal_kinds
 from router.compile.capability_analysis import Owner, Param, Verdict
-from router.compile.compiled import (
+from router.compile.context import Context, Entry
+from router.compile.ir import (
     CompiledRule,
     CompiledSignal,
 )
-from router.compile.context import Context, Entry
 from router.compile.readable import (
     binding_paths,
 )

@@ -17,16 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from router.compile.compiled import CompiledRule
 from router.compile.context import Context
+from router.compile.ir import CompiledRule
+from router.diagnostics.code_names import FAILURE_POLICY_OPENED, UNKNOWN_EVENT_TYPE
 from router.diagnostics.diagnostic import Severity
 from router.diagnostics.suggest import did_you_mean
 from router.events.catalog import EVENT_TYPES
 from router.load.loader import PolicyFile
 
 OPEN, CLOSED = "open", "closed"
-FAILURE_CODE = "RT620"  # a project layer's `open` in `failure_policy:`
-UNKNOWN_EVENT_CODE = "RT205"
+FAILURE_CODE = FAILURE_POLICY_OPENED  # a project layer's `open` in `failure_policy:`
+UNKNOWN_EVENT_CODE = UNKNOWN_EVENT_TYPE
 
 
 CLOSABLE = frozenset({"tool_call", "tool_result"})

@@ -7,6 +7,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from router.compile.context import Entry
+from router.diagnostics.code_names import (
+    DUPLICATE_RULE_ID,
+    UNKNOWN_OVERRIDE_ID,
+    USER_ONLY_VAR,
+    USER_ONLY_VAR_SWITCHED_ON,
+)
 from router.diagnostics.diagnostic import Diagnostic, Severity
 from router.diagnostics.suggest import did_you_mean
 from router.load.loader import PolicyFile
@@ -28,7 +34,7 @@ def merge_rules(files: list[PolicyFile], diagnostics: list[Diagnostic],
         for index, rule in enumerate(f.policy.rules):
             span = f.doc.span(("rules", index, "id"))
             if rule.id in seen_here:
-                diagnostics.append(Diagnostic("RT305", f"duplicate rule id '{rule.id}'", span,
+                diagnostics.append(Diagnostic(DUPLICATE_RULE_ID, f"duplicate rule id '{rule.id}'", span,
                                               rule_id=rule.id, help="rule ids must be unique in a file; "
                                               "a later file with the same id overrides the rule"))
                 continue
@@ -49,7 +55,8 @@ def merge_rules(files: list[PolicyFile], diagnostics: list[Diagnostic],
                 continue
             if by_id.pop(rule_id, None) is None:
                 diagnostics.append(Diagnostic(
-                    "RT122", f"`disable:` names unknown rule '{rule_id}'", f.doc.span(("disable", index)),
+                    UNKNOWN_OVERRIDE_ID, f"`disable:` names unknown rule '{rule_id}'",
+                    f.doc.span(("disable", index)),
                     Severity.WARNING, help=did_you_mean(rule_id, [e.rule.id for e in ordered])))
                 continue
             ordered[:] = [e for e in ordered if e.rule.id != rule_id]
@@ -81,7 +88,7 @@ def _place(ordered: list[Entry], by_id: dict[str, Entry], entry: Entry, f: Polic
     if target is None:
         key = "before" if rule.before else "after"
         diagnostics.append(Diagnostic(
-            "RT122", f"rule '{rule.id}' is placed {key} unknown rule '{anchor_id}'; it goes last",
+            UNKNOWN_OVERRIDE_ID, f"rule '{rule.id}' is placed {key} unknown rule '{anchor_id}'; it goes last",
             f.doc.span(("rules", entry.index, key)), Severity.WARNING, rule_id=rule.id,
             help=did_you_mean(anchor_id, [e.rule.id for e in ordered])))
         ordered.append(entry)
@@ -119,12 +126,12 @@ def _may_set_reserved(f: PolicyFile, name: str, value: Any, text: str, diagnosti
     """A `user_vars:` var: a project layer may not set it (refused, RT124); the user is warned (RT316)."""
     span = f.doc.span(("vars", name), key=True)
     if f.layer == "project":
-        refused.append(Refusal("var", name, f.layer, "RT124", "only your own policy "
+        refused.append(Refusal("var", name, f.layer, USER_ONLY_VAR, "only your own policy "
                                "(~/.pi/agent/router.yaml) may set it; the project's value is ignored",
                                span, f"it {text}"))
         return False
     if f.layer != "pack" and value not in (None, False, 0, ""):
-        diagnostics.append(Diagnostic("RT316", f"vars.{name} is on: it {text}", span,
+        diagnostics.append(Diagnostic(USER_ONLY_VAR_SWITCHED_ON, f"vars.{name} is on: it {text}", span,
                                       severity=Severity.WARNING,
                                       help=f"remove vars.{name} unless you want exactly that"))
     return True

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from router.diagnostics.code_names import INVALID_VALUE, UNDEFINED_VAR
 from router.diagnostics.diagnostic import Diagnostic
 from router.diagnostics.suggest import did_you_mean
 from router.events.questions import VAR_REFERENCE
@@ -58,18 +59,18 @@ def _problem(name: str, value: Any, literals: Mapping[str, Any],
         var = reference.group(1)
         known = set(literals) | set(env_vars)
         if var not in known:
-            return ("RT303", f"undefined var 'vars.{var}'",
+            return (UNDEFINED_VAR, f"undefined var 'vars.{var}'",
                     did_you_mean(var, known) or "declare it under vars:")
         value = literals[var] if var in literals else env_vars[var].default
         origin = f"vars.{var} is {value!r}"
     elif isinstance(value, str) and name != "tool_name":
-        return ("RT111", f"expected {expected} or \"{{vars.NAME}}\"; got {value!r}", None)
+        return (INVALID_VALUE, f"expected {expected} or \"{{vars.NAME}}\"; got {value!r}", None)
     else:
         origin = f"got {value!r}"
     try:
         checked = _ADAPTERS[name].validate_python(value, strict=name != "dialog_lines")
     except ValidationError:
-        return ("RT111", f"expected {expected}; {origin}", None)
+        return (INVALID_VALUE, f"expected {expected}; {origin}", None)
     if isinstance(checked, int) and (isinstance(value, bool) or checked < 0):
-        return ("RT111", f"expected {expected}; {origin}", None)
+        return (INVALID_VALUE, f"expected {expected}; {origin}", None)
     return None

@@ -11,9 +11,18 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from router.diagnostics.code_names import (
+    BAD_LET_BINDING,
+    INVALID_ACTION_PARAMS,
+    INVALID_COMMAND_SHORTHAND,
+    UNDECLARED_COMMAND,
+    UNKNOWN_ACTION,
+    UNUSED_LET_BINDING,
+)
 from router.diagnostics.diagnostic import Diagnostic, Severity
 from router.diagnostics.suggest import did_you_mean
-from router.lang.expr.expression import CONSTANTS, Expression
+from router.lang.expr.expression import Expression
+from router.lang.expr.syntax import CONSTANTS
 from router.load.model import CommandSpec
 from router.load.source import KeyPath, SourceDoc
 
@@ -83,7 +92,8 @@ def command_problems(raw: Any, on: list[str], declared: set[str], doc: SourceDoc
     span = doc.span((*base, "command"))
     found: list[Diagnostic] = []
     if on != ["command"]:
-        found.append(Diagnostic("RT333", f"`command:` matches command events, but rule '{rule_id}' is "
+        found.append(Diagnostic(INVALID_COMMAND_SHORTHAND,
+                                f"`command:` matches command events, but rule '{rule_id}' is "
                                 f"on {', '.join(on)}", doc.span((*base, "on")), rule_id=rule_id,
                                 help="write `on: command` (and nothing else) with `command:`"))
     for index, spec in enumerate(command_specs(raw)):
@@ -91,13 +101,14 @@ def command_problems(raw: Any, on: list[str], declared: set[str], doc: SourceDoc
         where = doc.span((*base, "command", index)) if isinstance(raw, list) else span
         if isinstance(spec, str) and not _COMMAND_NAME.match(name):
             found.append(Diagnostic(
-                "RT333", f"`command: {spec}` must start with a command name (lower-case letters, digits, "
+                INVALID_COMMAND_SHORTHAND,
+                f"`command: {spec}` must start with a command name (lower-case letters, digits, "
                 "- and _, without /)", where, rule_id=rule_id,
                 help="write `command: cuttle` or `command: cuttle config set`"))
             continue
         if declared and name not in declared:
             found.append(Diagnostic(
-                "RT334", f"rule '{rule_id}' is for /{name}, which no policy file declares under "
+                UNDECLARED_COMMAND, f"rule '{rule_id}' is for /{name}, which no policy file declares under "
                 "`commands:`", where, Severity.WARNING, rule_id=rule_id,
                 help=did_you_mean(name, declared) or "declare it under `commands:` so Pi registers it"))
     return found
@@ -122,12 +133,13 @@ def compile_bindings(let: Mapping[str, str], base: KeyPath, taken: Mapping[str, 
         key_path = (*base, "let", name)
         problem = _bad_name(name, taken)
         if problem is not None:
-            found.append(Diagnostic("RT330", f"let name '{name}' {problem}", doc.span(key_path, key=True),
+            found.append(Diagnostic(BAD_LET_BINDING, f"let name '{name}' {problem}",
+                                    doc.span(key_path, key=True),
                                     rule_id=rule_id, help="choose another name (bindings never hide "
                                     "event fields, vars, state, signals or env)"))
             continue
         if not isinstance(source, str):
-            found.append(Diagnostic("RT330", f"let {name} must be an expression (a string)",
+            found.append(Diagnostic(BAD_LET_BINDING, f"let {name} must be an expression (a string)",
                                     doc.span(key_path), rule_id=rule_id,
                                     help=f"write `{name}: \"...\"`; a literal value goes in `vars:`"))
             continue
@@ -141,7 +153,8 @@ def compile_bindings(let: Mapping[str, str], base: KeyPath, taken: Mapping[str, 
             what = "refers to itself" if other == name else \
                 (f"and '{other}' depend on each other (a cycle)" if cycle else
                  f"uses '{other}', which is defined below it")
-            found.append(Diagnostic("RT330", f"let {name} {what}", doc.span(key_path), rule_id=rule_id,
+            found.append(Diagnostic(BAD_LET_BINDING, f"let {name} {what}", doc.span(key_path),
+                                    rule_id=rule_id,
                                     help="a binding sees the bindings above it: reorder them, or "
                                     "break the cycle"))
         if not later:
@@ -177,7 +190,8 @@ def _bad_name(name: str, taken: Mapping[str, str]) -> str | None:
 def unused_bindings(let: Mapping[str, str], used: set[str], doc: SourceDoc, base: KeyPath,
                     rule_id: str | None) -> list[Diagnostic]:
     """RT331 for each binding nothing reads."""
-    return [Diagnostic("RT331", f"let {name} is never used", doc.span((*base, "let", name), key=True),
+    return [Diagnostic(UNUSED_LET_BINDING, f"let {name} is never used",
+                       doc.span((*base, "let", name), key=True),
                        Severity.WARNING, rule_id=rule_id, help=f"remove it, or read it as {name}")
             for name in let if name not in used]
 
@@ -216,7 +230,7 @@ def defaults_problems(defaults: Mapping[str, Any], doc: SourceDoc,
     for name, params in defaults.items():
         spec = actions.get(name)
         if spec is None:
-            found.append(Diagnostic("RT206", f"defaults for unknown action '{name}'",
+            found.append(Diagnostic(UNKNOWN_ACTION, f"defaults for unknown action '{name}'",
                                     doc.span(("defaults", name), key=True),
                                     help=did_you_mean(name, actions) or
                                     f"expected one of: {', '.join(sorted(actions))}"))
@@ -224,7 +238,8 @@ def defaults_problems(defaults: Mapping[str, Any], doc: SourceDoc,
         fields = {f.alias or k for k, f in spec.params.model_fields.items()}
         for key in params:
             if key not in fields:
-                found.append(Diagnostic("RT207", f"action '{name}' has no parameter '{key}' (defaults)",
+                found.append(Diagnostic(INVALID_ACTION_PARAMS,
+                                        f"action '{name}' has no parameter '{key}' (defaults)",
                                         doc.span(("defaults", name, key), key=True),
                                         help=did_you_mean(key, fields) or
                                         f"its parameters: {', '.join(sorted(fields))}"))

@@ -10,11 +10,11 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from router.actions import ACTIONS
-from router.compile.compiled import (
+from router.compile.context import Context, Entry
+from router.compile.ir import (
     CompiledAction,
     CompiledRule,
 )
-from router.compile.context import Context, Entry
 from router.compile.readable import (
     command_match,
     command_problems,
@@ -22,17 +22,25 @@ from router.compile.readable import (
     unused_bindings,
     with_defaults,
 )
+from router.diagnostics.code_names import (
+    ACTION_WITHOUT_EFFECT,
+    BAD_LET_BINDING,
+    INVALID_ACTION_PARAMS,
+    UNDEFINED_SIGNAL,
+    UNDEFINED_VAR,
+    UNKNOWN_ACTION,
+    UNKNOWN_EVENT_FIELD,
+    UNKNOWN_EVENT_TYPE,
+    UNKNOWN_FUNCTION,
+    UNKNOWN_NAME,
+    WRONG_ARGUMENT_COUNT,
+)
 from router.diagnostics.diagnostic import Span, has_errors
 from router.diagnostics.suggest import did_you_mean
 from router.events.catalog import EVENT_TYPES
 from router.events.fields import check_path, events_with_field, scope_tree
-from router.lang.expr.expression import (
-    Expression,
-    ExpressionSyntaxError,
-    Template,
-    compile_expression,
-    compile_template,
-)
+from router.lang.expr.expression import Expression, Template, compile_expression, compile_template
+from router.lang.expr.syntax import ExpressionSyntaxError
 from router.lang.expr.trees import templates_in
 from router.lang.functions import FUNCTIONS
 from router.lang.query.query import JMESPATH_ARITY, JMESPATH_BUILTINS, Query, compile_query
@@ -50,7 +58,7 @@ def compile_rule(entry: Entry, order: int, ctx: Context) -> CompiledRule | None:
     base: KeyPath = ("rules", entry.index)
     for i, event_type in enumerate(rule.on):
         if event_type not in EVENT_TYPES:
-            ctx.error("RT205", f"unknown event type '{event_type}' in rule '{rule.id}'",
+            ctx.error(UNKNOWN_EVENT_TYPE, f"unknown event type '{event_type}' in rule '{rule.id}'",
                       doc.span((*base, "on", i)),
                       help=did_you_mean(event_type, EVENT_TYPES)
                       or f"expected one of: {', '.join(EVENT_TYPES)}",
@@ -133,19 +141,20 @@ def _compile_action(item: dict[str, Any], key_path: KeyPath, rule: Rule, doc: So
                     ) -> CompiledAction | None:
     ctx, span = checker.ctx, doc.span(key_path)
     if not isinstance(item, dict) or len(item) != 1:
-        ctx.error("RT207", f"an action is a mapping with one key (rule '{rule.id}')", span,
+        ctx.error(INVALID_ACTION_PARAMS, f"an action is a mapping with one key (rule '{rule.id}')", span,
                   help="write `- notify: hello` or `- tools: {only: [read]}`", rule_id=rule.id)
         return None
     name, raw = next(iter(item.items()))
     spec = ACTIONS.get(name)
     if spec is None:
-        ctx.error("RT206", f"unknown action '{name}' in rule '{rule.id}'",
+        ctx.error(UNKNOWN_ACTION, f"unknown action '{name}' in rule '{rule.id}'",
                   doc.span((*key_path, name), key=True),
                   help=did_you_mean(name, ACTIONS) or f"expected one of: {', '.join(sorted(ACTIONS))}",
                   rule_id=rule.id)
         return None
     if spec.events is not None and not set(rule.on) & spec.events:
-        ctx.error("RT309", f"action '{name}' has no effect on {', '.join(rule.on)} events (rule '{rule.id}')",
+        ctx.error(ACTION_WITHOUT_EFFECT,
+                  f"action '{name}' has no effect on {', '.join(rule.on)} events (rule '{rule.id}')",
                   doc.span((*key_path, name), key=True), rule_id=rule.id,
                   help=f"'{name}' applies to: {', '.join(sorted(spec.events))}")
     params = {spec.shorthand: raw} if spec.shorthand and not isinstance(raw, dict) else raw
@@ -156,11 +165,11 @@ def _compile_action(item: dict[str, Any], key_path: KeyPath, rule: Rule, doc: So
         validated = spec.params.model_validate(params)
     except ValidationError as exc:
         if spec.shorthand and not isinstance(raw, dict):
-            ctx.error("RT207", f"invalid shorthand for action '{name}' (rule '{rule.id}'): "
+            ctx.error(INVALID_ACTION_PARAMS, f"invalid shorthand for action '{name}' (rule '{rule.id}'): "
                       f"{exc.errors()[0]['msg'].lower()}", doc.span((*key_path, name)), rule_id=rule.id)
         else:
             found = validation_diagnostics(exc, doc, spec.params, base=(*key_path, name))
-            ctx.diagnostics.extend(replace(d, code="RT207", rule_id=rule.id) for d in found)
+            ctx.diagnostics.extend(replace(d, code=INVALID_ACTION_PARAMS, rule_id=rule.id) for d in found)
         return None
     dumped = validated.model_dump()
     if not defaulted or not isinstance(dumped, dict):
@@ -170,8 +179,8 @@ def _compile_action(item: dict[str, Any], key_path: KeyPath, rule: Rule, doc: So
     return CompiledAction(name, tree, span, defaulted=defaulted, refuses=spec.refuses)
 
 
-_PATH_PROBLEMS = {"vars": ("RT303", "undefined var"), "signals": ("RT304", "undefined signal"),
-                  "signal_errors": ("RT304", "undefined signal")}
+_PATH_PROBLEMS = {"vars": (UNDEFINED_VAR, "undefined var"), "signals": (UNDEFINED_SIGNAL, "undefined signal"),
+                  "signal_errors": (UNDEFINED_SIGNAL, "undefined signal")}
 
 
 class Checker:
@@ -236,7 +245,7 @@ class Checker:
 
     def _check_loop_names(self, names: Iterable[str], key_path: KeyPath) -> None:
         for name in sorted(set(names) & self.known):
-            self.ctx.error("RT330", f"template loop name '{name}' is already a name here, in "
+            self.ctx.error(BAD_LET_BINDING, f"template loop name '{name}' is already a name here, in "
                            f"{self._where(key_path)}", self.doc.span(key_path), rule_id=self.rule_id,
                            help="choose another name: loop names never hide fields, vars, signals or "
                            "bindings")
@@ -261,7 +270,7 @@ class Checker:
         self._check_calls(expr.calls, key_path, jmespath=False)
         for name in sorted(expr.names - self.known):
             known = set(self.tree) | self.extra_names  # in this order for the suggestion
-            self.ctx.error("RT302", f"unknown name '{name}' in {self._where(key_path)}",
+            self.ctx.error(UNKNOWN_NAME, f"unknown name '{name}' in {self._where(key_path)}",
                            self.doc.span(key_path), rule_id=self.rule_id,
                            help=_elsewhere(name) or did_you_mean(name, known)
                            or f"write '{name}' in quotes for a string")
@@ -272,7 +281,7 @@ class Checker:
             spec = FUNCTIONS.get(name)
             if spec is None and not (jmespath and name in JMESPATH_BUILTINS):
                 names = set(FUNCTIONS) | (JMESPATH_BUILTINS if jmespath else set())
-                self.ctx.error("RT208", f"unknown function '{name}' in {self._where(key_path)}",
+                self.ctx.error(UNKNOWN_FUNCTION, f"unknown function '{name}' in {self._where(key_path)}",
                                self.doc.span(key_path), rule_id=self.rule_id,
                                help=did_you_mean(name, names) or "see docs/reference/functions.md")
                 continue
@@ -285,7 +294,7 @@ class Checker:
                 continue
             if arity < low or (high is not None and arity > high):
                 expected = str(low) if high == low else f"{low} to {high if high is not None else 'any'}"
-                self.ctx.error("RT209", f"{name}() takes {expected} arguments, got {arity} in "
+                self.ctx.error(WRONG_ARGUMENT_COUNT, f"{name}() takes {expected} arguments, got {arity} in "
                                f"{self._where(key_path)}", self.doc.span(key_path), rule_id=self.rule_id,
                                help=example)
 
@@ -299,7 +308,7 @@ class Checker:
                 continue
             bad = ".".join(path[: problem.index + 1])
             root = path[0]
-            code, what = _PATH_PROBLEMS.get(root, ("RT301", "unknown field"))
+            code, what = _PATH_PROBLEMS.get(root, (UNKNOWN_EVENT_FIELD, "unknown field"))
             hint = did_you_mean(path[problem.index], problem.known) or \
                 (f"known here: {', '.join(problem.known)}" if problem.known else None)
             if jmespath and len(path) == 1 and path[0] in ("null", "true", "false"):

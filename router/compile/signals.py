@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from router.compile.compiled import (
+from router.compile.context import Context
+from router.compile.ir import (
     ClassifyQuestionSpec,
     CompiledSignal,
 )
-from router.compile.context import Context
 from router.compile.readable import (
     unused_bindings,
 )
 from router.compile.rules import Checker, kept_bindings, names_read, rule_bindings, template_expressions
+from router.diagnostics.code_names import SIGNAL_CYCLE
 from router.diagnostics.diagnostic import Span
 from router.events.catalog import EVENT_TYPES
 from router.events.fields import scope_tree
@@ -100,7 +101,7 @@ def _visit(name: str, chain: list[str], deps: dict[str, set[str]], state: dict[s
     if state.get(name) == 1:
         cycle = [*chain[chain.index(name):], name]
         sig = signals[name]
-        ctx.error("RT310", f"signals depend on each other in a cycle: {' -> '.join(cycle)}",
+        ctx.error(SIGNAL_CYCLE, f"signals depend on each other in a cycle: {' -> '.join(cycle)}",
                   sig.span if sig else Span(""), help="break the cycle with a fallback value")
         return
     state[name] = 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from router.diagnostics.code_names import EVALUATION_ERROR
 from router.diagnostics.diagnostic import Diagnostic
 
 
@@ -26,7 +27,7 @@ class EventError(RouterError):
 class ExpressionError(Exception):
     """An expression failed while being evaluated (a type error, a missing value, a limit)."""
 
-    def __init__(self, message: str, *, source: str = "", code: str = "RT401") -> None:
+    def __init__(self, message: str, *, source: str = "", code: str = EVALUATION_ERROR) -> None:
         self.message = message
         self.source = source
         self.code = code

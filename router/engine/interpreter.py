@@ -18,7 +18,8 @@ from typing import Any
 from jmespath.exceptions import JMESPathError
 
 from router.actions import runner
-from router.compile.compiled import CompiledAction, CompiledPolicy, CompiledRule, CompiledSignal
+from router.compile.ir import CompiledAction, CompiledPolicy, CompiledRule, CompiledSignal
+from router.diagnostics.code_names import BUDGET_EXCEEDED
 from router.diagnostics.diagnostic import Diagnostic, Severity, Span
 from router.diagnostics.errors import ExpressionError
 from router.engine import rule_index
@@ -27,14 +28,8 @@ from router.engine.scope import SignalErrors, SignalNeeded, Signals, lookup, sho
 from router.engine.trace import TraceEvent, Tracer
 from router.engine.vars_memo import VarsMemo
 from router.lang.budget import DRY_RUN_BUDGET, Budget, BudgetExceeded
-from router.lang.expr.expression import (
-    EVALUATION_FAILURES,
-    Evaluator,
-    Expression,
-    Template,
-    expression_error,
-    python_error,
-)
+from router.lang.expr.evaluator import EVALUATION_FAILURES, Evaluator, expression_error, python_error
+from router.lang.expr.expression import Expression, Template
 from router.lang.expr.layered import Layered
 from router.lang.expr.trees import map_leaves
 from router.lang.query.query import Query
@@ -243,7 +238,7 @@ class _Run:
             self.errors[-1] = replace(last, message=f"{last.message}; the rule can block, so it failed "
                                       "closed and blocks")
         else:
-            self.errors.append(Diagnostic("RT404", f"rule '{rule.id}' ({where}) failed closed: "
+            self.errors.append(Diagnostic(BUDGET_EXCEEDED, f"rule '{rule.id}' ({where}) failed closed: "
                                           f"{_short(cause)}", rule.span, Severity.WARNING, rule_id=rule.id))
         if self.tracer:
             self._trace("error", rule, f"rule {rule.id}: failed closed, it can block: {_short(cause)}",
@@ -256,7 +251,7 @@ class _Run:
             (f" and {len(rules) - 5} more" if len(rules) > 5 else "")
         first = rules[0]
         self.errors.append(Diagnostic(
-            "RT404", f"rule '{first.id}' ({first.file}:{first.span.line}) and what follows: {spent}; "
+            BUDGET_EXCEEDED, f"rule '{first.id}' ({first.file}:{first.span.line}) and what follows: {spent}; "
             f"{len(rules)} rule(s) that cannot block were skipped for this event ({names})",
             first.span, Severity.WARNING, rule_id=first.id))
 
@@ -295,7 +290,7 @@ class _Run:
                             rule.match_span if kind == "match" else rule.when_span, error.code)
                 self._failure = f"its {kind} failed: {error.message} [{error.code}]"
                 return False
-            if not match_truthy(value):  # `when` conditions are already booleans (compiled.py)
+            if not match_truthy(value):  # `when` conditions are already booleans (router/compile/ir.py)
                 if self.tracer:
                     self._trace_condition(rule, kind, cond, value, False)
                 return False

@@ -6,10 +6,11 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
-from router.compile.compiled import CompiledPolicy, CompiledSignal
+from router.compile.ir import CompiledPolicy, CompiledSignal
+from router.diagnostics.code_names import SIGNAL_FAILED
 from router.diagnostics.errors import ExpressionError
 from router.engine.decision import SignalOutcome
-from router.lang.expr.expression import Evaluator, run_expression
+from router.lang.expr.evaluator import Evaluator, run_expression
 from router.lang.expr.layered import Layered
 
 
@@ -136,7 +137,7 @@ class Signals(Mapping[str, Any]):
             return result
         return self._context(spec, {"result": result})[1].value(spec.transform)
 
-    def _fail(self, spec: CompiledSignal, reason: str, code: str = "RT502") -> Any:
+    def _fail(self, spec: CompiledSignal, reason: str, code: str = SIGNAL_FAILED) -> Any:
         """Record why the signal failed (an expression signal: its evaluation error's code; an
         external one: RT502) and use its fallback."""
         self.errors[spec.name] = reason

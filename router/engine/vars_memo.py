@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from router.compile.compiled import CompiledPolicy
+from router.compile.ir import CompiledPolicy
 
 MAX_ENVIRONMENTS = 64  # distinct environments remembered before the memo starts again
 

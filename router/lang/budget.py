@@ -30,6 +30,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from router.diagnostics.code_names import BUDGET_EXCEEDED
+
 EVENT_DEADLINE_MS = 1500  # from reading an event's line to writing its answer (signal waits apart)
 IO_MARGIN_MS = 500  # of the deadline, kept for everything but evaluating the rules
 DEADLINE_ENV = "ROUTER_EVENT_DEADLINE_MS"  # a longer deadline for a slow machine (or a test)
@@ -69,7 +71,7 @@ class BudgetExceeded(Exception):
     """The evaluation used up a budget; `source` is the expression that was running, `scope`
     says whose budget: the rule's own allowance (`rule`) or the whole event's (`event`)."""
 
-    code = "RT404"
+    code = BUDGET_EXCEEDED
 
     def __init__(self, message: str, *, source: str = "", scope: str = "event") -> None:
         self.message = message

@@ -8,7 +8,18 @@ from collections.abc import Iterator
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from router.compile.compiled import CompiledPolicy, CompiledRule
+from router.compile.ir import CompiledPolicy, CompiledRule
+from router.diagnostics.code_names import (
+    INLINE_EXAMPLE_FAILS,
+    PATTERN_FROM_DATA,
+    REGEX_MAY_BACKTRACK,
+    RULE_NEVER_FIRES,
+    SHADOW_RULE_WRITES_STATE,
+    STATE_KEY_NEVER_WRITTEN,
+    UNDECLARED_ENV_VAR,
+    UNUSED_VAR_OR_SIGNAL,
+    WRITES_OUTSIDE_PROJECT,
+)
 from router.diagnostics.diagnostic import Diagnostic, Severity, Span
 from router.events.questions import VAR_REFERENCE
 from router.lang.expr.expression import Expression, Template
@@ -25,7 +36,7 @@ except ImportError:  # pragma: no cover
     sre_parse = None
 
 
-@check("RT306")
+@check(RULE_NEVER_FIRES)
 def unreachable_rules(policy: CompiledPolicy) -> Iterator[Diagnostic]:
     """A rule no event can reach: an earlier unconditional rule of its group stops every event."""
     stoppers: dict[tuple[str, str], CompiledRule] = {}
@@ -36,7 +47,7 @@ def unreachable_rules(policy: CompiledPolicy) -> Iterator[Diagnostic]:
             assert first is not None
             why = "has no condition" if not first.conditions else "has a condition that is always true"
             yield Diagnostic(
-                "RT306", f"rule '{rule.id}' can never fire: rule '{first.id}' "
+                RULE_NEVER_FIRES, f"rule '{rule.id}' can never fire: rule '{first.id}' "
                 f"({first.file}:{first.span.line}) {why} and stops its group first",
                 rule.span, rule_id=rule.id,
                 help=f"give '{first.id}' a condition or `continue: true`, move this rule before it, "
@@ -46,7 +57,7 @@ def unreachable_rules(policy: CompiledPolicy) -> Iterator[Diagnostic]:
                 stoppers.setdefault((rule.group, event_type), rule)
 
 
-@check("RT307")
+@check(REGEX_MAY_BACKTRACK)
 def slow_regexes(policy: CompiledPolicy) -> Iterator[Diagnostic]:
     """Regex patterns (literals and `vars:` texts) with nested unbounded repeats, which can
     backtrack catastrophically."""
@@ -55,12 +66,12 @@ def slow_regexes(policy: CompiledPolicy) -> Iterator[Diagnostic]:
             pattern = policy.vars.get(text) if kind == "var" else text if kind == "literal" else None
             if isinstance(pattern, str) and _nested_repeat(pattern):
                 yield Diagnostic(
-                    "RT307", f"regex {pattern!r} in {owner} repeats a repeated group and can "
+                    REGEX_MAY_BACKTRACK, f"regex {pattern!r} in {owner} repeats a repeated group and can "
                     "take exponential time on some inputs", span, Severity.WARNING, rule_id=rule_id,
                     help="remove the inner or outer repeat, e.g. write (ab)+ instead of (a+b?)+")
 
 
-@check("RT315")
+@check(PATTERN_FROM_DATA)
 def data_regexes(policy: CompiledPolicy) -> Iterator[Diagnostic]:
     """Regex patterns computed from evaluation data, which no load-time check can see."""
     for owner, span, rule_id, cond in _owned_expressions(policy):
@@ -68,22 +79,24 @@ def data_regexes(policy: CompiledPolicy) -> Iterator[Diagnostic]:
             if kind == "data" or (kind == "var" and not isinstance(policy.vars.get(text), str)):
                 shown = f"vars.{text}" if kind == "var" else text
                 yield Diagnostic(
-                    "RT315", f"the regex pattern `{shown}` in {owner} is computed while evaluating, so "
+                    PATTERN_FROM_DATA,
+                    f"the regex pattern `{shown}` in {owner} is computed while evaluating, so "
                     "it is not checked when the policy loads", span, Severity.WARNING, rule_id=rule_id,
                     help="write the pattern in the policy or in `vars:`; to find a piece of text use "
                     "contains() or count_keywords(); it runs within the evaluation budget (RT404)")
 
 
-@check("RT308")
+@check(INLINE_EXAMPLE_FAILS)
 def failing_examples(policy: CompiledPolicy) -> Iterator[Diagnostic]:
     """Inline `examples:` whose expectation does not hold."""
     for result in run_examples(policy):
         if not result.passed:
-            yield Diagnostic("RT308", f"{result.name} fails: {result.problems[0].splitlines()[0]}",
+            yield Diagnostic(INLINE_EXAMPLE_FAILS,
+                             f"{result.name} fails: {result.problems[0].splitlines()[0]}",
                              result.span, help="run `router test` for the full diff")
 
 
-@check("RT311")
+@check(UNUSED_VAR_OR_SIGNAL)
 def unused_definitions(policy: CompiledPolicy) -> Iterator[Diagnostic]:
     """Vars and signals that no rule, signal or template reads."""
     used = _used_paths(policy) | {("vars" if r.kind == "var" else "signals", r.name)
@@ -93,15 +106,16 @@ def unused_definitions(policy: CompiledPolicy) -> Iterator[Diagnostic]:
     for f in policy.files:
         for name in f.policy.vars:
             if ("vars", name) not in used and f.layer != "pack":
-                yield Diagnostic("RT311", f"var '{name}' is never used", f.doc.span(("vars", name), key=True),
+                yield Diagnostic(UNUSED_VAR_OR_SIGNAL, f"var '{name}' is never used",
+                                 f.doc.span(("vars", name), key=True),
                                  Severity.WARNING, help="remove it, or read it as vars." + name)
         for name in f.policy.signals:
             if ("signals", name) not in used and ("signal_errors", name) not in used:
-                yield Diagnostic("RT311", f"signal '{name}' is never used",
+                yield Diagnostic(UNUSED_VAR_OR_SIGNAL, f"signal '{name}' is never used",
                                  f.doc.span(("signals", name), key=True), Severity.WARNING)
 
 
-@check("RT312")
+@check(STATE_KEY_NEVER_WRITTEN)
 def state_never_written(policy: CompiledPolicy) -> Iterator[Diagnostic]:
     """State keys read by a rule that no `set` action ever writes."""
     written: set[str] = set()
@@ -115,33 +129,36 @@ def state_never_written(policy: CompiledPolicy) -> Iterator[Diagnostic]:
         for path in _paths(exprs):
             if path[0] == "state" and len(path) > 1 and ".".join(path[1:]) not in written \
                     and path[1] not in written:
-                yield Diagnostic("RT312", f"rule '{rule.id}' reads state.{'.'.join(path[1:])}, "
+                yield Diagnostic(STATE_KEY_NEVER_WRITTEN,
+                                 f"rule '{rule.id}' reads state.{'.'.join(path[1:])}, "
                                  "which no rule sets", rule.span, Severity.WARNING, rule_id=rule.id,
                                  help="it is always null; check the spelling against the `set:` actions")
 
 
-@check("RT313")
+@check(UNDECLARED_ENV_VAR)
 def undeclared_env(policy: CompiledPolicy) -> Iterator[Diagnostic]:
     """`env.NAME` reads of variables the policy does not declare (they are always null)."""
     for rule, exprs in _rules_expressions(policy):
         for path in _paths(exprs):
             if path[0] == "env" and len(path) > 1 and path[1] not in policy.env_names:
-                yield Diagnostic("RT313", f"rule '{rule.id}' reads env.{path[1]}, which the policy "
+                yield Diagnostic(UNDECLARED_ENV_VAR,
+                                 f"rule '{rule.id}' reads env.{path[1]}, which the policy "
                                  "does not declare", rule.span, Severity.WARNING, rule_id=rule.id,
                                  help=f"add `env: [{path[1]}]` at the top level of the policy")
 
 
-@check("RT314")
+@check(SHADOW_RULE_WRITES_STATE)
 def shadow_state_writes(policy: CompiledPolicy) -> Iterator[Diagnostic]:
     """Shadow rules with `set`/`unset`: their writes are recorded but never applied."""
     for rule in policy.rules:
         if rule.shadow and any(a.name in ("set", "unset") for a in rule.actions):
-            yield Diagnostic("RT314", f"shadow rule '{rule.id}' writes state, which is never applied",
+            yield Diagnostic(SHADOW_RULE_WRITES_STATE,
+                             f"shadow rule '{rule.id}' writes state, which is never applied",
                              rule.span, Severity.WARNING, rule_id=rule.id,
                              help="later rules will not see these values; remove `shadow` to apply them")
 
 
-@check("RT601")
+@check(WRITES_OUTSIDE_PROJECT)
 def refused_capabilities(policy: CompiledPolicy) -> Iterator[Diagnostic]:
     """What a layer may not do (RT601-RT606): rules, signals, vars and entries left out of the policy."""
     for refusal in policy.refused:

@@ -7,7 +7,11 @@ import ast
 from collections.abc import Iterator
 from typing import Any
 
-from router.compile.compiled import CompiledPolicy, CompiledRule
+from router.compile.ir import CompiledPolicy, CompiledRule
+from router.diagnostics.code_names import (
+    EMPTY_POLICY_FILE,
+    OBJECT_COMPARED_WITH_TEXT,
+)
 from router.diagnostics.diagnostic import Diagnostic, Severity
 from router.events.fields import ANY, DictOf, event_tree
 from router.lang.expr.expression import Expression
@@ -16,7 +20,7 @@ from router.lint import check
 _COMPARISONS = (ast.Eq, ast.NotEq)
 
 
-@check("RT317")
+@check(OBJECT_COMPARED_WITH_TEXT)
 def object_compared_with_text(policy: CompiledPolicy) -> Iterator[Diagnostic]:
     """`model == 'fake/x'`: an event object equals no text, so the condition is always false."""
     for rule in policy.rules:
@@ -28,7 +32,8 @@ def object_compared_with_text(policy: CompiledPolicy) -> Iterator[Diagnostic]:
             shown = ".".join(path)
             better = f"{shown}.ref" if "ref" in fields else f"{shown}.{fields[0]}" if fields else shown
             yield Diagnostic(
-                "RT317", f"rule '{rule.id}' compares {shown}, an object, with the text {text!r}: "
+                OBJECT_COMPARED_WITH_TEXT,
+                f"rule '{rule.id}' compares {shown}, an object, with the text {text!r}: "
                 "the two are never equal", rule.when_span or rule.span, Severity.WARNING, rule_id=rule.id,
                 help=f"compare one of its fields, e.g. {better} == {text!r} "
                      f"(the fields of {shown}: {', '.join(fields)})")
@@ -77,13 +82,14 @@ def _fields_at(tree: dict[str, Any], path: tuple[str, ...]) -> list[str]:
     return sorted(node) if isinstance(node, dict) else []
 
 
-@check("RT318")
+@check(EMPTY_POLICY_FILE)
 def empty_files(policy: CompiledPolicy) -> Iterator[Diagnostic]:
     """A policy file of the user's that sets nothing: empty, comments only, or `version: 1` alone."""
     for f in policy.files:
         if f.layer == "pack" or f.policy.model_fields_set - {"version"}:
             continue
-        yield Diagnostic("RT318", "this policy file sets nothing: no rules, no `use:`, no vars",
+        yield Diagnostic(EMPTY_POLICY_FILE,
+                         "this policy file sets nothing: no rules, no `use:`, no vars",
                          f.doc.span(()), Severity.WARNING,
                          help="add `use: [default]` or rules (`router init` writes a starter policy); "
                               "an empty file changes nothing")

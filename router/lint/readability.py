@@ -6,7 +6,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from router.compile.compiled import CompiledPolicy
+from router.compile.ir import CompiledPolicy
+from router.diagnostics.code_names import EXPRESSION_TOO_LONG
 from router.diagnostics.diagnostic import Diagnostic, Severity
 from router.lang.expr.trees import leaves
 from router.lint import check
@@ -86,14 +87,14 @@ def long_expressions(doc: SourceDoc) -> Iterator[Diagnostic]:
         length = expression_length(source)
         if length > MAX_EXPRESSION:
             yield Diagnostic(
-                "RT332", f"an expression of {length} characters in {format_key_path(key_path)} "
+                EXPRESSION_TOO_LONG, f"an expression of {length} characters in {format_key_path(key_path)} "
                 f"(over {MAX_EXPRESSION} is hard to read and to review)", doc.span(key_path),
                 Severity.WARNING,
                 help="name its parts with `let:` bindings (or signals), and write a long text as a "
                 "multi-line template (`|-` with {for …}/{if …} lines)")
 
 
-@check("RT332")
+@check(EXPRESSION_TOO_LONG)
 def over_long_expressions(policy: CompiledPolicy) -> Iterator[Diagnostic]:
     """Expressions of your own files over MAX_EXPRESSION characters (built-in packs are not yours
     to edit, so they are not reported)."""

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from router.diagnostics.code_names import INVALID_EVENT_DOCUMENT, INVALID_EVENT_FIELD
 from router.diagnostics.diagnostic import Diagnostic, Span
 from router.diagnostics.errors import EventError
 from router.diagnostics.suggest import did_you_mean
@@ -20,12 +21,14 @@ def complete_event(data: Any, *, doc: SourceDoc | None = None, base: KeyPath = (
     (a dialog's `questions` as the policy builds them: `questions`)."""
     span = doc.span(base) if doc else Span(where)
     if not isinstance(data, dict):
-        raise EventError([Diagnostic("RT130", "an event must be a mapping with a `type`", span)])
+        raise EventError([Diagnostic(INVALID_EVENT_DOCUMENT, "an event must be a mapping with a `type`",
+                                     span)])
     event_type = data.get("type")
     model = EVENT_MODELS.get(event_type) if isinstance(event_type, str) else None
     if model is None:
         raise EventError([Diagnostic(
-            "RT130", f"unknown event type {event_type!r}", doc.span((*base, "type")) if doc else span,
+            INVALID_EVENT_DOCUMENT, f"unknown event type {event_type!r}",
+            doc.span((*base, "type")) if doc else span,
             help=did_you_mean(str(event_type), EVENT_TYPES) or f"expected one of: {', '.join(EVENT_TYPES)}")])
     try:
         event = model.model_validate(data)
@@ -61,7 +64,7 @@ def _event_diagnostic(err: Any, doc: SourceDoc | None, base: KeyPath, span: Span
     path = format_key_path(loc)
     place = doc.span((*base, *loc), key=err["type"] == "extra_forbidden") if doc else span
     if err["type"] == "extra_forbidden":
-        return Diagnostic("RT131", f"unknown event field '{path}'", place, key_path=path,
+        return Diagnostic(INVALID_EVENT_FIELD, f"unknown event field '{path}'", place, key_path=path,
                           help="see docs/events.md for the fields of each event type")
     message = err["msg"][0].lower() + err["msg"][1:]
-    return Diagnostic("RT131", f"event field '{path}': {message}", place, key_path=path)
+    return Diagnostic(INVALID_EVENT_FIELD, f"event field '{path}': {message}", place, key_path=path)

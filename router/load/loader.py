@@ -16,23 +16,24 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from router.diagnostics.code_names import (
+    GIT_SOURCE_UNAVAILABLE,
+    INVALID_VALUE,
+    TOO_LARGE,
+    USE_CYCLE,
+    USE_NOT_FOUND,
+)
 from router.diagnostics.diagnostic import Diagnostic, Span
 from router.diagnostics.errors import SourceError
 from router.load.deadline import time_limit
-from router.load.git_source import (
-    GitOrigin,
-    GitSourceError,
-    GitSources,
-    emit_notes,
-    is_git,
-    lock_path,
-    parse,
-    redact_text,
-)
+from router.load.file_reading import read_text, refused_read
+from router.load.git_lock import lock_path
+from router.load.git_source import GitOrigin, GitSources, emit_notes
+from router.load.git_spec import GitSourceError, is_git, parse, redact_text
 from router.load.installed_packs import installed_pack
 from router.load.model import Policy
 from router.load.paths import agent_dir, display_path, layer_paths, pack_names, packs_dir
-from router.load.source import SourceDoc, parse_source, read_text, refused_read
+from router.load.source import SourceDoc, parse_source
 from router.load.validation import validation_diagnostics
 from router.trust.capabilities import (
     CODES,
@@ -162,7 +163,7 @@ class _Loader:
         resolved = path.resolve()
         if resolved in self._active:
             chain = " -> ".join(p.name for p in [*self._active, resolved])
-            self.diagnostics.append(Diagnostic("RT121", f"`use:` cycle: {chain}", via,
+            self.diagnostics.append(Diagnostic(USE_CYCLE, f"`use:` cycle: {chain}", via,
                                                help="remove one of the `use:` entries"))
             return
         if resolved in self._done:
@@ -218,14 +219,14 @@ class _Loader:
             named = path.parent / Path(entry).expanduser()
             problem = _outside_tree(named, origin.tree)
             if problem is not None:
-                self.refuse(entry, layer, f"{entry} {problem}", span, code="RT125",
+                self.refuse(entry, layer, f"{entry} {problem}", span, code=GIT_SOURCE_UNAVAILABLE,
                             help="a file of a git source uses only files of the same repository commit")
                 return
             relative = Path(os.path.normpath(named)).relative_to(os.path.normpath(origin.tree))
             inner = origin.inside(relative.as_posix())
             linked = self.git.linked(inner)
             if linked is not None:
-                self.refuse(entry, layer, linked, span, code="RT125",
+                self.refuse(entry, layer, linked, span, code=GIT_SOURCE_UNAVAILABLE,
                             help="a git source's policy files are regular files: commit the file itself")
                 return
         elif root is not None and _is_path(entry):
@@ -262,7 +263,7 @@ class _Loader:
             return Policy.model_validate({})
         if not isinstance(doc.data, dict):
             self.diagnostics.append(_no_excerpt(Diagnostic(
-                "RT111", "a policy file must be a mapping at the top level", doc.span(()))))
+                INVALID_VALUE, "a policy file must be a mapping at the top level", doc.span(()))))
             return None
         rules = doc.data.get("rules")
         if isinstance(rules, list) and len(rules) > MAX_RULES:  # before validating thousands of rules
@@ -279,12 +280,12 @@ class _Loader:
             target = base / Path(entry).expanduser()
             if not entry.endswith(YAML_SUFFIXES):
                 self.diagnostics.append(Diagnostic(
-                    "RT120", f"`use:` file must be a .yaml or .yml file: {entry}", span,
+                    USE_NOT_FOUND, f"`use:` file must be a .yaml or .yml file: {entry}", span,
                     help="policy files end in .yaml or .yml; other files are never read as policies"))
                 return None
             if target.is_file():
                 return target
-            self.diagnostics.append(Diagnostic("RT120", f"`use:` file not found: {entry}", span,
+            self.diagnostics.append(Diagnostic(USE_NOT_FOUND, f"`use:` file not found: {entry}", span,
                                                help=f"paths are relative to {base}"))
             return None
         candidate = packs_dir() / f"{entry}.yaml"
@@ -298,7 +299,7 @@ class _Loader:
 
         names = sorted({*pack_names(), *(p.name for p in installed_packs() if p.path is not None)})
         self.diagnostics.append(Diagnostic(
-            "RT120", f"unknown pack '{entry}'; expected one of {', '.join(names)}", span,
+            USE_NOT_FOUND, f"unknown pack '{entry}'; expected one of {', '.join(names)}", span,
             help=did_you_mean(entry, names) or "use ./path.yaml for a file; `router packs` lists the packs"))
         return None
 
@@ -325,6 +326,6 @@ def _no_excerpt(diagnostic: Diagnostic) -> Diagnostic:
 
 def too_many_rules(count: int, span: Span | None) -> Diagnostic:
     """RT103 for a policy of more than MAX_RULES rules."""
-    return Diagnostic("RT103", f"the policy has {count} rules; at most {MAX_RULES} are supported", span,
+    return Diagnostic(TOO_LARGE, f"the policy has {count} rules; at most {MAX_RULES} are supported", span,
                       help="merge rules that differ only in data into one rule reading a var, or split "
                       "the work between policies")

@@ -15,13 +15,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from router.diagnostics.code_names import LOCKED_RULE_CHANGED
 from router.diagnostics.diagnostic import Diagnostic, Severity, Span
 from router.trust.capabilities import Refusal
 
 MANAGED = "managed"
 MANAGED_ENV = "ROUTER_MANAGED_DIR"
 SYSTEM_DIR = Path("/etc/pi-policy-router")
-LOCKED_CODE = "RT609"
+LOCKED_CODE = LOCKED_RULE_CHANGED
 HELP = ("a locked rule of the managed policy stays as your administrator wrote it; add a rule with "
         "another id, placed after it")
 

@@ -7,6 +7,7 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from router.diagnostics.code_names import INVALID_VALUE, MISSING_KEY, UNKNOWN_KEY, UNSUPPORTED_VERSION
 from router.diagnostics.diagnostic import Diagnostic
 from router.diagnostics.suggest import did_you_mean
 from router.load.source import KeyPath, SourceDoc, format_key_path
@@ -26,19 +27,19 @@ def validation_diagnostics(
             key = str(loc[-1])
             fields = _fields_at(root, loc[len(base):-1])
             out.append(Diagnostic(
-                "RT110", f"unknown key '{key}' in {where}{rule}", doc.span(loc, key=True),
+                UNKNOWN_KEY, f"unknown key '{key}' in {where}{rule}", doc.span(loc, key=True),
                 key_path=format_key_path(loc),
                 help=((did_you_mean(key, fields) or "") + (f" expected one of: {', '.join(sorted(fields))}"
                                                           if fields else "")).strip() or None))
         elif kind == "missing":
-            out.append(Diagnostic("RT112", f"missing required key '{loc[-1]}' in {where}{rule}",
+            out.append(Diagnostic(MISSING_KEY, f"missing required key '{loc[-1]}' in {where}{rule}",
                                   doc.span(loc[:-1]), key_path=format_key_path(loc)))
         else:
             message = error["msg"][0].lower() + error["msg"][1:]
             message = message.removeprefix("value error, ")
             got = error.get("input")
             shown = "" if isinstance(got, (dict, list)) or got is None else f"; got {got!r}"
-            code = "RT113" if loc[len(base):] == ("version",) else "RT111"
+            code = UNSUPPORTED_VERSION if loc[len(base):] == ("version",) else INVALID_VALUE
             out.append(Diagnostic(code, f"{format_key_path(loc) or 'policy'}: {message}{shown}{rule}",
                                   doc.span(loc), key_path=format_key_path(loc)))
     return out

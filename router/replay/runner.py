@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from router.compile.compiled import CompiledPolicy
+from router.compile.ir import CompiledPolicy
 from router.engine.choices import chosen_model, chosen_tier
 from router.engine.decision import Decision, Effect, SignalOutcome
 from router.engine.interpreter import evaluate

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from router.diagnostics.errors import SourceError
+from router.load.file_reading import read_bytes
 from router.load.paths import display_path
-from router.load.source import read_bytes
 
 MAX_LINE_CHARS = 16 * 1024 * 1024  # a longer line is skipped (Pi's own lines are far shorter)
 MAX_SESSION_BYTES = 512 * 1024 * 1024  # a larger session file is refused, not read into memory

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from router.compile.compiled import CompiledPolicy
+from router.compile.ir import CompiledPolicy
 from router.load.paths import agent_dir as default_agent_dir
 from router.load.paths import log_files
 from router.replay.log_reader import DecisionLog, read_logs

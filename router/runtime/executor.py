@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from router.actions import runner
-from router.actions._local import ACTION_FAILED, Failure, Local
+from router.actions._local import Failure, Local
 from router.actions._registry import declarations
 from router.actions.signal_kinds import SIGNAL_KINDS
+from router.diagnostics.code_names import ACTION_FAILED
 from router.engine.decision import Decision, Effect, SignalOutcome, SignalRequest
 from router.lang.functions import cap_level
 from router.runtime import loop, signals

@@ -16,7 +16,8 @@ from types import ModuleType
 
 SERVE_OPTIONS = ("--cwd", "--agent-dir", "--policy", "--warm", "--forked-from")
 """`router serve`'s options, each with a value: what the console script hands to the sidecar without
-typer (router/commands/entry.py) and what the sidecar reads without argparse (server.parse_args)."""
+typer (router/commands/entry.py) and what the sidecar reads without argparse
+(router/runtime/serve_args.py)."""
 
 _state = {"lean": False, "settled": False}
 

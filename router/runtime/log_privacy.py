@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
-from router.compile.compiled import CompiledPolicy
+from router.compile.ir import CompiledPolicy
 from router.lang.expr.expression import Template
 from router.lang.functions.models import THINKING_LEVELS
 

@@ -14,18 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from router.compile.compiled import CompiledPolicy
+from router.compile.ir import CompiledPolicy
+from router.diagnostics.code_names import SIGNAL_FAILED
 from router.engine.decision import Decision, SignalOutcome
 from router.load.paths import log_dir
 from router.runtime import loop
-from router.runtime.decision_log import (
-    DecisionLog,
-    LogSettings,
-    build_record,
-    catalog_digest,
-    logged_seqs,
-    policy_digest,
-)
+from router.runtime.decision_log import DecisionLog, LogSettings, logged_seqs
+from router.runtime.decision_record import build_record, catalog_digest, policy_digest
 from router.runtime.log_privacy import Stubber, literals_of
 
 if TYPE_CHECKING:
@@ -184,7 +179,7 @@ class Observer:
             f" (rule {e.rule_id})" if e.rule_id else "") for e in decision.errors]
         for name, text in decision.signal_errors.items():
             shown = text if keep else stubber.text(text)
-            lines.append(f"{decision.signal_codes.get(name, 'RT502')} signal {name} failed: {shown}")
+            lines.append(f"{decision.signal_codes.get(name, SIGNAL_FAILED)} signal {name} failed: {shown}")
         return lines
 
     def last_decision(self, session: str, event_type: str | None = None) -> LastDecision | None:

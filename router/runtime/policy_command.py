@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from router.runtime import policy_why, protocol
 from router.runtime import trust_review as trust_command
 from router.trust.store import TrustDecision, TrustStore, TrustStoreError, decide
+
+if TYPE_CHECKING:
+    from router.runtime.server import Engine
 
 NAME = "policy"
 DECLARATION = {
@@ -73,3 +77,32 @@ async def trust_project(cwd: Path, agent: Path, *, ask: Ask, has_ui: bool) -> st
 
 def untrust_project(cwd: Path, agent: Path) -> str:
     return trust_command.untrust(cwd, agent)[1]
+
+
+async def answer(engine: Engine, request_id: Any, args: str, warnings: list[str],
+                 session: str = "") -> dict[str, Any]:
+    """`/policy [status|why|trust|untrust]` for the session `engine` serves: the notification to
+    show, with the declarations and trust as they are after it."""
+    word = (args.split() or ["status"])[0]
+    if word == "trust":
+        engine.connection.notify(protocol.PROGRESS, {
+            "id": request_id, "budget_ms": CONFIRM_BUDGET_MS, "signal": "policy"})
+        text = await trust_project(
+            engine.cwd, engine.agent, has_ui=engine.has_ui,
+            ask=lambda params, timeout: engine.connection.request(protocol.ASK, params, timeout))
+        engine.load()
+    elif word == "untrust":
+        text = untrust_project(engine.cwd, engine.agent)
+        engine.load(keep_trusted=False)
+    elif word == "status":
+        files = [path for path, _ in engine.policy.file_refs] if engine.policy else []
+        text = status_text(engine.cwd, engine.trust, files)
+    elif word == "why":
+        event_type = [*args.split(), ""][1] or None
+        last = engine.observer.last_decision(session, event_type)
+        text = engine.executor.redact(policy_why.why_text(last, event_type))
+    else:
+        text = usage()
+    notify = {"action": "notify", "params": {"text": text, "level": "info"}, "rule": "policy"}
+    return {"actions": [notify], "fired": [], "warnings": warnings, "declarations": engine.declarations(),
+            "trust": engine.trust_report()}

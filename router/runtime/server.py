@@ -10,22 +10,19 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import copy
 import functools
-import json
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from router.compile.cache import compiled_for
 from router.compile.capability_analysis import refusal_warnings
-from router.compile.compiled import CompiledPolicy
+from router.compile.ir import CompiledPolicy
 from router.compile.question_settings import policy_question_settings
+from router.diagnostics.code_names import RELOAD_FAILED
 from router.diagnostics.diagnostic import Diagnostic, has_errors
 from router.engine import rule_index
 from router.engine.decision import Decision, SignalOutcome
@@ -42,24 +39,21 @@ from router.lang.budget import (
     event_deadline_ms,
 )
 from router.load.deadline import time_limit
-from router.load.paths import agent_dir as default_agent_dir
-from router.runtime import declarations_cache, lean, loop, policy_command, policy_why, protocol
-from router.runtime.connection import Connection, LineSplitter, handle_line
+from router.runtime import declarations_cache, lean, loop, policy_command, protocol
+from router.runtime.connection import Connection
 from router.runtime.executor import Executor, budget_ms
 from router.runtime.observer import Observer
+from router.runtime.serve_args import ServeArgs, parse_args
 from router.runtime.session_policy import (
-    PROJECT_SECONDS,
-    git_tree_file,
     load_session_policy,
-    read_project_content,
 )
+from router.runtime.session_state import canonical_json, without_keys
+from router.runtime.session_trust import approved_digest, trust_after_own_writes
+from router.runtime.stdio_lines import read_lines
 from router.trust.store import (
     TrustDecision,
     TrustStore,
-    TrustStoreError,
-    bounded_sha256,
     decide,
-    recorded_path,
 )
 
 MAX_SIGNALS = 16
@@ -67,7 +61,6 @@ RELOAD_BUDGET_MS = 10000  # the bridge's wait for an event whose policy is being
 RELOAD_PARSE_S = 3.0  # a reload mid-session parses for at most this long; past it the policy in force stays
 RECHECK_MS = 5  # `router serve`: a burst event looks at the policy files at most this often (~12 µs a look)
 BURST_EVENTS = frozenset({"tool_call", "tool_result"})  # one per tool call of an assistant message
-JSON_WRITES = ("save", "forget")  # the actions that change a JSON data file
 
 
 class Engine:
@@ -86,7 +79,7 @@ class Engine:
         self.fingerprint: tuple[Any, ...] = ()
         self.watched: list[str] = []
         self.state: dict[str, Any] = {}
-        self.stored = _canonical({})  # the state last stored in the session (transient keys left out)
+        self.stored = canonical_json({})  # the state last stored in the session (transient keys left out)
         self.models: dict[str, Any] = {}
         self.registry: dict[str, Any] = registry_facts(None)
         self.env: dict[str, str] = {}
@@ -117,7 +110,7 @@ class Engine:
                                              approved=self.approved)
         except Exception as exc:  # a bug must not take the policy in force with it
             self.executor.log(f"internal error while loading the policy: {type(exc).__name__}: {exc}")
-            return [Diagnostic("RT503", f"the policy could not be loaded (internal error "
+            return [Diagnostic(RELOAD_FAILED, f"the policy could not be loaded (internal error "
                                f"{type(exc).__name__}: {exc})")]
         keep = keep_trusted and self._keeps_trusted_project(loaded.trust)
         self.trust = loaded.trust
@@ -177,9 +170,9 @@ class Engine:
         previous = self.policy
         diagnostics = self.load()
         if has_errors(diagnostics) or (self.policy is previous and self.trust.applies):
-            first = next((d for d in diagnostics if d.severity == "error" and d.code != "RT503"),
+            first = next((d for d in diagnostics if d.severity == "error" and d.code != RELOAD_FAILED),
                          next((d for d in diagnostics if d.severity == "error"), None))
-            reason = _render(first) if first else "unknown error [RT503]"
+            reason = _render(first) if first else f"unknown error [{RELOAD_FAILED}]"
             text = f"policy reload failed: {reason}; keeping the last good policy"
             self.executor.log(text)
             return [text]
@@ -212,7 +205,7 @@ class Engine:
         if params.get("cwd"):
             self.cwd = Path(str(params["cwd"]))
             self.executor.cwd = str(self.cwd)
-        self.approved = self._approved_digest(params)
+        self.approved = approved_digest(params, self.cwd, self.agent)
         self.has_ui = params.get("hasUI") is True
         self.models = model_catalog(params.get("models"))
         self.registry = registry_facts(params.get("registry"))
@@ -256,42 +249,17 @@ class Engine:
             self.executor.log("the declarations cache could not be written (the next start waits)")
 
     def keep_trust_after_own_writes(self, decision: Decision) -> None:
-        """A command the user typed saved into a project data file of a trusted project (say,
-        `/cuttle config set` into .pi/pi-cuttle.json): the new content is the user's own change,
-        so the trust record follows it instead of the project turning untrusted."""
-        policy = self.policy
-        if policy is None or not policy.project_data:
-            return
-        data = {(self.cwd / name).resolve() for name in policy.project_data}
-        written = [e for e in decision.effects if e.action in JSON_WRITES and isinstance(e.params, dict)
-                   and _resolved(e.params.get("file")) in data]
-        if not written:
-            return
-        names = {str(Path(name)) for name in policy.project_data}
-        base = self.cwd.resolve()
-        changed = [name for name, sha in self.trust.checked
-                   if name not in names and bounded_sha256(recorded_path(base, name, git_tree_file)[0]
-                                                           or base / name) != sha]
-        if changed or not self.trust.checked:  # the policy's own files changed too: not yours to keep
-            self.executor.log(f"trust not updated after a write to the project's data: "
-                              f"{', '.join(changed) or 'no trusted file list'} changed as well")
-            return
-        content, _ = read_project_content(self.cwd, self.agent)
-        if content is None:
-            return
-        try:
-            TrustStore(self.agent).trust(content)
-        except (OSError, TrustStoreError) as exc:
-            self.executor.log(f"trust not updated after a write to the project's data: {exc}")
-            return
-        self.executor.log(f"trust kept for {self.cwd}: the project's data changed by your command")
-        self.load()
+        """A command the user typed saved into a project data file of a trusted project: the trust
+        record follows the new content (router/runtime/session_trust.py), and the policy reloads."""
+        if self.policy is not None and trust_after_own_writes(self.policy, decision, self.cwd, self.agent,
+                                                              self.trust.checked, self.executor.log):
+            self.load()
 
     def restore(self, restored: dict[str, Any]) -> None:
         """The session's state from its last stored entry; transient keys (which describe a process
         that is gone) are dropped."""
         self.state = without_keys(restored, self.transient)
-        self.stored = _canonical(self.state)
+        self.stored = canonical_json(self.state)
 
     def store(self, state: dict[str, Any]) -> dict[str, Any] | None:
         """Keep `state`; return what the session must store, None when that did not change.
@@ -300,7 +268,7 @@ class Engine:
         bridge appends one entry per change, never one for a state that is the same again."""
         self.state = state
         stored = without_keys(state, self.transient)
-        text = _canonical(stored)
+        text = canonical_json(stored)
         if text == self.stored:
             return None
         self.stored = text
@@ -309,21 +277,6 @@ class Engine:
     @property
     def transient(self) -> frozenset[str]:
         return self.policy.transient_state if self.policy else frozenset()
-
-    def _approved_digest(self, params: dict[str, Any]) -> str | None:
-        """The project content Pi says to apply for this run unrecorded (`--approve`, or the user's
-        `defaultProjectTrust: always`): the content of the run's first hello, never newer bytes."""
-        if params.get("noApprove") is True:
-            return None
-        settings = params.get("settings")
-        always = isinstance(settings, dict) and settings.get("defaultProjectTrust") == "always"
-        if not (params.get("approve") is True or always):
-            return None
-        if params.get("firstHello") is False:  # a new session or sidecar: only what was approved
-            earlier = params.get("approvedDigest")
-            return earlier if isinstance(earlier, str) and earlier else None
-        content, _ = read_project_content(self.cwd, self.agent, seconds=PROJECT_SECONDS)
-        return content.digest if content is not None else None
 
     def trust_report(self) -> dict[str, Any]:
         """What the bridge shows: the state, the one-line message and a status-line text."""
@@ -359,7 +312,8 @@ class Engine:
                 payload.get("name") == policy_command.NAME:
             raw_ctx = params.get("ctx")
             session = str(raw_ctx.get("sessionId") or "") if isinstance(raw_ctx, dict) else ""
-            return await self.policy_command(request_id, str(payload.get("args") or ""), warnings, session)
+            return await policy_command.answer(self, request_id, str(payload.get("args") or ""), warnings,
+                                               session)
         if policy is None or event_type not in policy.by_event:
             unchanged = (policy.event_types if policy else ()) == before
             return {"actions": [], "warnings": warnings + self.notices(),
@@ -371,14 +325,7 @@ class Engine:
             prepare(policy, event_type)
             received = time.perf_counter()
         started_ns = time.perf_counter_ns()
-        ctx = {**(params.get("ctx") or {}), "projectTrusted": self.trust.applies}  # the engine's decision
-        event = normalize(event_type, params.get("payload") or {}, ctx,
-                          env=self.env, models=self.models, registry=self.registry,
-                          questions=policy_question_settings(policy, self.env) if event_type in
-                          ("question", "dialog") else DEFAULT_SETTINGS, cut=bool(params.get("cut")))
-        if params.get("cut"):
-            self.executor.log(f"event {event_type}: payload cut to the protocol's limits "
-                              f"({'; '.join(map(str, params['cut']))[:300]})")
+        event = self._normalized(policy, event_type, params)
         state_before = self.state
         decision = await self._decide(request_id, policy, event, received)
         trusted = self.trust.state == "trusted"
@@ -388,8 +335,26 @@ class Engine:
             time.perf_counter_ns(), applied.refused))
         if trusted and event_type == "command":
             self.keep_trust_after_own_writes(decision)
-        result: dict[str, Any] = {"actions": applied.actions, "fired": list(decision.fired),
-                                  "warnings": [self.executor.redact(w) for w in warnings + applied.warnings]}
+        return self._answer(policy, decision, applied.actions, warnings + applied.warnings, before)
+
+    def _normalized(self, policy: CompiledPolicy, event_type: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The event as rules see it (router/events/normalize.py); a payload the bridge cut is logged."""
+        ctx = {**(params.get("ctx") or {}), "projectTrusted": self.trust.applies}  # the engine's decision
+        event = normalize(event_type, params.get("payload") or {}, ctx,
+                          env=self.env, models=self.models, registry=self.registry,
+                          questions=policy_question_settings(policy, self.env) if event_type in
+                          ("question", "dialog") else DEFAULT_SETTINGS, cut=bool(params.get("cut")))
+        if params.get("cut"):
+            self.executor.log(f"event {event_type}: payload cut to the protocol's limits "
+                              f"({'; '.join(map(str, params['cut']))[:300]})")
+        return event
+
+    def _answer(self, policy: CompiledPolicy, decision: Decision, actions: list[Any], warnings: list[str],
+                before: Any) -> dict[str, Any]:
+        """The event's answer: the actions applied, the rules fired, the warnings, the state to
+        store when it changed, and the declarations when the event types changed (`before`)."""
+        result: dict[str, Any] = {"actions": actions, "fired": list(decision.fired),
+                                  "warnings": [self.executor.redact(w) for w in warnings]}
         stored = self.store(decision.state)
         if stored is not None:
             result["state"] = stored
@@ -425,33 +390,6 @@ class Engine:
         for text in warnings:
             self.executor.log(text)
             self.executor.notices.append(text)
-
-    async def policy_command(self, request_id: Any, args: str, warnings: list[str],
-                             session: str = "") -> dict[str, Any]:
-        """`/policy [status|why|trust|untrust]`: the engine's own command."""
-        word = (args.split() or ["status"])[0]
-        if word == "trust":
-            self.connection.notify(protocol.PROGRESS, {
-                "id": request_id, "budget_ms": policy_command.CONFIRM_BUDGET_MS, "signal": "policy"})
-            text = await policy_command.trust_project(
-                self.cwd, self.agent, has_ui=self.has_ui,
-                ask=lambda params, timeout: self.connection.request(protocol.ASK, params, timeout))
-            self.load()
-        elif word == "untrust":
-            text = policy_command.untrust_project(self.cwd, self.agent)
-            self.load(keep_trusted=False)
-        elif word == "status":
-            files = [path for path, _ in self.policy.file_refs] if self.policy else []
-            text = policy_command.status_text(self.cwd, self.trust, files)
-        elif word == "why":
-            event_type = [*args.split(), ""][1] or None
-            last = self.observer.last_decision(session, event_type)
-            text = self.executor.redact(policy_why.why_text(last, event_type))
-        else:
-            text = policy_command.usage()
-        notify = {"action": "notify", "params": {"text": text, "level": "info"}, "rule": "policy"}
-        return {"actions": [notify], "fired": [], "warnings": warnings, "declarations": self.declarations(),
-                "trust": self.trust_report()}
 
     async def _decide(self, request_id: Any, policy: CompiledPolicy, event: dict[str, Any],
                       received: float) -> Decision:
@@ -516,88 +454,11 @@ def _serve(args: ServeArgs) -> int:
     connection = Connection(sys.stdout.buffer, engine=make_engine)
     if args.forked_from:
         connection.log(f"sidecar {os.getpid()} forked by the warm sidecar {args.forked_from}")
-    splitter = LineSplitter(protocol.MAX_LINE_BYTES)
-    ended = threading.Event()
-    waiting: list[tuple[bytes | int, float]] = []  # each line with when it was read
-    at_end = [False]
-
-    def take(chunk: bytes) -> None:
-        idle = not waiting
-        now = time.perf_counter()
-        waiting.extend((line, now) for line in (splitter.feed(chunk) if chunk else splitter.end()))
-        at_end[0] = at_end[0] or not chunk
-        if idle:
-            next_line()
-
-    def next_line() -> None:  # one line per turn: its request's first step runs before the next line
-        if connection.closing.is_set():  # `shutdown` answered: the rest is not read
-            return
-        if waiting:
-            handle_line(connection, *waiting.pop(0))
-        if waiting:
-            events.call_soon(next_line)
-        elif at_end[0]:
-            ended.set()
-
-    events.read_from(sys.stdin.fileno(), take)
-    events.run_until(lambda: ended.is_set() or connection.closing.is_set())
-    if connection.tasks:
-        events.run_until(lambda: not connection.tasks, timeout=2)
+    read_lines(connection, events)
     engine[0].after_answer()
     engine[0].observer.close()
     events.close()
     return 0
-
-
-@dataclass(frozen=True)
-class ServeArgs:
-    cwd: str
-    agent_dir: str
-    policy: tuple[str, ...]
-    warm: str | None
-    forked_from: str | None
-
-
-def parse_args(argv: list[str]) -> ServeArgs:
-    """`router serve`'s options. A command line of these options with their values (what the
-    bridge and the warm sidecar pass) is read here; anything else (`--help`, a mistake, a repeated
-    option) goes to argparse for its usage, errors and rules. Importing argparse and building its
-    parser cost a sidecar's start 4.5 ms."""
-    values: dict[str, list[str]] = {}
-    rest = list(argv)
-    while rest:
-        name, sep, value = rest.pop(0).partition("=")
-        if name not in lean.SERVE_OPTIONS or not (sep or _plain_value_follows(rest)):
-            return _argparse(argv)
-        values.setdefault(name, []).append(value if sep else rest.pop(0))
-    if any(len(found) > 1 for name, found in values.items() if name != "--policy"):
-        return _argparse(argv)
-    one = {name: found[0] for name, found in values.items()}
-    return ServeArgs(cwd=one["--cwd"] if "--cwd" in one else os.getcwd(),
-                     agent_dir=one["--agent-dir"] if "--agent-dir" in one else str(default_agent_dir()),
-                     policy=tuple(values.get("--policy", [])), warm=one.get("--warm"),
-                     forked_from=one.get("--forked-from"))
-
-
-def _plain_value_follows(rest: list[str]) -> bool:
-    """A value comes next that argparse would take as one (it refuses anything starting with `-`
-    here: an option, or a negative number, which goes to argparse to decide)."""
-    return bool(rest) and not rest[0].startswith("-")
-
-
-def _argparse(argv: list[str]) -> ServeArgs:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="router serve", description="the router sidecar (stdio)")
-    parser.add_argument("--cwd", default=os.getcwd())
-    parser.add_argument("--agent-dir", default=str(default_agent_dir()))
-    parser.add_argument("--policy", action="append", default=[], help="an extra policy file, last")
-    parser.add_argument("--warm", metavar="SOCKET", help="serve each connection to this Unix socket "
-                        "with a forked sidecar (router/runtime/warm.py)")
-    parser.add_argument("--forked-from", metavar="PID", help=argparse.SUPPRESS)  # by the warm sidecar
-    args = parser.parse_args(argv)
-    return ServeArgs(cwd=args.cwd, agent_dir=args.agent_dir, policy=tuple(args.policy), warm=args.warm,
-                     forked_from=args.forked_from)
 
 
 def main(argv: list[str]) -> int:
@@ -609,37 +470,6 @@ def main(argv: list[str]) -> int:
         return _serve(args)
     except KeyboardInterrupt:
         return 130
-
-
-def _resolved(value: Any) -> Path | None:
-    if not isinstance(value, str) or not value:
-        return None
-    return Path(value).expanduser().resolve()
-
-
-def without_keys(state: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
-    """A copy of `state` without the dotted `keys`; a parent they leave empty goes too."""
-    result = copy.deepcopy(state)
-    for key in keys:
-        _drop(result, key.split("."))
-    return result
-
-
-def _drop(target: dict[str, Any], parts: list[str]) -> None:
-    head, rest = parts[0], parts[1:]
-    if not rest:
-        target.pop(head, None)
-        return
-    child = target.get(head)
-    if isinstance(child, dict) and child:
-        _drop(child, rest)
-        if not child:
-            del target[head]
-
-
-def _canonical(value: Any) -> str:
-    """One text per JSON value (key order and tuples vs lists do not matter)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _stat(path: str) -> tuple[int, int]:

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from router.compile import cache as policy_cache
-from router.compile.compiled import CompiledPolicy
+from router.compile.ir import CompiledPolicy
+from router.diagnostics.code_names import GIT_SOURCE_MISMATCH, GIT_SOURCE_UNAVAILABLE, RELOAD_FAILED
 from router.diagnostics.diagnostic import Diagnostic, has_errors
 from router.load.paths import display_path, packs_dir
 from router.load.paths import project_policy as project_file
@@ -40,7 +41,8 @@ PROJECT_SECONDS = 3.0
 stay in force instead of the start or a prompt waiting. `router trust` and `router lint` allow
 CLI_PROJECT_SECONDS."""
 CLI_PROJECT_SECONDS = 20.0
-GIT_UNAVAILABLE = frozenset({"RT125", "RT126"})  # a policy built without a git source is not cached
+GIT_UNAVAILABLE = frozenset({GIT_SOURCE_UNAVAILABLE,
+                             GIT_SOURCE_MISMATCH})  # a policy built without a git source is not cached
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ class SessionPolicy:
 
 def base_candidates(agent: Path, extra: Sequence[Path]) -> list[Path]:
     """The files of the layers below the project's, with the locks that pin their git sources."""
-    from router.load.git_source import lock_path
+    from router.load.git_lock import lock_path
     from router.load.managed import managed_policy
 
     managed = managed_policy()
@@ -108,7 +110,8 @@ def _with_checked(loaded: SessionPolicy, checked: frozenset[tuple[str, str]] | N
 
 def git_tree_file(key: str, commit: str, inside: str) -> Path | None:
     """The cached file of a git source's commit (store.GitTree); None when it is not fetched."""
-    from router.load.git_source import GitSourceError, parse, tree_dir
+    from router.load.git_cache import tree_dir
+    from router.load.git_spec import GitSourceError, parse
 
     try:
         tree = tree_dir(parse(f"{key}#{inside}"), commit)
@@ -180,7 +183,7 @@ def project_digest(path: Path, cwd: Path, *, confined: bool = True) -> str | Non
     size, not through a link out of the project, never a kernel file); None when it is not there
     or is refused (`read_bytes`)."""
     from router.diagnostics.errors import SourceError  # the YAML reader's module: not at the start
-    from router.load.source import read_bytes
+    from router.load.file_reading import read_bytes
     from router.trust.capabilities import project_area
 
     try:
@@ -263,7 +266,7 @@ def _without_project(cwd: Path, agent: Path, extra: Sequence[Path], trust: Trust
         return None
     first = next((d for d in diagnostics if d.severity == "error"), None)
     where = f" ({first.span}: {first.message} [{first.code}])" if first is not None else ""
-    note = Diagnostic("RT503", f"the project policy {display_path(project_file(cwd))} is not applied: "
+    note = Diagnostic(RELOAD_FAILED, f"the project policy {display_path(project_file(cwd))} is not applied: "
                       f"it does not load{where}; your own and the built-in layers apply (run `router "
                       "lint` to see why)")
     return SessionPolicy(base, [note, *diagnostics, *base_diagnostics], trust,
@@ -289,7 +292,7 @@ def _base(cwd: Path, agent: Path,
     last = policy_cache.load_last_good(cache)
     if last is None:
         return _builtin_only(agent, diagnostics)
-    note = Diagnostic("RT503", "the policy has errors; the last policy that loaded for these files "
+    note = Diagnostic(RELOAD_FAILED, "the policy has errors; the last policy that loaded for these files "
                       "stays in force until they are fixed")
     return last, [note, *diagnostics], True
 
@@ -308,7 +311,7 @@ def _builtin_only(agent: Path, diagnostics: list[Diagnostic]
         return None, diagnostics, False
     first = next((d for d in diagnostics if d.severity == "error"), None)
     where = f" ({first.span}: {first.message} [{first.code}])" if first is not None else ""
-    note = Diagnostic("RT503", f"{display_path(agent / 'router.yaml')} (or a file it uses) is not "
+    note = Diagnostic(RELOAD_FAILED, f"{display_path(agent / 'router.yaml')} (or a file it uses) is not "
                       f"applied: it has errors{where}; the built-in and managed layers apply until "
                       "it is fixed (run `router lint`)")
     return policy, [note, *diagnostics], True
@@ -389,7 +392,7 @@ def _git_name_of(origin: Any) -> str:
 
 
 def _candidates(cwd: Path, agent: Path, extra: Sequence[Path]) -> list[Path]:
-    from router.load.git_source import lock_path
+    from router.load.git_lock import lock_path
 
     project = project_file(cwd)
     return [p.absolute() for p in [*base_candidates(agent, extra), project, lock_path(project)]]

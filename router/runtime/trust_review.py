@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from router.compile.capability_analysis import capability_report
-from router.compile.compiled import CompiledPolicy
+from router.compile.ir import CompiledPolicy
 from router.diagnostics.diagnostic import Diagnostic, render_text
 from router.load.paths import project_policy as project_file
 from router.runtime.session_policy import git_tree_file, load_with_project

@@ -23,8 +23,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from router.compile.compiled import CompiledPolicy, CompiledRule
+from router.compile.ir import CompiledPolicy, CompiledRule
 from router.compile.question_settings import policy_question_settings
+from router.diagnostics.code_names import FILE_UNREADABLE, INVALID_VALUE
 from router.diagnostics.diagnostic import Diagnostic, Span
 from router.diagnostics.errors import EventError, SourceError
 from router.engine.decision import Decision, SignalOutcome
@@ -168,7 +169,7 @@ def _missing_policies(path: Path, data: dict[str, Any], doc: SourceDoc) -> list[
     named = data.get("policy")
     names = [named] if isinstance(named, str) else named if isinstance(named, list) else []
     test = TestFile(policy=None if named is None else [n for n in names if isinstance(n, str)])
-    return [Diagnostic("RT100", f"the test file's policy does not exist: {display_path(target)}",
+    return [Diagnostic(FILE_UNREADABLE, f"the test file's policy does not exist: {display_path(target)}",
                        doc.span(("policy",)) if named is not None else doc.span(()),
                        help="`policy:` paths are relative to the test file; without `policy:` the "
                             "cases run against the file next to it without `.test`")
@@ -188,7 +189,7 @@ def _case_problems(data: dict[str, Any], doc: SourceDoc) -> list[Diagnostic]:
                 found += exc.diagnostics
         expect = case.get("expect")
         if isinstance(expect, dict) and expect.get("scope") == "rule":
-            found.append(Diagnostic("RT111", SCOPE_RULE_IN_CASE,
+            found.append(Diagnostic(INVALID_VALUE, SCOPE_RULE_IN_CASE,
                                     doc.span(("cases", index, "expect", "scope"))))
     return found
 

@@ -33,6 +33,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from router.diagnostics.code_names import (
+    CHOOSES_CHILD_PROGRAM,
+    ENV_VAR_NOT_GRANTED,
+    FILE_OUTSIDE_PROJECT,
+    PROJECT_ANSWERS_TRUST,
+    READS_OUTSIDE_PROJECT,
+    SYMLINK_REFUSED,
+    USER_ONLY_SETTING,
+    WRITES_OUTSIDE_PROJECT,
+)
 from router.diagnostics.diagnostic import Diagnostic, Span
 
 ROUTER_LOG = "@router"  # the `log` action's default file: the router's own log
@@ -49,8 +59,10 @@ POLICY_KEYS: Mapping[str, str] = {
     "use": POLICY_USE, "skills": FS_READ, "env": ENV_READ,
     "vars": ENV_READ,  # `{env: NAME}` bindings; `env.NAME` in expressions is env.read too
 }
-CODES: Mapping[str, str] = {FS_WRITE: "RT601", FS_READ: "RT602", ENV_READ: "RT603",
-                            PROCESS_SPAWN: "RT604", POLICY_USE: "RT605", PI_TRUST: "RT608"}
+CODES: Mapping[str, str] = {FS_WRITE: WRITES_OUTSIDE_PROJECT, FS_READ: READS_OUTSIDE_PROJECT,
+                            ENV_READ: ENV_VAR_NOT_GRANTED,
+                            PROCESS_SPAWN: CHOOSES_CHILD_PROGRAM, POLICY_USE: FILE_OUTSIDE_PROJECT,
+                            PI_TRUST: PROJECT_ANSWERS_TRUST}
 PROJECT_WRITE_DIR = (".pi", "router", "data")
 """The one directory of a project its policy writes freely (relative to the project root): Pi loads
 nothing from `.pi/router/`, nor does any other agent we know of (docs/security.md, "Confinement")."""
@@ -63,8 +75,8 @@ NEVER_WRITE = frozenset(name.casefold() for name in (
     "settings.json", "mcp.json", "package.json", ".cursorrules"))
 """File names (case-folded) a project policy never writes, even in an allowed place: context files
 Pi reads in every directory up from its working directory, and instructions and settings files."""
-GRANT_CODE = "RT606"  # `project_env` outside the user's own file
-SYMLINK_CODE = "RT607"  # a file the router writes is a symbolic link
+GRANT_CODE = USER_ONLY_SETTING  # `project_env` outside the user's own file
+SYMLINK_CODE = SYMLINK_REFUSED  # a file the router writes is a symbolic link
 CAPABILITY_CODES = frozenset({*CODES.values(), GRANT_CODE, SYMLINK_CODE})
 
 CONFINED_LAYERS = frozenset({"project"})
@@ -164,7 +176,8 @@ def confined_path(value: str, conf: Confinement, capability: str, *, label: str,
     """
     code = CODES[capability]
     if _ENV_IN_PATH.search(value):
-        raise Refused("RT603", f"{label} {value!r} names an environment variable; a project policy's "
+        raise Refused(ENV_VAR_NOT_GRANTED,
+                      f"{label} {value!r} names an environment variable; a project policy's "
                       "paths do not expand $NAME (use {env.NAME} with a name granted in project_env)")
     if value.startswith("~"):
         user, _, rest = value[1:].partition("/")

@@ -28,8 +28,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from router.compile.compiled import CompiledPolicy
 from router.compile.compiler import compile_files
+from router.compile.ir import CompiledPolicy
 from router.diagnostics.diagnostic import Diagnostic
 from router.diagnostics.errors import SourceError
 from router.engine.decision import SignalOutcome

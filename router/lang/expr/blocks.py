@@ -23,9 +23,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from router.diagnostics.code_names import EVALUATION_LIMIT
 from router.diagnostics.errors import ExpressionError
 from router.lang.budget import spend
-from router.lang.expr.compiler import as_text
+from router.lang.expr.closures import as_text
 from router.lang.functions import type_name
 from router.lang.truth import expression_truthy
 
@@ -148,7 +149,8 @@ class _Parser:
     _opener_offset = 0
 
     def _text(self, start: int, end: int) -> Text:
-        from router.lang.expr.expression import ExpressionSyntaxError, compile_text
+        from router.lang.expr.expression import compile_text
+        from router.lang.expr.syntax import ExpressionSyntaxError
 
         chunk = "".join(self.lines[start:end])
         try:
@@ -161,7 +163,8 @@ class _Parser:
         return Text(start + 1, template.expression)
 
     def _expression(self, text: str, what: str) -> Expression:
-        from router.lang.expr.expression import ExpressionSyntaxError, compile_expression
+        from router.lang.expr.expression import compile_expression
+        from router.lang.expr.syntax import ExpressionSyntaxError
 
         offset = self.offsets[self.index] + self.lines[self.index].find(text) if text.strip() else \
             self.offsets[self.index]
@@ -243,7 +246,7 @@ def render_block(block: Block, scope: Mapping[str, Any]) -> str:
 
 
 def _render(nodes: tuple[Node, ...], scope: Mapping[str, Any], out: list[str], length: list[int]) -> None:
-    from router.lang.expr.expression import run_expression
+    from router.lang.expr.evaluator import run_expression
     from router.lang.expr.layered import Layered
 
     for node in nodes:
@@ -254,7 +257,7 @@ def _render(nodes: tuple[Node, ...], scope: Mapping[str, Any], out: list[str], l
                 length[0] += len(text)
                 if length[0] > MAX_OUTPUT:
                     raise ExpressionError(f"the template's output is longer than {MAX_OUTPUT:,} "
-                                          "characters", code="RT403")
+                                          "characters", code=EVALUATION_LIMIT)
                 out.append(text)
             elif isinstance(node, Loop):
                 items = run_expression(node.items, scope)

@@ -49,7 +49,7 @@ class Layered(Mapping[str, Any]):
             return done
         if name in self._busy:  # the compiler refuses cycles; this guards hand-built scopes
             raise ExpressionError(f"let {name}: the binding depends on itself")
-        from router.lang.expr.expression import run_expression
+        from router.lang.expr.evaluator import run_expression
 
         self._busy.add(name)
         try:

@@ -6,6 +6,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from router.diagnostics.code_names import REGEX_DOES_NOT_COMPILE
 from router.diagnostics.errors import ExpressionError
 from router.lang import budget
 from router.lang.functions.registry import (
@@ -127,7 +128,7 @@ def _unescaped(pattern: str, needle: str) -> bool:
 
 def _refused(pattern: str, what: str, instead: str) -> ExpressionError:
     return ExpressionError(f"regex {pattern!r} uses {what}, which the linear-time regex engine (RE2) "
-                           f"does not support: {instead}", code="RT210")
+                           f"does not support: {instead}", code=REGEX_DOES_NOT_COMPILE)
 
 
 @lru_cache(maxsize=1)
@@ -163,7 +164,8 @@ def compile_regex(pattern: str, flags: str = "") -> Pattern:
     """
     for letter in flags:
         if letter not in "ims":
-            raise ExpressionError(f"unknown regex flag {letter!r}; expected i, m or s", code="RT210")
+            raise ExpressionError(f"unknown regex flag {letter!r}; expected i, m or s",
+                                  code=REGEX_DOES_NOT_COMPILE)
     translated = translate(pattern, "m" in flags)
     options = _options()
     inline = "".join(sorted(set(flags)))
@@ -172,7 +174,8 @@ def compile_regex(pattern: str, flags: str = "") -> Pattern:
     except (regex_engine.error, ValueError, OverflowError, RecursionError, TypeError) as exc:
         reason = exc.args[0] if exc.args else exc
         text = reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)
-        raise ExpressionError(f"regex {pattern!r} does not compile: {text}", code="RT210") from None
+        raise ExpressionError(f"regex {pattern!r} does not compile: {text}",
+                              code=REGEX_DOES_NOT_COMPILE) from None
     return Pattern(pattern, flags, compiled)
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from router.diagnostics.code_names import EVALUATION_LIMIT, HELPER_FAILED
 from router.diagnostics.errors import ExpressionError
 from router.lang import budget
 
@@ -70,12 +71,12 @@ def bounded_text(name: str, length: int) -> None:
     """Refuse a text result longer than MAX_TEXT (RT403)."""
     if length > MAX_TEXT:
         raise ExpressionError(f"{name}(): the result would be longer than {MAX_TEXT} characters",
-                              code="RT403")
+                              code=EVALUATION_LIMIT)
 
 
 def fail(name: str, message: str) -> ExpressionError:
     """The error of a helper called with a wrong argument (RT402)."""
-    return ExpressionError(f"{name}(): {message}", code="RT402")
+    return ExpressionError(f"{name}(): {message}", code=HELPER_FAILED)
 
 
 def type_name(value: Any) -> str:

@@ -13,10 +13,11 @@ from jmespath import functions as jfunctions
 from jmespath import visitor
 from jmespath.parser import ParsedResult
 
+from router.diagnostics.code_names import EVALUATION_LIMIT, INVALID_JMESPATH, WRONG_ARGUMENT_COUNT
 from router.diagnostics.errors import ExpressionError
-from router.lang.expr.expression import ExpressionSyntaxError
+from router.lang.expr.syntax import ExpressionSyntaxError
 from router.lang.functions import FUNCTIONS, Function
-from router.lang.query.compiler import Compiled, compile_node
+from router.lang.query.closures import Compiled, compile_node
 from router.lang.scanning import top_level
 
 # JMESPath's built-in functions and their arity (min, max; None: any number).
@@ -34,7 +35,7 @@ def _adapter(spec: Function) -> Callable[..., Any]:
     def call(self: Any, *args: Any) -> Any:
         if spec.max_args is not None and len(args) > spec.max_args:
             raise ExpressionError(f"{spec.name}() takes at most {spec.max_args} arguments",
-                                  code="RT209")
+                                  code=WRONG_ARGUMENT_COUNT)
         return spec.impl(*args)
 
     arity = max(spec.min_args, 1)
@@ -80,7 +81,7 @@ class Query:
                 ZeroDivisionError) as exc:
             raise ExpressionError(str(exc), source=self.source) from None
         except RecursionError:
-            raise ExpressionError("nested too deeply", source=self.source, code="RT403") from None
+            raise ExpressionError("nested too deeply", source=self.source, code=EVALUATION_LIMIT) from None
 
     def conjuncts(self) -> list[Query]:
         """Split a top-level `a && b` into separately compiled parts (for `router explain`)."""
@@ -96,17 +97,18 @@ class Query:
 def compile_query(source: str) -> Query:
     """Parse a JMESPath expression; raise ExpressionSyntaxError (RT201) when it is invalid."""
     if not isinstance(source, str) or not source.strip():
-        raise ExpressionSyntaxError("empty JMESPath expression", code="RT201")
+        raise ExpressionSyntaxError("empty JMESPath expression", code=INVALID_JMESPATH)
     try:
         parsed = jmespath.compile(source)
     except jexc.ParseError as exc:
         position = exc.lex_position if isinstance(exc.lex_position, int) else 0
         raise ExpressionSyntaxError(f"invalid JMESPath: {_parse_message(exc)}", position,
-                                    code="RT201") from None
+                                    code=INVALID_JMESPATH) from None
     except jexc.JMESPathError as exc:
-        raise ExpressionSyntaxError(f"invalid JMESPath: {exc}", code="RT201") from None
+        raise ExpressionSyntaxError(f"invalid JMESPath: {exc}", code=INVALID_JMESPATH) from None
     except (RecursionError, ValueError):
-        raise ExpressionSyntaxError("JMESPath expression is nested too deeply", code="RT201") from None
+        raise ExpressionSyntaxError("JMESPath expression is nested too deeply",
+                                    code=INVALID_JMESPATH) from None
     tree = cast("dict[str, Any]", parsed.parsed)  # quoted: no generic alias built per call
     functions = _function_nodes(tree)
     calls = [(n["value"], len(n["children"])) for n in functions]

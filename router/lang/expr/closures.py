@@ -14,6 +14,7 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from router.diagnostics.code_names import EVALUATION_LIMIT, UNKNOWN_FUNCTION
 from router.diagnostics.errors import ExpressionError
 from router.lang.budget import spend
 from router.lang.functions import FUNCTIONS, type_name
@@ -112,7 +113,7 @@ class _Compiler:
             name = node.func.id
 
             def unknown(scope: Mapping[str, Any]) -> Any:
-                raise ExpressionError(f"unknown function '{name}'", code="RT208")
+                raise ExpressionError(f"unknown function '{name}'", code=UNKNOWN_FUNCTION)
 
             return unknown
         impl, args = spec.impl, [self.build(a) for a in node.args]
@@ -220,7 +221,7 @@ class _Compiler:
                 text = as_text(part(scope))
                 length += len(text)
                 if length > limit:
-                    raise ExpressionError(f"result longer than {limit} items", code="RT403")
+                    raise ExpressionError(f"result longer than {limit} items", code=EVALUATION_LIMIT)
                 out.append(text)
             spend(length)
             return "".join(out)
