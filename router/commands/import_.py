@@ -41,7 +41,7 @@ def pack_imports() -> dict[str, ImportSpec]:
     found = {}
     for name in pack_names():
         files, _ = load_layers([("pack", packs_dir() / f"{name}.yaml")])
-        declared = files[0].policy.import_ if files else None
+        declared = files[0].policy.provides.import_ if files else None
         if declared is not None:
             found[name] = ImportSpec(name, declared.file, declared.var, declared.keys)
     return found

@@ -257,6 +257,14 @@ _ENTRIES = [
              "`commands:`.",
              "Pi registers only declared commands, so the rule would never fire.",
              "command: cutle stats", "command: cuttle stats   # and `commands: [{name: cuttle}]`"),
+    CodeInfo("RT335", "key moved under `provides:`",
+             "A file writes at the top level a key that now belongs under `provides:` (`commands`, "
+             "`tools`, `virtual_models`, `skills`, `bus_events`, `import`, and `question_events`, now "
+             "`provides.questions`). It still loads as before.",
+             "What a policy provides besides its rules lives under one key, so the format does not grow "
+             "a top-level key per pack need; the old spelling will not be documented.",
+             "commands:\n  - {name: my-router}",
+             "provides:\n  commands:\n    - {name: my-router}"),
     CodeInfo("RT401", "evaluation error",
              "A condition or action template failed while evaluating one event (a type error, a "
              "missing value). The rule is treated as not matching (or the action is skipped).",
