@@ -40,6 +40,7 @@ provides:
     - {name: ask_me, description: Ask, no_answer: "Nobody answered."}
   virtual_models:
     - {provider: r, id: auto, fallback: [first_available]}
+  model_choice: {tier: my.tier}
 rules:
   - {id: q, on: [question, dialog], do: [{notify: "{context}"}]}
 """
@@ -126,6 +127,7 @@ def test_the_declarations_survive_the_policy_cache(tmp_path: Path) -> None:
     policy = compiled(tmp_path)
     cached = from_ir(json.loads(json.dumps(to_ir(policy))))
     assert (cached.question_events, cached.bus_events) == (policy.question_events, policy.bus_events)
+    assert cached.model_choice == policy.model_choice == {"tier": "my.tier"}
     assert policy_question_settings(cached, {}) == policy_question_settings(policy, {})
 
 
