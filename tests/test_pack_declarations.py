@@ -223,3 +223,28 @@ def test_the_tier_is_read_from_the_declared_state_key_only(tmp_path: Path) -> No
     assert chosen_tier(effects, {}) is None  # no declaration: no key name is guessed
     assert chosen_tier(effects, {"tier": "band"}) == "big"
     assert pack_policy(tmp_path, "cuttle").model_choice == {"tier": "cu.tier"}
+
+
+def test_lint_fix_moves_the_old_keys_under_provides_keeping_comments(tmp_path: Path) -> None:
+    from router.commands.lint import run
+    from router.lint.moved_keys import moved_text
+
+    path = policy_file(tmp_path, LEGACY)
+    assert run([path], fix_first=True)[0] == 0
+    fixed = path.read_text(encoding="utf-8")
+    assert fixed == LEGACY.replace("""# the tool
+tools:
+  - {name: ask_me, description: Ask}
+question_events: {tool_name: "{vars.tool}"}
+import: {file: my.json, var: tool}
+""", """provides:
+  # the tool
+  tools:
+    - {name: ask_me, description: Ask}
+  questions: {tool_name: "{vars.tool}"}
+  import: {file: my.json, var: tool}
+""")
+    assert not [d for d in lint_paths([path]) if d.code == "RT335"]
+    assert policy_question_settings(compiled(tmp_path, fixed), {}).tool_name == "ask_me"
+    assert moved_text(fixed) is None  # nothing left to move
+    assert moved_text("provides: {tools: []}\ncommands: []\n") is None  # merging is the author's

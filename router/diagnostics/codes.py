@@ -265,7 +265,8 @@ _ENTRIES = [
              "What a policy provides besides its rules lives under one key, so the format does not grow "
              "a top-level key per pack need; the old spelling will not be documented.",
              "commands:\n  - {name: my-router}",
-             "provides:\n  commands:\n    - {name: my-router}"),
+             "`provides: {commands: [{name: my-router}]}`; `router lint --fix` moves every such key, "
+             "comments kept."),
     CodeInfo("RT401", "evaluation error",
              "A condition or action template failed while evaluating one event (a type error, a "
              "missing value). The rule is treated as not matching (or the action is skipped).",
