@@ -172,4 +172,4 @@ def test_no_module_grows_past_the_size_unless_listed() -> None:
     long = {str(p.relative_to(ROUTER)) for p in ROUTER.rglob("*.py")
             if len(p.read_text(encoding="utf-8").splitlines()) > MAX_MODULE_LINES}
     assert long - LONG_MODULES - TABLES == set()
-    assert LONG_MODULES <= long, "a module that is no longer long leaves LONG_MODULES"
+    assert long >= LONG_MODULES, "a module that is no longer long leaves LONG_MODULES"

@@ -95,6 +95,8 @@ PRODUCED_BY: dict[str, str] = {
     "RT332": "tests/test_readable.py::test_over_long_expressions_warn_with_a_hint",
     "RT333": "tests/test_readable.py::test_command_shorthand_mistakes_are_located",
     "RT334": "tests/test_readable.py::test_command_shorthand_mistakes_are_located",
+    "RT335": ("tests/test_pack_declarations.py::"
+              "test_the_old_top_level_keys_load_as_provides_and_lint_says_where_each_goes"),
     "RT609": "tests/test_managed.py::test_a_project_cannot_disable_override_or_jump_ahead_of_a_locked_rule",
     "RT620": "tests/test_failure_policy.py::test_a_project_may_close_but_never_open_the_users_guard",
 }

@@ -50,6 +50,7 @@ rules:
     on: tool_call
     match: "tool.name == 'bash'"
     do: [{block: {reason: "no shell"}}]
+provides: {model_choice: {tier: cu.tier}}   # the tier a record carries
 """
 
 

@@ -98,7 +98,7 @@ def test_complete_event_dialog_questions_derived_per_kind() -> None:
     assert confirm["questions"][0]["prompt"] == "Go?\nreally"
     assert [o["value"] for o in confirm["questions"][0]["options"]] == ["yes", "no"]
     text = complete_event({"type": "dialog", "kind": "input", "title": "Name", "placeholder": "p"})
-    assert text["questions"][0]["prompt"] == "Name\nPlaceholder: p"
+    assert text["questions"][0]["prompt"] == "Name\np"  # the engine's neutral default: no label
 
 
 def test_complete_event_dialog_explicit_questions_kept() -> None:

@@ -287,6 +287,7 @@ def test_a_function_that_returns_the_text_is_really_evaluated() -> None:
 POLICY = """\
 version: 1
 vars: {cloud: fake/cloud}
+provides: {model_choice: {tier: cu.tier}}
 rules:
   - id: r
     on: input

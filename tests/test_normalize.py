@@ -226,7 +226,7 @@ def test_normalize_question_questions_context_and_excerpt() -> None:
                                                                                          "text": "y"}]})
     assert explicit["context"] == "X"
     bare = norm("question", {})
-    assert (bare["tool_name"], bare["source"], bare["context"]) == ("decision_request", "tool", "")
+    assert (bare["tool_name"], bare["source"], bare["context"]) == ("", "tool", "")  # no pack's tool name
     assert [q["prompt"] for q in bare["questions"]] == ["Question 1"]
 
 
@@ -267,7 +267,7 @@ def test_normalize_dialog_kinds_and_excerpt() -> None:
     assert (select["kind"], select["options"]) == ("select", ["a", "2", "None"])
     editor = norm("dialog", {"kind": "editor", "title": "Edit", "prefill": "draft", "placeholder": None})
     assert (editor["prefill"], editor["placeholder"]) == ("draft", None)
-    assert editor["questions"][0]["prompt"] == "Edit\nPrefilled value: draft"
+    assert editor["questions"][0]["prompt"] == "Edit\ndraft"  # neutral: the decision pack adds its label
 
 
 def test_normalize_unknown_type_raises_key_error() -> None:

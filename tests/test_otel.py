@@ -29,6 +29,7 @@ from tests.test_server import ROOT, Reader
 SECRET_PROMPT = "the secret plan for the launch"
 POLICY = """\
 version: 1
+provides: {model_choice: {tier: cu.tier}}
 rules:
   - id: to-big
     on: input

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from router.compile.compiler import compile_files
+from router.compile.question_settings import policy_question_settings
 from router.events.catalog import Question
 from router.events.questions import (
     CONTEXT_CAP,
+    QuestionSettings,
     dialog_questions,
     explicit_context,
     normalize_options,
@@ -18,6 +22,15 @@ from router.events.questions import (
     question_context,
     render_excerpt,
 )
+from router.load.paths import packs_dir
+
+
+@functools.cache
+def decision() -> QuestionSettings:
+    """How the decision pack builds question and dialog events (its `provides.questions:`)."""
+    policy, diagnostics = compile_files([("pack", packs_dir() / "decision.yaml")])
+    assert policy is not None, [d.message for d in diagnostics]
+    return policy_question_settings(policy, {})
 
 
 def one(raw: Any) -> dict[str, Any]:
@@ -190,8 +203,9 @@ def test_rule27_context_capped_at_12000_chars() -> None:
 
 def test_rule28_excerpt_last_twelve_entries() -> None:
     messages = [{"role": "user" if i % 2 else "assistant", "text": f"m{i}"} for i in range(20)]
-    lines = render_excerpt(messages).split("\n")
+    lines = render_excerpt(messages, settings=decision()).split("\n")
     assert lines == [f"{'user' if i % 2 else 'assistant'}: m{i}" for i in range(8, 20)]
+    assert len(render_excerpt(messages).split("\n")) == 10  # the engine's neutral default
 
 
 def test_rule28_excerpt_empties_skipped_and_text_trimmed() -> None:
@@ -226,7 +240,8 @@ def test_dialog_select_prompt_title_string_options_no_other() -> None:
 
 
 def test_dialog_confirm_yes_no_options() -> None:
-    [question] = dialog_questions("confirm", title="Delete the branch?", message="main is protected")
+    [question] = dialog_questions("confirm", title="Delete the branch?", message="main is protected",
+                                  settings=decision())
     assert question["prompt"] == "Delete the branch?\nmain is protected"
     assert question["options"] == [
         {"value": "yes", "label": "Yes", "description": "Approve and continue."},
@@ -236,9 +251,12 @@ def test_dialog_confirm_yes_no_options() -> None:
 
 
 def test_dialog_input_and_editor_prompts() -> None:
-    assert dialog_questions("input", title="Name", placeholder="p")[0]["prompt"] == "Name\nPlaceholder: p"
+    pack = decision()
+    assert dialog_questions("input", title="Name", placeholder="p", settings=pack)[0]["prompt"] == \
+        "Name\nPlaceholder: p"
+    assert dialog_questions("input", title="Name", placeholder="p")[0]["prompt"] == "Name\np"  # neutral
     assert dialog_questions("input", title="Name")[0]["prompt"] == "Name"
-    editor = dialog_questions("editor", title="Edit", prefill="draft")[0]
+    editor = dialog_questions("editor", title="Edit", prefill="draft", settings=pack)[0]
     assert editor["prompt"] == "Edit\nPrefilled value: draft" and editor["allow_other"] is True
     assert editor["options"] == []
     assert dialog_questions("custom", title="T")[0]["prompt"] == "T"

@@ -23,14 +23,17 @@ from router.commands.app import (
 @_command("router lint .pi/router.yaml")
 def lint(paths: Paths = None, fmt: Annotated[str, _format_option("text", "json", "sarif")] = "text",
          rules: Annotated[bool, typer.Option(
-             "--rules", help="also list the rules in force with their layers and origins")] = False) -> None:
+             "--rules", help="also list the rules in force with their layers and origins")] = False,
+         fix: Annotated[bool, typer.Option(
+             "--fix", help="first move the top-level keys that belong under provides: (RT335), "
+             "comments kept")] = False) -> None:
     """Check policy files for mistakes.
 
     Checks YAML, keys, expressions, names, fields, unreachable rules and inline examples.
     """
     from router.commands import lint as command
 
-    _finish(*command.run(paths or [], fmt=fmt, rules=rules))
+    _finish(*command.run(paths or [], fmt=fmt, rules=rules, fix_first=fix))
 
 
 @_command("router explain --event event.json --mode matched")

@@ -122,7 +122,7 @@ def import_(
     source: Annotated[Path | None, typer.Argument(
         metavar="FILE", help="the settings file (default: the pack's, in the agent dir)")] = None,
     pack: Annotated[str | None, typer.Option(
-        "--pack", metavar="NAME", help="the pack whose `import:` to follow (default: the one whose "
+        "--pack", metavar="NAME", help="the pack whose `provides.import:` to follow (default: the one whose "
         "settings file FILE is, or the only one that declares an import)")] = None,
     target: Annotated[Path | None, typer.Option(
         "--target", metavar="FILE", help="the policy to write (default: the user's router.yaml)")] = None,

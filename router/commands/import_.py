@@ -1,6 +1,6 @@
 """`router import`: a pack's JSON settings file becomes vars of the YAML policy (router.yaml).
 
-What moves is the pack's `import:` declaration (which file, which var or vars); cuttle's moves
+What moves is the pack's `provides.import:` declaration (which file, which var or vars); cuttle's moves
 pi-cuttle.json into `vars: {cuttle: …}`. The JSON keeps working as it is (the pack reads it);
 importing writes the vars next to `use: [<pack>]`, keeping the file's comments.
 """
@@ -22,7 +22,7 @@ from router.load.paths import pack_names, packs_dir
 
 @dataclass(frozen=True)
 class ImportSpec:
-    """One pack's `import:`: its settings file and where the values go."""
+    """One pack's `provides.import:`: its settings file and where the values go."""
 
     pack: str
     file: str
@@ -37,11 +37,11 @@ class ImportSpec:
 
 
 def pack_imports() -> dict[str, ImportSpec]:
-    """Every built-in pack that declares `import:`, by name."""
+    """Every built-in pack that declares `provides.import:`, by name."""
     found = {}
     for name in pack_names():
         files, _ = load_layers([("pack", packs_dir() / f"{name}.yaml")])
-        declared = files[0].policy.import_ if files else None
+        declared = files[0].policy.provides.import_ if files else None
         if declared is not None:
             found[name] = ImportSpec(name, declared.file, declared.var, declared.keys)
     return found

@@ -87,11 +87,27 @@ def rule_lines(policies: list[CompiledPolicy]) -> list[str]:
     return ["rules:", *(f"  {r.id.ljust(width)}  {layer_label(r).ljust(layers)}  {r.origin}" for r in rules)]
 
 
+def fix(paths: list[Path], *, cwd: Path | None = None) -> list[str]:
+    """`--fix`: rewrite what has a sure fix (RT335, the keys `provides:` replaced) in the given
+    policy files, or in your own files of the layered policy (user and project, never a pack or
+    the managed layer); one line per file touched."""
+    from router.lint.moved_keys import fix_files
+
+    if paths:
+        return fix_files(policy_files(paths))
+    own = [Path(f.source or f.path) for f in load_layered(cwd or Path.cwd()).files
+           if f.layer in ("user", "project")]
+    return fix_files(own)
+
+
 def run(paths: list[Path], *, fmt: str = "text", cwd: Path | None = None,
-        rules: bool = False) -> tuple[int, str]:
+        rules: bool = False, fix_first: bool = False) -> tuple[int, str]:
     """Lint and render; exit code 1 when any error was found. Text and SARIF output get the
     `policy:` lines (and a warning about a project file Pi would not load) on stderr; `rules`
-    adds the rules in force with their layers (always in JSON)."""
+    adds the rules in force with their layers (always in JSON); `fix_first` applies `fix` first
+    (its lines on stderr)."""
+    if fix_first:
+        policy_note.emit(fix(paths, cwd=cwd))
     result = lint(paths, cwd=cwd)
     diagnostics = result.diagnostics
     if fmt == "json":

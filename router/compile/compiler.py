@@ -170,7 +170,7 @@ def compile_policy(files: list[PolicyFile], *, agent: Path | None = None,
     question_events = merge_question_events(files, literals, env_vars, diagnostics)
     signals_raw = {name: (sig, f) for f in files for name, sig in f.policy.signals.items()}
     ctx = Context(frozenset(literals) | frozenset(env_vars), frozenset(signals_raw), diagnostics,
-                   commands=frozenset(c.name for f in files for c in f.policy.commands))
+                   commands=frozenset(c.name for f in files for c in f.policy.provides.commands))
     for f in files:
         diagnostics.extend(defaults_problems(f.policy.defaults, f.doc, ACTIONS))
     signals = {name: compile_signal(name, sig, f, ctx) for name, (sig, f) in signals_raw.items()}
@@ -223,6 +223,8 @@ def _declarations(files: list[PolicyFile]) -> dict[str, Any]:
         "virtual_models": tuple(v.model_dump() for v in by_name(files, "virtual_models", "ref")),
         "tools": tuple(t.model_dump() for t in by_name(files, "tools", "name")),
         "bus_events": tuple(b.model_dump() for b in by_name(files, "bus_events", "prompt")),
+        "model_choice": {k: v for f in files if f.policy.provides.model_choice is not None
+                         for k, v in f.policy.provides.model_choice.model_dump(exclude_none=True).items()},
         "transient_state": frozenset(key for f in files for key in f.policy.transient_state),
         "project_data": tuple(dict.fromkeys(name for f in files for name in f.policy.project_data)),
         "files": tuple(files),
@@ -236,9 +238,9 @@ def _skills(files: list[PolicyFile], ctx: Context, confinement: Confinement | No
     found: dict[str, None] = {}
     for f in files:
         base = Path(f.source or f.path).parent
-        for index, entry in enumerate(f.policy.skills):
+        for index, entry in enumerate(f.policy.provides.skills):
             path = (base / Path(entry).expanduser()).resolve()
-            span = f.doc.span(("skills", index))
+            span = f.doc.span((*f.policy.provided_at("skills"), index))
             if is_confined(f.layer) and confinement is not None:
                 try:
                     confined_path(str(path), confinement, FS_READ, label="skills")

@@ -174,8 +174,10 @@ def policy_uses(files: list[PolicyFile]) -> list[CapabilityUse]:
     uses = []
     for f in files:
         for key, capability in POLICY_KEYS.items():
-            entries = getattr(f.policy, key) if key != "vars" else []
-            uses += [CapabilityUse(f.layer, capability, key, key, str(entry), str(f.doc.span((key, i))))
+            entries = [] if key == "vars" else f.policy.provides.skills if key == "skills" \
+                else getattr(f.policy, key)
+            where = f.policy.provided_at(key) if key == "skills" else (key,)
+            uses += [CapabilityUse(f.layer, capability, key, key, str(entry), str(f.doc.span((*where, i))))
                      for i, entry in enumerate(entries)]
     return uses
 
@@ -183,7 +185,7 @@ def policy_uses(files: list[PolicyFile]) -> list[CapabilityUse]:
 def by_name(files: list[PolicyFile], attr: str, key: str) -> list[Any]:
     merged: dict[str, Any] = {}
     for f in files:
-        for item in getattr(f.policy, attr):
+        for item in getattr(f.policy.provides, attr):
             name = f"{item.provider}/{item.id}" if key == "ref" else getattr(item, key)
             merged[name] = item
     return list(merged.values())

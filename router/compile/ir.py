@@ -122,7 +122,8 @@ class CompiledPolicy:
     virtual_models: tuple[dict[str, Any], ...] = ()
     tools: tuple[dict[str, Any], ...] = ()
     bus_events: tuple[dict[str, Any], ...] = ()  # event-bus protocols the bridge listens to
-    question_events: Mapping[str, Any] = field(default_factory=dict)  # `{vars.NAME}` kept as written
+    question_events: Mapping[str, Any] = field(default_factory=dict)  # provides.questions, as written
+    model_choice: Mapping[str, str] = field(default_factory=dict)  # provides.model_choice: field -> state key
     skills: tuple[str, ...] = ()  # absolute paths of skill directories or SKILL.md files
     env_names: frozenset[str] = frozenset()
     transient_state: frozenset[str] = frozenset()  # dotted state keys never stored in the session

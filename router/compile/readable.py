@@ -109,8 +109,9 @@ def command_problems(raw: Any, on: list[str], declared: set[str], doc: SourceDoc
         if declared and name not in declared:
             found.append(Diagnostic(
                 UNDECLARED_COMMAND, f"rule '{rule_id}' is for /{name}, which no policy file declares under "
-                "`commands:`", where, Severity.WARNING, rule_id=rule_id,
-                help=did_you_mean(name, declared) or "declare it under `commands:` so Pi registers it"))
+                "`provides.commands:`", where, Severity.WARNING, rule_id=rule_id,
+                help=did_you_mean(name, declared)
+                or "declare it under `provides.commands:` so Pi registers it"))
     return found
 
 

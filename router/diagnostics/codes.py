@@ -78,11 +78,11 @@ _ENTRIES = [
              "`disable:`, `before:` or `after:` names a rule id that no earlier layer defines.",
              "The override does nothing, which is rarely what was meant.", "disable: [deepseek-firts-turn]",
              "Use the id as `router explain` or `router lint` shows it."),
-    CodeInfo("RT123", "`skills:` path not found",
-             "A `skills:` entry names no existing skill directory or SKILL.md file (paths are "
+    CodeInfo("RT123", "`provides.skills:` path not found",
+             "A `provides.skills:` entry names no existing skill directory or SKILL.md file (paths are "
              "relative to the policy file).",
              "Pi would not list the skill, so the model never learns about it.",
-             "skills: [skills/my-skil]", "skills: [skills/my-skill]"),
+             "provides: {skills: [skills/my-skil]}", "provides: {skills: [skills/my-skill]}"),
     CodeInfo("RT124", "var only the user may set",
              "A project policy sets a var that a pack reserves for the user's own file "
              "(`user_vars:`), such as the decision pack's `auto_trust_projects`. The project's value "
@@ -266,9 +266,19 @@ _ENTRIES = [
              "on: input\ncommand: cuttle stats", "on: command\ncommand: cuttle stats"),
     CodeInfo("RT334", "`command:` names an undeclared command",
              "A rule's `command:` names a slash command that no policy file declares under "
-             "`commands:`.",
+             "`provides.commands:`.",
              "Pi registers only declared commands, so the rule would never fire.",
-             "command: cutle stats", "command: cuttle stats   # and `commands: [{name: cuttle}]`"),
+             "command: cutle stats",
+             "command: cuttle stats   # and `provides: {commands: [{name: cuttle}]}`"),
+    CodeInfo("RT335", "key moved under `provides:`",
+             "A file writes at the top level a key that now belongs under `provides:` (`commands`, "
+             "`tools`, `virtual_models`, `skills`, `bus_events`, `import`, and `question_events`, now "
+             "`provides.questions`). It still loads as before.",
+             "What a policy provides besides its rules lives under one key, so the format does not grow "
+             "a top-level key per pack need; the old spelling will not be documented.",
+             "commands:\n  - {name: my-router}",
+             "`provides: {commands: [{name: my-router}]}`; `router lint --fix` moves every such key, "
+             "comments kept."),
     CodeInfo("RT401", "evaluation error",
              "A condition or action template failed while evaluating one event (a type error, a "
              "missing value). The rule is treated as not matching (or the action is skipped).",

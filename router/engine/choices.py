@@ -1,4 +1,5 @@
-"""What a decision chose, read from its effects: the model of the turn and a tier it records.
+"""What a decision chose, read from its effects: the model of the turn and the tier it records
+(a field the policy declares, `provides.model_choice`).
 
 Shared by the decision log (router/runtime/decision_log.py) and the replay's report, so a live
 record and a replayed one say the same thing about the same decision.
@@ -27,12 +28,15 @@ def chosen_model(event: Mapping[str, Any], effects: Iterable[Effect]) -> str | N
     return str(model["ref"]) if isinstance(model, Mapping) and model.get("ref") else None
 
 
-def chosen_tier(effects: Iterable[Effect]) -> str | None:
-    """A tier the decision writes to state (a `set` of a key named `tier`, e.g. `cu.tier`)."""
+def chosen_tier(effects: Iterable[Effect], choice: Mapping[str, str]) -> str | None:
+    """The tier the decision records: the text its last `set` writes to the state key the
+    policy declares as the model choice's tier (`provides.model_choice: {tier: cu.tier}`);
+    None when the policy declares none."""
+    key = choice.get("tier")
     tier = None
     for effect in effects:
-        if effect.action == "set" and isinstance(effect.params, Mapping):
-            for key, value in effect.params.items():
-                if str(key).split(".")[-1] == "tier" and isinstance(value, str):
-                    tier = value
+        if key and effect.action == "set" and isinstance(effect.params, Mapping):
+            value = effect.params.get(key)
+            if isinstance(value, str):
+                tier = value
     return tier

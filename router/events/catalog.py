@@ -314,10 +314,11 @@ class ProjectTrustEvent(Common):
 
 
 class QuestionEvent(Common):
-    """A question tool call (decision_request or another question tool's shape) or an rpiv questionnaire."""
+    """A call of a question tool the policy provides (any question tool's shape) or a bus questionnaire."""
 
     type: Literal["question"] = "question"
-    tool_name: str = Field("decision_request", description="the tool (or bus event) that asked")
+    tool_name: str = Field("", description="the tool (or bus event) that asked; when the bridge "
+                           "names none, the policy's `provides.questions.tool_name`")
     source: Literal["tool", "event"] = "tool"
     questions: list[Question] = Field(default_factory=list, description="normalized questions, in order")
     context: str = Field("", description="the call's context, else the conversation excerpt")

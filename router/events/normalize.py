@@ -239,7 +239,7 @@ def normalize(event_type: str, payload: Raw, ctx: Raw, *, env: Mapping[str, str]
               models: Mapping[str, Any], registry: Mapping[str, Any] | None = None,
               questions: QuestionSettings = DEFAULT_SETTINGS, cut: bool = False) -> dict[str, Any]:
     """One normalized event document; unknown types raise KeyError. `questions` is how the
-    policy builds question and dialog events (its `question_events:`); `cut`: the protocol cut
+    policy builds question and dialog events (its `provides.questions:`); `cut`: the protocol cut
     parts of the payload past its limits (`payload_cut`, router/runtime/protocol.py)."""
     worded = _WORDED.get(event_type)
     specific = worded(_map(payload), questions) if worded else _SPECIFIC[event_type](_map(payload))

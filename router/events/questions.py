@@ -1,12 +1,12 @@
 """Normalize question-tool arguments and UI dialogs into one question model.
 
 Shapes accepted: `question` (a prompt plus options), `questionnaire` and the gstack/Claude-style
-`questions[]` of ask_question / ask_user_question / AskUserQuestion, and `decision_request`.
+`questions[]` of ask_question / ask_user_question / AskUserQuestion, and the decision pack's
+`decision_request` (each a shape of arguments; which tools ask is the policy's `provides.tools`).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -17,29 +17,30 @@ HEADER_KEYS = ("header", "shortLabel")
 OPTION_LABEL_KEYS = ("label", "name", "title", "value")
 OPTION_VALUE_KEYS = ("value", "id", "key")
 OPTION_DESCRIPTION_KEYS = ("description", "help", "detail")
-EXCERPT_ENTRIES = 12
-CONTEXT_CAP = 12_000
-CONFIRM_OPTIONS = (  # the engine's defaults; a policy words its own (`question_events:`)
-    {"value": "yes", "label": "Yes", "description": "Approve and continue."},
-    {"value": "no", "label": "No", "description": "Decline and stop this action."},
+# The engine's neutral defaults: a policy declares its own (`provides.questions:`), as the
+# decision pack declares the original extension's (rules/decision.yaml).
+EXCERPT_ENTRIES = 10
+CONTEXT_CAP = 10_000
+CONFIRM_OPTIONS = (
+    {"value": "yes", "label": "Yes", "description": None},
+    {"value": "no", "label": "No", "description": None},
 )
-DIALOG_LINES = {"confirm": "", "input": "Placeholder: ", "editor": "Prefilled value: "}
+DIALOG_LINES = {"confirm": "", "input": "", "editor": ""}
 DIALOG_FIELDS = {"confirm": "message", "input": "placeholder", "editor": "prefill"}
-VAR_REFERENCE = re.compile(r"\{vars\.([A-Za-z_][A-Za-z0-9_]*)\}")  # a declared value naming a var
 
 
 @dataclass(frozen=True)
 class QuestionSettings:
-    """How question and dialog events are built: what a policy's `question_events:` declares.
+    """How question and dialog events are built: what a policy's `provides.questions:` declares.
 
-    - tool_name: a question event's `tool_name` when the bridge names none;
+    - tool_name: a question event's `tool_name` when the bridge names none ('' by default);
     - excerpt_entries, context_chars: the conversation excerpt (the last entries, the last chars);
     - confirm_options: a confirm dialog's options;
     - dialog_lines: per dialog kind, the label of the line added after the title for the
       dialog's message (confirm), placeholder (input) or prefilled value (editor).
     """
 
-    tool_name: str = "decision_request"
+    tool_name: str = ""
     excerpt_entries: int = EXCERPT_ENTRIES
     context_chars: int = CONTEXT_CAP
     confirm_options: tuple[Mapping[str, Any], ...] = CONFIRM_OPTIONS
@@ -50,7 +51,7 @@ DEFAULT_SETTINGS = QuestionSettings()
 
 
 def question_settings(values: Mapping[str, Any]) -> QuestionSettings:
-    """Settings from resolved `question_events` values; a missing or unusable value keeps the
+    """Settings from resolved `provides.questions` values; a missing or unusable value keeps the
     engine's default (a policy that lints clean gives only usable ones)."""
     changes: dict[str, Any] = {}
     if isinstance(values.get("tool_name"), str) and values["tool_name"]:

@@ -21,11 +21,12 @@ from router.diagnostics.code_names import (
     WRITES_OUTSIDE_PROJECT,
 )
 from router.diagnostics.diagnostic import Diagnostic, Severity, Span
-from router.events.questions import VAR_REFERENCE
-from router.lang.expr.expression import Expression, Template
+from router.lang.expr.expression import Expression, Template, compile_template
+from router.lang.expr.syntax import ExpressionSyntaxError
 from router.lang.expr.trees import templates_in
 from router.lang.query.query import Query
 from router.lint import check
+from router.lint import moved_keys as _moved_keys  # noqa: F401  (registers RT335)
 from router.lint import readability as _readability  # noqa: F401  (registers RT332)
 from router.lint.mistakes import always_true  # (registers RT317, RT318)
 from router.testing.runner import run_examples
@@ -101,8 +102,7 @@ def unused_definitions(policy: CompiledPolicy) -> Iterator[Diagnostic]:
     """Vars and signals that no rule, signal or template reads."""
     used = _used_paths(policy) | {("vars" if r.kind == "var" else "signals", r.name)
                                   for r in policy.refused if r.kind in ("var", "signal")}
-    used |= {("vars", m.group(1)) for value in policy.question_events.values()
-             if isinstance(value, str) and (m := VAR_REFERENCE.fullmatch(value))}
+    used |= _question_reads(policy)
     for f in policy.files:
         for name in f.policy.vars:
             if ("vars", name) not in used and f.layer != "pack":
@@ -113,6 +113,18 @@ def unused_definitions(policy: CompiledPolicy) -> Iterator[Diagnostic]:
             if ("signals", name) not in used and ("signal_errors", name) not in used:
                 yield Diagnostic(UNUSED_VAR_OR_SIGNAL, f"signal '{name}' is never used",
                                  f.doc.span(("signals", name), key=True), Severity.WARNING)
+
+
+def _question_reads(policy: CompiledPolicy) -> set[tuple[str, str]]:
+    """The vars the templates of `provides.questions:` read."""
+    reads = set()
+    for value in policy.question_events.values():
+        try:
+            expression = compile_template(value).expression if isinstance(value, str) else None
+        except ExpressionSyntaxError:
+            continue
+        reads |= {(p[0], p[1]) for p in (expression.paths if expression else ()) if len(p) > 1}
+    return reads
 
 
 @check(STATE_KEY_NEVER_WRITTEN)

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from router.actions.signal_kinds import kind_names
 
@@ -295,8 +295,8 @@ class Tool(_Model):
                                                                  "additionalProperties": True})
     sequential: bool = True
     no_answer: str = Field(
-        "No automated answer is available; decide yourself or ask the user.",
-        description="the error text the tool call returns when no rule answers it")
+        "No rule answered this call.",
+        description="the error text the tool call returns when no rule answers it (a pack words its own)")
 
 
 class ConfirmOption(_Model):
@@ -316,18 +316,38 @@ class DialogLines(_Model):
 
 
 class QuestionEvents(_Model):
-    """How the engine builds `question` and `dialog` events (`question_events:`).
+    """How the engine builds `question` and `dialog` events (`provides.questions:`).
 
-    Any field may instead be `"{vars.NAME}"`, the value of that var (so a layer can change it
-    through `vars:`); a field left out keeps the engine's default (docs/language.md)."""
+    A text is a template over `vars` (docs/language.md, Templates): `"{vars.NAME}"`, exactly one
+    placeholder, is that var's value with its type, so a layer can change it through `vars:`; it is
+    rendered for each event. A field left out keeps the engine's neutral default."""
 
-    tool_name: str | None = Field(None, description="a question's tool_name when the bridge names none")
+    tool_name: str | None = Field(None, description="template: a question's tool_name when the "
+                                  "bridge names none")
     excerpt_entries: int | str | None = Field(
-        None, description="how many of the last session entries the conversation excerpt holds")
+        None, description="how many of the last session entries the conversation excerpt holds "
+        "(or a template that gives that number)")
     context_chars: int | str | None = Field(
-        None, description="the cap of `context` (characters, the last ones)")
-    confirm_options: list[ConfirmOption] | str | None = Field(None, description="a confirm dialog's options")
-    dialog_lines: DialogLines | str | None = None
+        None, description="the cap of `context` (characters, the last ones; or a template)")
+    confirm_options: list[ConfirmOption] | str | None = Field(
+        None, description="a confirm dialog's options (or a template that gives them)")
+    dialog_lines: DialogLines | str | None = Field(
+        None, description="per dialog kind, the label of the line after the title (or a template)")
+
+
+class ModelChoice(_Model):
+    """What the decision log, telemetry and replay read about a turn's model choice
+    (`provides.model_choice:`): the state keys the policy's rules write it to."""
+
+    tier: str | None = Field(None, description="the state key (dotted, e.g. cu.tier) a `set` action "
+                             "writes the chosen model's tier to; the log's and replay's `tier`")
+
+    @field_validator("tier")
+    @classmethod
+    def _state_key(cls, value: str | None) -> str | None:
+        if value is not None and not _STATE_KEY.fullmatch(value):
+            raise ValueError(f"{value!r} is not a state key (names joined by dots, e.g. cu.tier)")
+        return value
 
 
 class BusEvents(_Model):
@@ -372,6 +392,45 @@ class SettingsImport(_Model):
         return self
 
 
+class Provides(_Model):
+    """What a policy provides besides its rules (`provides:`): what the bridge registers in Pi,
+    how the engine builds question events, what `router import` moves, what a model choice records.
+    Each sub-key merges across the layers (by name; `questions` and `model_choice` field by field)."""
+
+    commands: list[Command] = Field(default_factory=list, description="slash commands Pi registers")
+    tools: list[Tool] = Field(default_factory=list, description="LLM tools Pi registers (question tools)")
+    virtual_models: list[VirtualModel] = Field(default_factory=list,
+                                               description="virtual models Pi registers (`route` events)")
+    skills: list[str] = Field(default_factory=list, description="Pi skill directories (or SKILL.md "
+                              "files), relative to this file, that Pi lists while the policy is loaded")
+    bus_events: list[BusEvents] = Field(default_factory=list, description="protocols on Pi's event "
+                                        "bus the bridge listens to (their events become `question` events)")
+    questions: QuestionEvents | None = Field(None, description="how question and dialog events are "
+                                             "built (wording, excerpt sizes)")
+    import_: SettingsImport | None = Field(None, alias="import", description="what `router import` "
+                                           "moves from a JSON settings file into router.yaml")
+    model_choice: ModelChoice | None = Field(None, description="what the log, telemetry and replay "
+                                             "read about a turn's model choice (its tier)")
+
+    @field_validator("skills", mode="before")
+    @classmethod
+    def _listify(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
+# The top-level keys `provides:` replaced, as written -> its sub-key (RT335 reports each).
+LEGACY_PROVIDES = {"commands": "commands", "tools": "tools", "virtual_models": "virtual_models",
+                   "skills": "skills", "bus_events": "bus_events", "question_events": "questions",
+                   "import": "import"}
+# Policy's field of each old key -> (the key as written, the Provides field it fills)
+_LEGACY_FIELDS = {"commands": ("commands", "commands"), "tools": ("tools", "tools"),
+                  "virtual_models": ("virtual_models", "virtual_models"), "skills": ("skills", "skills"),
+                  "bus_events": ("bus_events", "bus_events"),
+                  "question_events": ("question_events", "questions"),
+                  "legacy_import": ("import", "import_")}
+_MOVED: dict[str, Any] = {"deprecated": True}  # in the schema: editors strike the old keys through
+
+
 class DecisionLogSettings(_Model):
     """The decision log (docs/observability.md); only your own router.yaml may set it."""
 
@@ -408,17 +467,24 @@ class Policy(_Model):
     user_vars: dict[str, str] = Field(
         default_factory=dict, description="vars only the built-in and user layers may set (a project "
         "layer's value is ignored, RT124); the text says what turning one on allows (RT315)")
-    commands: list[Command] = Field(default_factory=list)
-    virtual_models: list[VirtualModel] = Field(default_factory=list)
-    tools: list[Tool] = Field(default_factory=list)
-    import_: SettingsImport | None = Field(None, alias="import", description="what `router import` "
-                                           "moves from a JSON settings file into router.yaml")
-    question_events: QuestionEvents | None = Field(None, description="how question and dialog "
-                                                   "events are built (wording, excerpt sizes)")
-    bus_events: list[BusEvents] = Field(default_factory=list, description="protocols on Pi's event "
-                                        "bus the bridge listens to (their events become `question` events)")
-    skills: list[str] = Field(default_factory=list, description="Pi skill directories (or SKILL.md "
-                              "files), relative to this file, that Pi lists while the policy is loaded")
+    provides: Provides = Field(default_factory=Provides, description="what the policy provides "
+                               "besides its rules: commands, tools, virtual models, skills, bus events, "
+                               "question events, import, model choice")
+    # The keys `provides:` replaced; they still load (`router lint` says where to move each, RT335).
+    commands: list[Command] = Field(default_factory=list, json_schema_extra=_MOVED,
+                                    description="moved: write it under `provides:`")
+    virtual_models: list[VirtualModel] = Field(default_factory=list, json_schema_extra=_MOVED,
+                                               description="moved: write it under `provides:`")
+    tools: list[Tool] = Field(default_factory=list, json_schema_extra=_MOVED,
+                              description="moved: write it under `provides:`")
+    legacy_import: SettingsImport | None = Field(None, alias="import", json_schema_extra=_MOVED,
+                                                 description="moved: write it under `provides:`")
+    question_events: QuestionEvents | None = Field(None, json_schema_extra=_MOVED, description="moved: write "
+                                                   "it under `provides:` as `questions:`")
+    bus_events: list[BusEvents] = Field(default_factory=list, json_schema_extra=_MOVED,
+                                        description="moved: write it under `provides:`")
+    skills: list[str] = Field(default_factory=list, json_schema_extra=_MOVED,
+                              description="moved: write it under `provides:`")
     project_data: list[str] = Field(
         default_factory=list, description="files of the project (relative to its root, e.g. "
         ".pi/pi-cuttle.json) this policy reads as data: part of the project's trusted content, so "
@@ -437,6 +503,39 @@ class Policy(_Model):
     @classmethod
     def _listify(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
+
+    @field_validator(*_LEGACY_FIELDS)
+    @classmethod
+    def _not_twice(cls, value: Any, info: ValidationInfo) -> Any:
+        """An old key beside the `provides:` sub-key it became (found at the old key)."""
+        key, sub = _LEGACY_FIELDS[str(info.field_name)]
+        provides = info.data.get("provides")
+        if isinstance(provides, Provides) and sub in provides.model_fields_set:
+            raise ValueError(f"`{key}:` is declared twice: at the top level and under `provides:` "
+                             f"(keep only provides.{LEGACY_PROVIDES[key]})")
+        return value
+
+    @model_validator(mode="after")
+    def _legacy_into_provides(self) -> Policy:
+        """A key `provides:` replaced counts as written under `provides:`."""
+        for name, (_, sub) in _LEGACY_FIELDS.items():
+            if name not in self.model_fields_set:
+                continue
+            setattr(self.provides, sub, getattr(self, name))
+            self.provides.model_fields_set.add(sub)
+        return self
+
+    def legacy_keys(self) -> list[str]:
+        """The top-level keys of this file that belong under `provides:`, as written."""
+        return [key for name, (key, _) in _LEGACY_FIELDS.items() if name in self.model_fields_set]
+
+    def provided_at(self, key: str) -> tuple[str, ...]:
+        """Where this file writes the `provides:` sub-key `key` (its old top-level key when the
+        file still writes that), to locate a diagnostic."""
+        for old in self.legacy_keys():
+            if LEGACY_PROVIDES[old] == key:
+                return (old,)
+        return ("provides", key)
 
     @field_validator("project_env")
     @classmethod

@@ -66,7 +66,7 @@ _AFTER = frozenset({"agent_settled", "compaction_before", "compaction_done", "se
 def rebuild(session: SessionFile, *, question_tools: frozenset[str] = frozenset()) -> list[Step]:
     """The steps of one session, in the order Pi fired them.
 
-    `question_tools` are the policy's question tools (decision_request): a call of one fires a
+    `question_tools` are the policy's question tools (its `provides.tools`): a call of one fires a
     `question` event between its tool_call and tool_result.
     """
     walk = _Walk(session)

@@ -233,7 +233,8 @@ class _Session:
                           registry=self.r.registry)
         started = time.perf_counter()
         decision = self._decide(event, self.r.log.get(self.session.id, step.type, seq))
-        result.records.append(_record(result.id, step, seq, event, decision, time.perf_counter() - started))
+        result.records.append(_record(result.id, step, seq, event, decision, time.perf_counter() - started,
+                                          self.r.policy.model_choice))
         world.state = decision.state
         for rule_id in decision.fired:
             (result.shadow if rule_id in self.r.shadow_ids else result.rules)[rule_id] += 1
@@ -351,10 +352,10 @@ _PSEUDO: dict[str, Callable[[_Session, Step], None]] = {
 
 
 def _record(session: str, step: Step, seq: int, event: Mapping[str, Any], decision: Decision,
-            seconds: float) -> dict[str, Any]:
+            seconds: float, choice: Mapping[str, str]) -> dict[str, Any]:
     """The replayed decision in the decision log's shape (docs/observability.md), for the report."""
     return {"session": session, "event": step.type, "seq": seq, "turn": step.turn,
             "rules": [{"id": rule_id, "fired": True} for rule_id in decision.fired],
             "actions": [{"action": e.action, "params": e.params} for e in decision.effects],
-            "model": chosen_model(event, decision.effects), "tier": chosen_tier(decision.effects),
+            "model": chosen_model(event, decision.effects), "tier": chosen_tier(decision.effects, choice),
             "latency_ms": round(seconds * 1000, 3)}

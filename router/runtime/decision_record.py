@@ -228,7 +228,7 @@ def build_record(*, policy: CompiledPolicy, event: Mapping[str, Any], decision: 
         "latency_ms": round(latency_ms, 3), "shadow": shadow,
         "model": shown.name(model) if model is not None else None,
     }
-    tier, cost = chosen_tier(decision.effects), event_cost(event)
+    tier, cost = chosen_tier(decision.effects, policy.model_choice), event_cost(event)
     if tier is not None:
         record["tier"] = shown.name(tier)
     if cost is not None:
