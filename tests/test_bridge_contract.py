@@ -1,7 +1,7 @@
 """Python and TypeScript agree on the actions the bridge applies and on each action's fields.
 
-The bridge's apply table (router/bridge/apply.ts) exports its keys and the fields each entry reads;
-tests/bridge/print_actions.ts prints them; this compares them with the pydantic params models of
+The bridge's apply table (router/bridge/apply.mjs) exports its keys and the fields each entry reads;
+tests/bridge/print_actions.mjs prints them; this compares them with the pydantic params models of
 router/actions/ whose registry entry says the bridge carries them out (`runs="bridge"`).
 """
 

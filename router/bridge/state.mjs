@@ -2,91 +2,23 @@
  * The bridge's state: one object per loaded bridge, passed to every module that reads or changes
  * it, and the two ways the bridge tells the user something (a warning, the status line).
  */
-                                                                                                   
-                                          
+/**
+ * @import { BridgeState, PiApi } from "./types.js"
+ */
 import { Sidecar } from "./transport.mjs";
 import { attempt, logLine } from "./util.mjs";
 
 export const STATUS_KEY = "pi-policy-router";
 
-/** Pi's own dialogs, kept when `ctx.ui` is patched (the engine's `ask` and fallbacks use them). */
-                                                                                              
-	                                            
-  
-
-/** What `@earendil-works/pi-tui` offers the panel (imported when a panel first opens in the TUI). */
-                                                             
-
-                                 
-	                                 
-	                                                                                                  
-	                               
- 
-
-/** Send one event to the engine; undefined: no decision (Pi keeps its native behaviour). */
-                                                                                                                                              
-
 /** The excerpt size until the policy declares one (the engine's default, router/events/questions.py). */
 export const DEFAULT_EXCERPT_ENTRIES = 12;
 
-                              
-	                   
-	                          
-	                                                                                                                       
-	                 
-	                                         
-	                             
-	                                                                          
-	                        
-	                                                                                                                
-	                                                  
-	                                                           
-	                   
-	                                                                                                    
-	                       
-	                     
-	               
-	                                                                        
-	                
-	                 
-	                                    
-	                  
-	                                  
-	                    
-	                                                                                                             
-	                         
-	                                                                                                  
-	                     
-	                                                                                      
-	                           
-	                                                                    
-	                              
-	                                                                                                       
-	                                                                
-	                       
-	                          
-	                      
-	                                                          
-	                          
-	                                                           
-	                                      
-	                                                                                           
-	                                       
-	                                      
-	                                           
-	                                                       
-	                                         
-	                        
-	                           
-	                                                    
-	                            
-	                           
-	                              
-	                                                                              
-	                       
- 
-
-export function createState(pi       , sidecar          = new Sidecar())              {
+/**
+ * @param {PiApi} pi
+ * @param {Sidecar} [sidecar]
+ * @returns {BridgeState}
+ */
+export function createState(pi, sidecar = new Sidecar()) {
 	return {
 		pi, sidecar, forward: async () => undefined, ctx: null, subscribed: new Set(), failure: null, guardTold: false,
 		eventTimeoutMs: 0, skillPaths: [],
@@ -101,17 +33,25 @@ export function createState(pi       , sidecar          = new Sidecar())        
 	};
 }
 
-/** A warning: in the log, and shown (a notification, or stderr without a UI). */
-export function warn(state             , text        )       {
+/**
+ * A warning: in the log, and shown (a notification, or stderr without a UI).
+ * @param {BridgeState} state
+ * @param {string} text
+ * @returns {void}
+ */
+export function warn(state, text) {
 	logLine(text);
 	const ctx = state.ctx;
 	if (ctx?.hasUI) attempt(() => ctx.ui.notify(text, "warning"), undefined);
 	else process.stderr.write(`[router] ${text}\n`);
 }
 
-export function setStatus(state             , text                    )       {
+/**
+ * @param {BridgeState} state
+ * @param {string | undefined} text
+ * @returns {void}
+ */
+export function setStatus(state, text) {
 	const ctx = state.ctx;
 	if (ctx?.hasUI) attempt(() => ctx.ui.setStatus(STATUS_KEY, text), undefined);
 }
-
-// Generated from state.ts by tests/bridge_js.py (types erased): edit the .ts, then run it.

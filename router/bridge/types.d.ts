@@ -13,6 +13,7 @@ import type {
 	VirtualModelDefinition,
 } from "@earendil-works/pi-coding-agent";
 import type { Api, Model } from "@earendil-works/pi-ai";
+import type { Sidecar } from "./transport.mjs";
 
 export type { ExtensionContext, ExtensionUIContext };
 
@@ -77,7 +78,7 @@ export interface HelloParams extends TrustFacts {
 	models: ModelInfo[];
 	registry?: RegistryFacts;
 	preload?: boolean;
-	/** At the startup hello: the bridge's key of the declarations cache (startup.ts), for the engine to write. */
+	/** At the startup hello: the bridge's key of the declarations cache (startup.mjs), for the engine to write. */
 	declarationsKey?: string;
 }
 
@@ -290,4 +291,199 @@ export interface EngineRequest {
 	id?: string | number;
 	method: string;
 	params?: unknown;
+}
+
+// --- apply.mjs --------------------------------------------------------------------------------
+
+/** An action's parameters as they arrive: any field may be missing (its default) or null. */
+export type Wire<P> = { readonly [K in keyof P]?: P[K] | null };
+
+/** What the actions of one event leave for the hook that answers Pi (the first of each kind counts). */
+export interface Replies {
+	answer?: Wire<ActionParams["answer"]>;
+	block?: Wire<ActionParams["block"]>;
+	rewrite_result?: Wire<ActionParams["rewrite_result"]>;
+	trust?: Wire<ActionParams["trust"]>;
+	cancel?: Wire<ActionParams["cancel"]>;
+	input?: Wire<ActionParams["input"]>;
+	route?: Wire<RouteParams>;
+	section: Wire<SectionParams>[];
+	system_append: Wire<SystemAppendParams>[];
+	context_message: Wire<ContextMessageParams>[];
+}
+
+export interface ApplyEnv {
+	state: BridgeState;
+	ctx: ExtensionContext | null;
+	replies: Replies;
+	notices?: Notice[] | undefined;
+}
+
+export interface Entry<P> {
+	/** Every field of the action's parameters, each one this entry reads. */
+	fields: Record<keyof P, true>;
+	apply(params: Wire<P>, env: ApplyEnv): void | Promise<void>;
+}
+
+export type Table = { [K in ActionName]: Entry<ActionParams[K]> };
+
+/** A context message as the hook inserts it. */
+export interface ContextMessage {
+	role: string;
+	customType?: string | undefined;
+	routerType?: string | undefined;
+	content?: unknown;
+	[key: string]: unknown;
+}
+
+// --- branch.mjs --------------------------------------------------------------------------------
+
+export interface MessageEntry {
+	type: "message";
+	message: { role?: string; content?: unknown };
+}
+
+// --- dialogs.mjs --------------------------------------------------------------------------------
+
+export type PatchedUi = ExtensionUIContext & { __routerPatched?: boolean };
+
+// --- guard.mjs --------------------------------------------------------------------------------
+
+export type FailureMode = "open" | "closed";
+
+// --- index.mjs --------------------------------------------------------------------------------
+
+export interface Owner {
+	pi: PiApi;
+	dir: string;
+}
+
+// --- panel.mjs --------------------------------------------------------------------------------
+
+export type Params = Wire<PanelParams>;
+
+export type Item = Wire<PanelItem> & { key: string };
+
+// --- resolve.mjs --------------------------------------------------------------------------------
+
+/** The command and the step of the resolution that gave it (`via`, for the log and doctor). */
+export interface Resolved {
+	command: string[];
+	via: "ROUTER_SERVE" | "ROUTER_PYTHON" | "user install" | "router on PATH" | "python3 on PATH" | "default";
+}
+
+export type Env = Record<string, string | undefined>;
+
+// --- state.mjs --------------------------------------------------------------------------------
+
+/** Pi's own dialogs, kept when `ctx.ui` is patched (the engine's `ask` and fallbacks use them). */
+export type NativeUi = Pick<ExtensionUIContext, "select" | "confirm" | "input" | "editor"> & {
+	custom: ExtensionUIContext["custom"] | null;
+};
+
+/** What `@earendil-works/pi-tui` offers the panel (imported when a panel first opens in the TUI). */
+export type TuiKit = typeof import("@earendil-works/pi-tui");
+
+export interface ForwardOptions {
+	signal?: AbortSignal | undefined;
+	/** Collect the result's notifications here instead of showing them (an open panel shows them). */
+	notices?: Notice[] | undefined;
+}
+
+/** Send one event to the engine; undefined: no decision (Pi keeps its native behaviour). */
+export type Forward = (type: string, payload: object, ctx: ExtensionContext | null, options?: ForwardOptions) => Promise<Replies | undefined>;
+
+export interface BridgeState {
+	readonly pi: PiApi;
+	readonly sidecar: Sidecar;
+	/** forward.mjs's `forward`, bound to this state (here so that a module that forwards need not import it: no cycles). */
+	forward: Forward;
+	/** The latest context Pi gave a hook. */
+	ctx: ExtensionContext | null;
+	/** The event types the policy has rules for: only those are forwarded. */
+	subscribed: Set<string>;
+	/** Per event type, `open` or `closed` when the engine cannot answer (guard.mjs); null before any declaration. */
+	failure: Record<string, "open" | "closed"> | null;
+	/** A refused guarded event was told during this outage. */
+	guardTold: boolean;
+	/** How long an event may wait for the engine: the deadline it announced plus the transit margin. */
+	eventTimeoutMs: number;
+	skillPaths: string[];
+	ready: boolean;
+	/** The engine failed and the user was told; cleared when it is back. */
+	outage: boolean;
+	failures: number;
+	restartTimer: NodeJS.Timeout | null;
+	stopping: boolean;
+	starting: Promise<boolean> | null;
+	preloading: boolean;
+	/** The declarations registered from the cache (declarationsText), until the engine's hello confirms them. */
+	fromCache: string | null;
+	/** The factory registered from the cache: hellos run in the background (events wait for them). */
+	cachedStart: boolean;
+	/** Why the engine last failed to start or answer (guard.mjs names it in a refusal). */
+	lastFailure: string | null;
+	/** Why the startup hello failed, until session_start reports it. */
+	preloadFailure: string | null;
+	registered: { commands: Set<string>; tools: Set<string>; models: Set<string>; busEvents: Set<string> };
+	/** The excerpt size the policy declares (`excerpt_entries`). */
+	excerptEntries: number;
+	nativeUi: NativeUi | null;
+	toolActivity: boolean;
+	/** A compaction a `compact` action started is running. */
+	routerCompaction: boolean;
+	/** A `compact` action waiting for the agent to be idle. */
+	compactionQueued: (() => void) | null;
+	/** The answer the next `ctx.ui.custom` returns (an rpiv questionnaire a rule answered). */
+	pendingCustom: Promise<unknown> | null;
+	tuiKit: Promise<TuiKit | null> | null;
+	/** Panel id → update of the open panel. */
+	openPanels: Map<string, (params: PanelParams) => void>;
+	/** Panels whose refresh is in flight. */
+	refreshing: Set<string>;
+	shownWarnings: Set<string>;
+	/** Unknown actions already reported (once each). */
+	unknownActions: Set<string>;
+	trustStatus: string | null;
+	approvedDigest: string | null;
+	/** After the first hello, --approve covers only the content approved then. */
+	helloAnswered: boolean;
+}
+
+// --- transport.mjs -------------------------------------------------------------------------------
+
+export interface Pending {
+	resolve: (value: unknown) => void;
+	reject: (error: Error) => void;
+	timer: NodeJS.Timeout;
+	cap: number;
+	/** The wait for the first word, armed again when a warm start falls back to a spawned sidecar. */
+	rearm: () => void;
+}
+
+/** What a link reports: the sidecar's output, and its end (a crash, an exit, a closed socket). */
+export interface LinkEvents {
+	data: (chunk: string) => void;
+	gone: (reason: string) => void;
+	/** A warm start fell back to a spawned sidecar: the waits start again for it. */
+	fellBack: () => void;
+}
+
+/** One way to a running sidecar: a child process's pipes, or a socket to a forked one. */
+export interface Link {
+	readonly warm: boolean;
+	write(text: string): void;
+	/** Close the sidecar's input so it finishes; killed if still there after KILL_AFTER_MS. Pi need not wait. */
+	stop(): void;
+	kill(): void;
+}
+
+// --- warm.mjs --------------------------------------------------------------------------------
+
+/** The start request's first line: what the forked sidecar runs with. */
+export interface StartRequest {
+	warm: 1;
+	argv: string[];
+	env: Record<string, string>;
+	cwd: string;
 }

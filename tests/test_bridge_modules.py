@@ -1,5 +1,5 @@
-"""The bridge's JavaScript is its TypeScript with the types erased (tests/bridge_js.py): current,
-position for position, and with every relative import renamed."""
+"""The bridge's modules as Pi loads them: JavaScript (router/bridge/*.mjs, the one source of each),
+importing only Node's own modules and each other, so Node's loader takes them as they are."""
 
 from __future__ import annotations
 
@@ -8,44 +8,10 @@ import re
 import subprocess
 from pathlib import Path
 
-from tests import bridge_js
 from tests.bridge_node import BRIDGE_DIR, node_install
 from tests.e2e.pi_harness import PiInstall
 
 __all__ = ["node_install"]
-
-
-def test_every_mjs_is_current(node_install: PiInstall) -> None:
-    problems = bridge_js.differences(bridge_js.generate(node_install, bridge_js.sources()))
-    assert problems == [], "stale bridge JavaScript (run `python -m tests.bridge_js`): " + ", ".join(problems)
-
-
-def test_lines_and_columns_stay_where_they_were_in_the_ts() -> None:
-    for path in sorted(BRIDGE_DIR.glob("*.ts")):
-        if not path.with_suffix(".mjs").is_file():
-            assert path.name == "types.ts"  # the one module of types only
-            continue
-        source = path.read_text(encoding="utf-8").splitlines()
-        generated = path.with_suffix(".mjs").read_text(encoding="utf-8").splitlines()
-        assert len(generated) == len(source) + 2, path.name  # a blank line and the footer
-        for number, (ts, js) in enumerate(zip(source, generated, strict=False), 1):
-            assert len(js) == len(ts) or ".mjs" in js, f"{path.name}:{number}"
-
-
-def test_the_check_names_stale_missing_and_left_over_files(node_install: PiInstall, tmp_path: Path) -> None:
-    (tmp_path / "a.ts").write_text('import { b } from "./b.ts";\nexport const a: number = b;\n')
-    (tmp_path / "b.ts").write_text("export const b = 1 as number;\n")
-    (tmp_path / "t.ts").write_text("export interface T {\n\tb: number;\n}\n")
-    expected = bridge_js.generate(node_install, bridge_js.sources(tmp_path))
-    assert expected["a.mjs"].startswith('import { b } from "./b.mjs";\nexport const a         = b;\n')
-    assert sorted(expected) == ["a.mjs", "b.mjs"]  # t.ts holds types only
-    bridge_js.write(expected, tmp_path)
-    assert bridge_js.differences(expected, tmp_path) == []
-    (tmp_path / "a.mjs").write_text("// edited by hand\n")
-    (tmp_path / "b.mjs").unlink()
-    (tmp_path / "c.mjs").write_text("export {};\n")
-    assert bridge_js.differences(expected, tmp_path) == [
-        "b.mjs: missing", "a.mjs: stale", "c.mjs: left over (no c.ts, or one of types only)"]
 
 
 def test_no_ts_specifier_survives() -> None:
@@ -74,7 +40,7 @@ def test_every_import_is_node_s_own_or_a_sibling_module() -> None:
     """Pi's jiti imports a `.mjs` with Node's loader and, if that throws, transpiles it again with
     Babel (the slow path, silently): a value import of a package the bridge's folder cannot
     resolve would bring it back. So the modules import only `node:` modules and each other; the
-    one dynamic import is Pi's pi-tui for the panel (panel.ts, resolved from Pi's entry)."""
+    one dynamic import is Pi's pi-tui for the panel (panel.mjs, resolved from Pi's entry)."""
     for path in sorted(BRIDGE_DIR.glob("*.mjs")):
         text = path.read_text(encoding="utf-8")
         for match in STATIC.finditer(text):
