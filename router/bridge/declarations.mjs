@@ -5,7 +5,7 @@
  */
 /**
  * @import { ModelRoute, ModelRouteRequest } from "@earendil-works/pi-coding-agent"
- * @import { BridgeState, CommandDeclaration, Declarations, ExtensionContext, PiModel, ToolDeclaration, VirtualModelDeclaration } from "./types.js"
+ * @import { BridgeState, CommandDeclaration, Declarations, ExtensionContext, PiModel, ThinkingLevel, ToolDeclaration, VirtualModelDeclaration } from "./types.js"
  */
 import { findModel, toolAnswer } from "./apply.mjs";
 import { excerpt } from "./branch.mjs";
@@ -143,8 +143,9 @@ async function route(state, model, request) {
 	if (chosen?.error) throw new Error(String(chosen.error));
 	const physical = chosen ? findModel(state.ctx, String(chosen.model)) : undefined;
 	if (physical && chosen) {
+		// a string in Python (`str | None`): Pi takes the level the rule wrote, as it is
 		/** @type {ModelRoute} */
-		const routed = { model: physical, thinkingLevel: chosen.thinking ?? request.thinkingLevel };
+		const routed = { model: physical, thinkingLevel: /** @type {ThinkingLevel | null} */ (chosen.thinking) ?? request.thinkingLevel };
 		if (chosen.state !== undefined && chosen.state !== null) routed.state = chosen.state;
 		return routed;
 	}

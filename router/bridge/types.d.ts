@@ -2,8 +2,8 @@
  * The protocol's message types (docs/protocol.md) and the part of Pi's API the bridge uses.
  *
  * Pi's own types come from the installed `@earendil-works/pi-coding-agent` with `import type`, so
- * nothing here exists at run time. The action parameter types mirror the pydantic models of
- * `router/actions/` (tests/test_bridge_contract.py compares the two).
+ * nothing here exists at run time. The action parameter types are generated from the pydantic
+ * models of `router/actions/` (actions.d.ts, by router/commands/bridge_types.py).
  */
 import type {
 	ExtensionAPI,
@@ -14,6 +14,7 @@ import type {
 } from "@earendil-works/pi-coding-agent";
 import type { Api, Model } from "@earendil-works/pi-ai";
 import type { Sidecar } from "./transport.mjs";
+import type { ActionName, ActionParams, ContextMessageParams, PanelItem, PanelParams, RouteParams, SectionParams, SystemAppendParams } from "./actions.js";
 
 export type { ExtensionContext, ExtensionUIContext };
 
@@ -189,83 +190,9 @@ export interface EventResult {
 	trust?: TrustReport | null;
 }
 
-// --- the actions' parameters (router/actions/*.py) ------------------------------------------------
+// --- the actions' parameters: generated from the Python registry (actions.d.ts) ------------------
 
-export interface AnswerParams { value: unknown; text: string | null; details: unknown }
-export interface BlockParams { reason: string }
-export interface RewriteResultParams { text: string; is_error: boolean | null }
-export interface TrustParams { trusted: "yes" | "no" | "undecided"; remember: boolean }
-export type CancelParams = Record<never, never>;
-export interface SectionParams { name: string; text: string }
-export interface SystemAppendParams { text: string; marker: string | null }
-export interface ContextMessageParams {
-	text: string;
-	role: "user" | "custom";
-	custom_type: string;
-	position: "after_user" | "end";
-}
-export interface InputParams { action: "continue" | "transform" | "handled"; text: string | null }
-export interface CompactParams { instructions: string | null; abort: boolean }
-export interface FollowUpParams {
-	text: string;
-	custom_type: string;
-	hidden: boolean;
-	deliver: "followUp" | "steer" | "nextTurn";
-	details: unknown;
-}
-export interface NotifyParams { text: string; level: NotifyLevel }
-export interface StatusParams { key: string; text: string | null }
-export interface EntryParams { type: string; data: unknown }
-export interface ToolsParams { only: string[] | string | null; add: string[] | string | null; remove: string[] | string | null }
-export interface ModelParams { ref: string }
-/** `thinking` as it reaches the bridge: the executor has already applied its `ceiling`. */
-export interface ThinkingParams { level: ThinkingLevel }
-export interface RouteParams { model: string; thinking: ThinkingLevel | null; state: unknown; error: string | null }
-
-export type PanelKind = "text" | "number" | "bool" | "choice" | "list" | "json";
-export interface PanelItem {
-	key: string;
-	label: string | null;
-	value: unknown;
-	description: string | null;
-	kind: PanelKind;
-	choices: string[] | null;
-	min: number | null;
-	max: number | null;
-}
-export interface PanelParams {
-	id: string;
-	title: string;
-	text: string | null;
-	items: PanelItem[];
-	command: string;
-	args: string;
-	refresh: string | null;
-}
-
-/** Every action the bridge applies, by name, with its parameters. */
-export interface ActionParams {
-	answer: AnswerParams;
-	block: BlockParams;
-	rewrite_result: RewriteResultParams;
-	trust: TrustParams;
-	cancel: CancelParams;
-	section: SectionParams;
-	system_append: SystemAppendParams;
-	context_message: ContextMessageParams;
-	input: InputParams;
-	route: RouteParams;
-	compact: CompactParams;
-	follow_up: FollowUpParams;
-	notify: NotifyParams;
-	status: StatusParams;
-	entry: EntryParams;
-	tools: ToolsParams;
-	model: ModelParams;
-	thinking: ThinkingParams;
-	panel: PanelParams;
-}
-export type ActionName = keyof ActionParams;
+export type * from "./actions.js";
 
 // --- requests from the engine -------------------------------------------------------------------
 
