@@ -66,3 +66,40 @@ def test_node_alone_imports_the_installed_bridge(node_install: PiInstall, tmp_pa
                           capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path)
     assert code == 0 and done.returncode == 0, done.stderr
     assert done.stdout.split() == ["function", "function"]
+
+
+LONGEST_FUNCTION_LINES = 50
+FUNCTION_LENGTHS = r"""
+const ts = (await import(process.argv[1])).default;
+const fs = await import("node:fs");
+const out = [];
+for (const file of process.argv.slice(2)) {
+	const text = fs.readFileSync(file, "utf8");
+	const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.JS);
+	const line = (pos) => sf.getLineAndCharacterOfPosition(pos).line;
+	const visit = (node) => {
+		if (ts.isFunctionLike(node) && node.body) {
+			const name = node.name ? node.name.getText() : "(anonymous)";
+			const first = line(node.body.getStart());
+			out.push([file.split("/").pop(), first + 1, name, line(node.body.end) - first + 1]);
+		}
+		ts.forEachChild(node, visit);
+	};
+	visit(sf);
+}
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def test_no_function_is_over_fifty_lines(node_install: PiInstall) -> None:
+    """Each function of the bridge, its body from `{` to `}`, measured by TypeScript's own parser."""
+    typescript = node_install.tsc.parent.parent / "lib" / "typescript.js"
+    modules = [str(path) for path in sorted(BRIDGE_DIR.glob("*.mjs"))]
+    argv = [str(node_install.node), "--input-type=module", "-e", FUNCTION_LENGTHS, typescript.as_uri(),
+            *modules]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    functions = json.loads(done.stdout)
+    assert {name for _, _, name, _ in functions} >= {"registerHooks", "panelView", "applyActions"}
+    assert [f"{file}:{line} {name}: {lines} lines" for file, line, name, lines in functions
+            if lines > LONGEST_FUNCTION_LINES] == []

@@ -4,7 +4,7 @@
  * the actions into the hook's answer (apply.mjs). Table: docs/protocol.md, `event`.
  */
 /**
- * @import { BridgeState, ContextMessage, ExtensionContext } from "./types.js"
+ * @import { BridgeState, ContextMessage, ExtensionContext, Replies } from "./types.js"
  */
 import { addSections, appendedPrompt, inputAnswer, isRouters, resultPatch, trustAnswer, withContextMessages } from "./apply.mjs";
 import { history } from "./branch.mjs";
@@ -29,17 +29,36 @@ export function modelFlag(argv = process.argv.slice(2)) {
 }
 
 /**
+ * Every hook the bridge registers with Pi, in this order.
  * @param {BridgeState} state
  * @returns {void}
  */
 export function registerHooks(state) {
+	registerSessionHooks(state);
+	registerPromptHooks(state);
+	registerTurnHooks(state);
+	registerToolHooks(state);
+	registerSelectionHooks(state);
+	registerCompactionHooks(state);
+}
+
+/**
+ * The forwarder of `state`, for a hook that answers from the replies alone.
+ * @param {BridgeState} state
+ * @returns {(type: string, payload: object, ctx: ExtensionContext | null) => Promise<Replies | undefined>}
+ */
+function forwarder(state) {
+	return (type, payload, ctx) => state.forward(type, payload, ctx);
+}
+
+/**
+ * Trust, a session's start and end, and the skills the policy ships.
+ * @param {BridgeState} state
+ * @returns {void}
+ */
+function registerSessionHooks(state) {
 	const { pi } = state;
-	/**
-	 * @param {string} type
-	 * @param {object} payload
-	 * @param {ExtensionContext | null} ctx
-	 */
-	const forward = (type, payload, ctx) => state.forward(type, payload, ctx);
+	const forward = forwarder(state);
 
 	pi.on("project_trust", async (event, ctx) => trustAnswer(await forward("project_trust", { cwd: event.cwd }, /** @type {ExtensionContext} */ (ctx))));
 
@@ -57,6 +76,16 @@ export function registerHooks(state) {
 		await forward("session_shutdown", { reason: event.reason }, ctx);
 		await shutdown(state);
 	});
+}
+
+/**
+ * The user's input and what the model is sent: the system prompt, the context.
+ * @param {BridgeState} state
+ * @returns {void}
+ */
+function registerPromptHooks(state) {
+	const { pi } = state;
+	const forward = forwarder(state);
 
 	pi.on("input", async (event, ctx) => {
 		const replies = await forward("input", {
@@ -86,6 +115,16 @@ export function registerHooks(state) {
 		const next = replies ? withContextMessages(messages, replies) : null;
 		return next ? { messages: /** @type {typeof event.messages} */ (/** @type {unknown} */ (next)) } : undefined;
 	});
+}
+
+/**
+ * Turns and runs: their start, their end, and what waits for the run to settle.
+ * @param {BridgeState} state
+ * @returns {void}
+ */
+function registerTurnHooks(state) {
+	const { pi } = state;
+	const forward = forwarder(state);
 
 	pi.on("turn_start", async (event, ctx) => {
 		await forward("turn_start", { turnIndex: event.turnIndex }, ctx);
@@ -117,6 +156,15 @@ export function registerHooks(state) {
 			attempt(run, undefined);
 		}
 	});
+}
+
+/**
+ * Tool calls and results: the events a rule may refuse, which fail closed (guard.mjs).
+ * @param {BridgeState} state
+ * @returns {void}
+ */
+function registerToolHooks(state) {
+	const { pi } = state;
 
 	pi.on("tool_call", async (event, ctx) => {
 		if (state.subscribed.has("dialog")) patchUi(state, ctx);
@@ -135,6 +183,16 @@ export function registerHooks(state) {
 		if (refused !== null) return { content: [{ type: /** @type {const} */ ("text"), text: refused }], isError: true };
 		return resultPatch("replies" in outcome ? outcome.replies : undefined);
 	});
+}
+
+/**
+ * The user's choice of model and of thinking level.
+ * @param {BridgeState} state
+ * @returns {void}
+ */
+function registerSelectionHooks(state) {
+	const { pi } = state;
+	const forward = forwarder(state);
 
 	pi.on("model_select", async (event, ctx) => {
 		await forward("model_select", { source: event.source, previousModel: modelInfo(event.previousModel) }, ctx);
@@ -143,6 +201,16 @@ export function registerHooks(state) {
 	pi.on("thinking_level_select", async (event, ctx) => {
 		await forward("thinking_level_select", { level: event.level, previousLevel: event.previousLevel }, ctx);
 	});
+}
+
+/**
+ * Compactions: before (a rule may cancel it), done, failed; whether the router started it.
+ * @param {BridgeState} state
+ * @returns {void}
+ */
+function registerCompactionHooks(state) {
+	const { pi } = state;
+	const forward = forwarder(state);
 
 	pi.on("session_before_compact", async (event, ctx) => {
 		const replies = await forward("compaction_before", {

@@ -185,6 +185,11 @@ function showPanelText(params, ctx) {
 }
 
 /**
+ * What an open panel shows that changes: the last `panel` action's parameters, the last message.
+ * @typedef {{ current: Params; message: Notice | null; tui: TUI }} PanelShown
+ */
+
+/**
  * The panel's component and the function that updates it from a later `panel` action.
  * @param {BridgeState} state
  * @param {TuiKit} kit
@@ -195,16 +200,53 @@ function showPanelText(params, ctx) {
  * @returns {{ component: Component; update: (next: Params) => void }}
  */
 function panelView(state, kit, params, tui, theme, close) {
-	let current = params;
-	/** @type {Notice | null} */
-	let message = null;
+	/** @type {PanelShown} */
+	const shown = { current: params, message: null, tui };
 	/** @type {Promise<void>} */
 	let queue = Promise.resolve();
 	const items = /** @type {Map<string, Item>} */ (new Map(panelItems(params).map((item) => [String(item.key), item])));
 	const pending = /** @type {Map<string, string>} */ (new Map()); // key → the JSON an input submitted
 	const rows = [...items.keys()].map((key) =>
 		settingItem(kit, () => /** @type {Item} */ (items.get(key)), theme, tui, (json) => pending.set(key, json)));
-	const listTheme = {
+	const list = new kit.SettingsList(rows, Math.min(rows.length, PANEL_ROWS), settingsTheme(theme),
+		/**
+		 * @param {string} key
+		 * @param {string} value
+		 */
+		(key, value) => {
+			const item = items.get(key);
+			if (!item) return;
+			const json = pending.get(key) ?? cycledJson(item, value);
+			pending.delete(key);
+			queue = queue.then(() => applyChange(state, shown, item, json))
+				.catch(/** @param {unknown} error */ (error) => say(shown, `router: ${errorText(error)}`, "error"));
+		},
+		close, { enableSearch: true });
+	/**
+	 * @param {Params} next
+	 * @returns {void}
+	 */
+	const update = (next) => {
+		shown.current = next;
+		for (const item of panelItems(next)) {
+			const key = String(item.key);
+			if (!items.has(key)) continue; // the set of items is the one the panel opened with
+			items.set(key, item);
+			list.updateValue(key, shownValue(item));
+			const row = rows.find((r) => r.id === key);
+			if (row) row.description = item.description ?? undefined;
+		}
+		attempt(() => tui.requestRender(), undefined);
+	};
+	return { component: panelComponent(kit, theme, shown, list), update };
+}
+
+/**
+ * The settings list's colours, from Pi's theme.
+ * @param {Theme} theme
+ */
+function settingsTheme(theme) {
+	return {
 		/**
 		 * @param {string} text
 		 * @param {boolean} selected
@@ -219,80 +261,66 @@ function panelView(state, kit, params, tui, theme, close) {
 		cursor: theme.fg("accent", "→ "),
 		/** @param {string} text */ hint: (text) => theme.fg("dim", text),
 	};
-	const list = new kit.SettingsList(rows, Math.min(rows.length, PANEL_ROWS), listTheme,
-		/**
-		 * @param {string} key
-		 * @param {string} shown
-		 */
-		(key, shown) => {
-			const item = items.get(key);
-			if (!item) return;
-			const json = pending.get(key) ?? cycledJson(item, shown);
-			pending.delete(key);
-			queue = queue.then(() => applyChange(item, json)).catch(/** @param {unknown} error */ (error) => say(`router: ${errorText(error)}`, "error"));
-		},
-		close, { enableSearch: true });
+}
 
-	/**
-	 * @param {string} text
-	 * @param {NotifyLevel} level
-	 * @returns {void}
-	 */
-	function say(text, level) {
-		message = { text, level };
-		attempt(() => tui.requestRender(), undefined);
-	}
+/**
+ * A message under the panel's title (the outcome of a change), shown at once.
+ * @param {PanelShown} shown
+ * @param {string} text
+ * @param {NotifyLevel} level
+ * @returns {void}
+ */
+function say(shown, text, level) {
+	shown.message = { text, level };
+	attempt(() => shown.tui.requestRender(), undefined);
+}
 
-	/**
-	 * @param {Item} item
-	 * @param {string} json
-	 * @returns {Promise<void>}
-	 */
-	async function applyChange(item, json) {
-		const name = String(current.command);
-		/** @type {Notice[]} */
-		const notices = [];
-		say(`${itemLabel(item)}: saving…`, "info");
-		const args = [String(current.args ?? ""), String(item.key), json].filter(Boolean).join(" ");
-		const result = await state.forward("command", { name, args }, state.ctx, { notices });
-		if (result === undefined) notices.push({ text: `router: ${itemLabel(item)} was not changed: the policy engine did not answer`, level: "error" });
-		if (current.refresh !== null && current.refresh !== undefined) {
-			state.refreshing.add(String(current.id));
-			try {
-				await state.forward("command", { name, args: String(current.refresh) }, state.ctx, { notices });
-			} finally {
-				state.refreshing.delete(String(current.id));
-			}
+/**
+ * One change the user made: the panel's command with the item's key and value, then its refresh.
+ * @param {BridgeState} state
+ * @param {PanelShown} shown
+ * @param {Item} item
+ * @param {string} json
+ * @returns {Promise<void>}
+ */
+async function applyChange(state, shown, item, json) {
+	const { current } = shown;
+	const name = String(current.command);
+	/** @type {Notice[]} */
+	const notices = [];
+	say(shown, `${itemLabel(item)}: saving…`, "info");
+	const args = [String(current.args ?? ""), String(item.key), json].filter(Boolean).join(" ");
+	const result = await state.forward("command", { name, args }, state.ctx, { notices });
+	if (result === undefined) notices.push({ text: `router: ${itemLabel(item)} was not changed: the policy engine did not answer`, level: "error" });
+	if (current.refresh !== null && current.refresh !== undefined) {
+		state.refreshing.add(String(current.id));
+		try {
+			await state.forward("command", { name, args: String(current.refresh) }, state.ctx, { notices });
+		} finally {
+			state.refreshing.delete(String(current.id));
 		}
-		const worst = notices.find((n) => n.level === "error") ?? notices.find((n) => n.level === "warning");
-		const text = notices.map((n) => n.text).join(" · ") || `${itemLabel(item)} = ${json}`;
-		say(text, worst?.level ?? "info");
 	}
+	const worst = notices.find((n) => n.level === "error") ?? notices.find((n) => n.level === "warning");
+	const text = notices.map((n) => n.text).join(" · ") || `${itemLabel(item)} = ${json}`;
+	say(shown, text, worst?.level ?? "info");
+}
 
-	/**
-	 * @param {Params} next
-	 * @returns {void}
-	 */
-	function update(next) {
-		current = next;
-		for (const item of panelItems(next)) {
-			const key = String(item.key);
-			if (!items.has(key)) continue; // the set of items is the one the panel opened with
-			items.set(key, item);
-			list.updateValue(key, shownValue(item));
-			const row = rows.find((r) => r.id === key);
-			if (row) row.description = item.description ?? undefined;
-		}
-		attempt(() => tui.requestRender(), undefined);
-	}
-
-	/** @type {Component} */
-	const component = {
+/**
+ * The panel as Pi's TUI draws it: a border, the title, the text, the last message, the list.
+ * @param {TuiKit} kit
+ * @param {Theme} theme
+ * @param {PanelShown} shown
+ * @param {InstanceType<TuiKit["SettingsList"]>} list
+ * @returns {Component}
+ */
+function panelComponent(kit, theme, shown, list) {
+	return {
 		/**
 		 * @param {number} width
 		 * @returns {string[]}
 		 */
 		render(width) {
+			const { current, message } = shown;
 			const inner = Math.max(1, width - 2);
 			/** @param {string} text */
 			const wrap = (text) => kit.wrapTextWithAnsi(text, inner).map(/** @param {string} line */ (line) => ` ${line}`);
@@ -309,7 +337,7 @@ function panelView(state, kit, params, tui, theme, close) {
 		 */
 		handleInput(data) {
 			list.handleInput(data);
-			attempt(() => tui.requestRender(), undefined);
+			attempt(() => shown.tui.requestRender(), undefined);
 		},
 		/**
 		 * @returns {void}
@@ -318,7 +346,6 @@ function panelView(state, kit, params, tui, theme, close) {
 			list.invalidate();
 		},
 	};
-	return { component, update };
 }
 
 /**
