@@ -7,7 +7,7 @@
  * table does not know is reported once and skipped; one that fails is reported and the rest go on.
  */
 /**
- * @import { Action, ActionName, ActionParams, ApplyEnv, BridgeState, CompactParams, ContextMessage, Entry, ExtensionContext, NotifyLevel, PiModel, Replies, Table, ThinkingLevel, ToolsParams, Wire } from "./types.js"
+ * @import { Action, ActionName, ActionParams, ApplyEnv, ApplyState, BridgeState, CompactParams, ContextMessage, Entry, ExtensionContext, NotifyLevel, PiModel, Replies, Table, ThinkingLevel, ToolsParams, Wire } from "./types.js"
  */
 import { showPanel } from "./panel.mjs";
 import { warn } from "./state.mjs";
@@ -195,7 +195,7 @@ function applyTools(state, params) {
  * Whether a compaction is the one a `compact` action started: `ctx.compact()` reports reason
  * "manual". Pi's own threshold or overflow compaction can start in the gap while the aborted
  * run winds down; it is not the router's, and it does not clear the flag.
- * @param {BridgeState} state
+ * @param {ApplyState} state
  * @param {string} reason
  * @returns {boolean}
  */

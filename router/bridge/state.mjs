@@ -3,7 +3,7 @@
  * it, and the two ways the bridge tells the user something (a warning, the status line).
  */
 /**
- * @import { BridgeState, PiApi } from "./types.js"
+ * @import { BridgeState, PiApi, SharedState } from "./types.js"
  */
 import { Sidecar } from "./transport.mjs";
 import { attempt, logLine } from "./util.mjs";
@@ -14,28 +14,40 @@ export const STATUS_KEY = "pi-policy-router";
 export const DEFAULT_EXCERPT_ENTRIES = 12;
 
 /**
+ * A new bridge's state, each part written by the module that owns it (types.d.ts: `BridgeState`).
  * @param {PiApi} pi
  * @param {Sidecar} [sidecar]
  * @returns {BridgeState}
  */
 export function createState(pi, sidecar = new Sidecar()) {
 	return {
-		pi, sidecar, forward: async () => undefined, ctx: null, subscribed: new Set(), failure: null, guardTold: false,
-		eventTimeoutMs: 0, skillPaths: [],
-		ready: false, outage: false, failures: 0, restartTimer: null, stopping: false, starting: null,
+		// shared: what every module may read
+		pi, sidecar, forward: async () => undefined, ctx: null,
+		// lifecycle.mjs
+		eventTimeoutMs: 0, ready: false, outage: false, failures: 0, restartTimer: null, stopping: false, starting: null,
 		preloading: false, fromCache: null, cachedStart: false, preloadFailure: null, lastFailure: null,
+		shownWarnings: new Set(),
+		// declarations.mjs
+		subscribed: new Set(), skillPaths: [], excerptEntries: DEFAULT_EXCERPT_ENTRIES,
 		registered: { commands: new Set(), tools: new Set(), models: new Set(), busEvents: new Set() },
-		excerptEntries: DEFAULT_EXCERPT_ENTRIES,
-		nativeUi: null, toolActivity: false, routerCompaction: false, compactionQueued: null,
-		pendingCustom: null, tuiKit: null, openPanels: new Map(), refreshing: new Set(),
-		shownWarnings: new Set(), unknownActions: new Set(), trustStatus: null, approvedDigest: null,
-		helloAnswered: false,
+		// guard.mjs
+		failure: null, guardTold: false,
+		// dialogs.mjs
+		nativeUi: null, pendingCustom: null,
+		// panel.mjs
+		tuiKit: null, openPanels: new Map(), refreshing: new Set(),
+		// apply.mjs
+		routerCompaction: false, compactionQueued: null, unknownActions: new Set(),
+		// hooks.mjs
+		toolActivity: false,
+		// trust.mjs
+		trustStatus: null, approvedDigest: null, helloAnswered: false,
 	};
 }
 
 /**
  * A warning: in the log, and shown (a notification, or stderr without a UI).
- * @param {BridgeState} state
+ * @param {Pick<SharedState, "ctx">} state
  * @param {string} text
  * @returns {void}
  */
@@ -47,7 +59,7 @@ export function warn(state, text) {
 }
 
 /**
- * @param {BridgeState} state
+ * @param {Pick<SharedState, "ctx">} state
  * @param {string | undefined} text
  * @returns {void}
  */

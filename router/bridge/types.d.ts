@@ -320,22 +320,20 @@ export interface ForwardOptions {
 /** Send one event to the engine; undefined: no decision (Pi keeps its native behaviour). */
 export type Forward = (type: string, payload: object, ctx: ExtensionContext | null, options?: ForwardOptions) => Promise<Replies | undefined>;
 
-export interface BridgeState {
+/** What every module may read: Pi, the sidecar, the forwarder, the latest context (state.mjs). */
+export interface SharedState {
 	readonly pi: PiApi;
 	readonly sidecar: Sidecar;
 	/** forward.mjs's `forward`, bound to this state (here so that a module that forwards need not import it: no cycles). */
 	forward: Forward;
 	/** The latest context Pi gave a hook. */
 	ctx: ExtensionContext | null;
-	/** The event types the policy has rules for: only those are forwarded. */
-	subscribed: Set<string>;
-	/** Per event type, `open` or `closed` when the engine cannot answer (guard.mjs); null before any declaration. */
-	failure: Record<string, "open" | "closed"> | null;
-	/** A refused guarded event was told during this outage. */
-	guardTold: boolean;
+}
+
+/** The sidecar's life: starting, ready, lost, restarting, stopping (lifecycle.mjs; forward.mjs reads the deadline and the last failure). */
+export interface LifecycleState {
 	/** How long an event may wait for the engine: the deadline it announced plus the transit margin. */
 	eventTimeoutMs: number;
-	skillPaths: string[];
 	ready: boolean;
 	/** The engine failed and the user was told; cleared when it is back. */
 	outage: boolean;
@@ -352,30 +350,69 @@ export interface BridgeState {
 	lastFailure: string | null;
 	/** Why the startup hello failed, until session_start reports it. */
 	preloadFailure: string | null;
+	shownWarnings: Set<string>;
+}
+
+/** What the policy declared, and what of it is registered with Pi (declarations.mjs). */
+export interface DeclarationsState {
+	/** The event types the policy has rules for: only those are forwarded. */
+	subscribed: Set<string>;
+	skillPaths: string[];
 	registered: { commands: Set<string>; tools: Set<string>; models: Set<string>; busEvents: Set<string> };
 	/** The excerpt size the policy declares (`excerpt_entries`). */
 	excerptEntries: number;
+}
+
+/** What fails closed when the engine cannot answer (guard.mjs). */
+export interface GuardState {
+	/** Per event type, `open` or `closed` when the engine cannot answer (guard.mjs); null before any declaration. */
+	failure: Record<string, "open" | "closed"> | null;
+	/** A refused guarded event was told during this outage. */
+	guardTold: boolean;
+}
+
+/** Pi's own dialogs and a rule's answer to the next custom one (dialogs.mjs). */
+export interface DialogsState {
 	nativeUi: NativeUi | null;
-	toolActivity: boolean;
-	/** A compaction a `compact` action started is running. */
-	routerCompaction: boolean;
-	/** A `compact` action waiting for the agent to be idle. */
-	compactionQueued: (() => void) | null;
 	/** The answer the next `ctx.ui.custom` returns (an rpiv questionnaire a rule answered). */
 	pendingCustom: Promise<unknown> | null;
+}
+
+/** The open panels (panel.mjs). */
+export interface PanelState {
 	tuiKit: Promise<TuiKit | null> | null;
 	/** Panel id → update of the open panel. */
 	openPanels: Map<string, (params: PanelParams) => void>;
 	/** Panels whose refresh is in flight. */
 	refreshing: Set<string>;
-	shownWarnings: Set<string>;
+}
+
+/** What the actions leave behind between events (apply.mjs). */
+export interface ApplyState {
+	/** A compaction a `compact` action started is running. */
+	routerCompaction: boolean;
+	/** A `compact` action waiting for the agent to be idle. */
+	compactionQueued: (() => void) | null;
 	/** Unknown actions already reported (once each). */
 	unknownActions: Set<string>;
+}
+
+/** What the hooks carry from one event to the next (hooks.mjs). */
+export interface HooksState {
+	toolActivity: boolean;
+}
+
+/** Pi's project trust as the engine reported it (trust.mjs; lifecycle.mjs sends it in each hello). */
+export interface TrustState {
 	trustStatus: string | null;
 	approvedDigest: string | null;
 	/** After the first hello, --approve covers only the content approved then. */
 	helloAnswered: boolean;
 }
+
+/** The bridge's state: each part owned by the module that writes it (the others read it). */
+export interface BridgeState
+	extends SharedState, LifecycleState, DeclarationsState, GuardState, DialogsState, PanelState, ApplyState, HooksState, TrustState {}
 
 // --- transport.mjs -------------------------------------------------------------------------------
 
