@@ -25,9 +25,9 @@ Run: python bench/bench_bridge.py [--only a1,a2,b,c,d] [--calls 200] [--batches 
      without the bridge (default policy only), median of --repeat after a warm-up each
      (interleaved); the same with 1 prompt separates the one-off start-up cost (sidecar spawn)
      from the per-turn cost; and 1 prompt with the declarations cache removed before each run
-     (the bridge waits for the sidecar's hello, as before the cache); and 1 prompt with the
-     TypeScript entry (index.ts, through Pi's jiti) with jiti's file cache filled and empty, against
-     the generated index.mjs Pi gets from `router install`. Target: ratio <= 1.03.
+     (the bridge waits for the sidecar's hello, as before the cache); and 1 prompt with jiti's
+     file cache off (JITI_FS_CACHE=false: a first run, CI, a private /tmp), which costs a .ts
+     extension its transpile and the bridge's .mjs modules nothing. Target: ratio <= 1.03.
 (d)  where that start-up time goes: `pi -p` with 1 prompt and stand-ins that each take one cost
      away (an empty extension, the bridge with no sidecar, an instant fake sidecar, the real one
      with no rule on an event of the run, the real one at nice 19), median of --repeat.
@@ -410,15 +410,13 @@ def bench_c(install: PiInstall, repeat: int) -> None:
             configs = {(prompts, kind): env for prompts in (1, 3)
                        for kind, env in (("none", cold), ("warm", warm), ("spawned", cold))}
             configs[(0, "spawned")] = cold  # 1 prompt, no declarations cache: every run a first run
-            configs[(1, "ts")] = warm  # the TypeScript modules through Pi's jiti (a checkout's index.ts)
-            configs[(1, "ts-uncached")] = {**warm, "JITI_FS_CACHE": "false"}  # ... with jiti's cache empty
+            configs[(1, "uncached")] = {**warm, "JITI_FS_CACHE": "false"}  # jiti's file cache off: cold
             times: dict[tuple[int, str], list[float]] = {key: [] for key in configs}
             for round_ in range(repeat + 1):
                 for (prompts, kind), env in configs.items():
                     if prompts == 0:
                         shutil.rmtree(agent / "router" / "declarations", ignore_errors=True)
-                    entry = BRIDGE.with_suffix(".ts") if kind.startswith("ts") else BRIDGE
-                    args = (["-e", str(entry)] if kind != "none" else []) + ["--no-session"]
+                    args = (["-e", str(BRIDGE)] if kind != "none" else []) + ["--no-session"]
                     args += [f"prompt number {i + 1}" for i in range(max(prompts, 1))]
                     started = time.perf_counter()
                     done = run_print(args, cwd=work, env=env, install=install, timeout=120)
@@ -441,8 +439,7 @@ def bench_c(install: PiInstall, repeat: int) -> None:
             with_ = med[(prompts, kind)]
             print(f"    {label:54s} {with_:7.1f} ms: added {with_ - without:+7.1f} ms, "
                   f"ratio {with_ / without:.2f}")
-    for kind, label in (("ts", "index.ts, through Pi's jiti (its cache filled)"),
-                        ("ts-uncached", "index.ts, jiti's cache empty (JITI_FS_CACHE=false)")):
+    for kind, label in (("uncached", "forked warm, jiti's cache empty (JITI_FS_CACHE=false)"),):
         with_ = med[(1, kind)]
         print(f"    {label:54s} {with_:7.1f} ms: added {with_ - med[(1, 'none')]:+7.1f} ms, "
               f"ratio {with_ / med[(1, 'none')]:.2f}")

@@ -1,4 +1,4 @@
-"""Which command starts the sidecar: the bridge (router/bridge/resolve.ts) and doctor
+"""Which command starts the sidecar: the bridge (router/bridge/resolve.mjs) and doctor
 (router/commands/sidecar_command.py) resolve it the same way, and nothing a project's files say is a step."""
 
 from __future__ import annotations

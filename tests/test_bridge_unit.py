@@ -1,5 +1,6 @@
-"""The bridge's unit tests (tests/bridge/*.test.ts): the transport over a fake sidecar process and
-the apply table with a fake `pi`, run by Node 22's test runner with its type stripping (no real Pi)."""
+"""The bridge's unit tests (tests/bridge/*.test.ts): the transport over a fake sidecar process, the
+apply table, the hooks, the dialogs and the lifecycle with a fake `pi`, run by Node 22's test runner
+with its type stripping (no real Pi)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ TEST_FILES = sorted(TESTS_DIR.glob("*.test.ts"))
 
 
 def test_there_are_unit_tests() -> None:
-    assert {path.name for path in TEST_FILES} >= {"transport.test.ts", "apply.test.ts"}
+    assert {path.name for path in TEST_FILES} >= {"transport.test.ts", "apply.test.ts", "hooks.test.ts",
+                                                   "dialogs.test.ts", "lifecycle.test.ts"}
 
 
 @pytest.mark.parametrize("path", TEST_FILES, ids=[path.name for path in TEST_FILES])

@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ["README.md", "pyproject.toml", ".ci", "bench", "docs", "examples", "router", "rules", "schema",
            "tests"]
-TEXT_SUFFIXES = {".md", ".py", ".ts", ".yaml", ".yml", ".json", ".toml", ".txt", ""}
+TEXT_SUFFIXES = {".md", ".py", ".ts", ".mjs", ".yaml", ".yml", ".json", ".toml", ".txt", ""}
 SKIPPED_PARTS = {"__pycache__", "node_modules", ".venv", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 THIS_FILE = Path(__file__).resolve()
 
@@ -78,7 +78,7 @@ def test_shipped_text_cites_only_what_ships() -> None:
 def test_the_scan_covers_the_shipped_text() -> None:
     names = {str(path.relative_to(ROOT)) for path in shipped_files()}
     assert {"README.md", "docs/guide.md", "rules/decision.test.yaml", "router/commands/cli.py",
-            "router/bridge/index.ts", "tests/test_readme.py"} <= names
+            "router/bridge/index.mjs", "tests/test_readme.py"} <= names
     assert "tests/test_docs_citations.py" not in names
 
 

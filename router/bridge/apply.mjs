@@ -6,51 +6,22 @@
  * hook that sent the event turns into its answer to Pi (the functions at the end). An action the
  * table does not know is reported once and skipped; one that fails is reported and the rest go on.
  */
-             
-	                                                                                                             
-	                                                                                    
-                    
+/**
+ * @import { Action, ActionName, ActionParams, ApplyEnv, ApplyState, BridgeState, CompactParams, ContextMessage, Entry, ExtensionContext, NotifyLevel, PiModel, Replies, Table, ThinkingLevel, ToolsParams, Wire } from "./types.js"
+ */
 import { showPanel } from "./panel.mjs";
-import {                   warn } from "./state.mjs";
+import { warn } from "./state.mjs";
 import { attempt, errorText, isObject, logLine } from "./util.mjs";
 
-/** An action's parameters as they arrive: any field may be missing (its default) or null. */
-                                                                
-
-/** What the actions of one event leave for the hook that answers Pi (the first of each kind counts). */
-                          
-	                                      
-	                                    
-	                                                      
-	                                    
-	                                      
-	                                    
-	                          
-	                               
-	                                          
-	                                              
- 
-
-                           
-	                   
-	                             
-	                 
-	                               
- 
-
-                    
-	                                                                         
-	                              
-	                                                            
- 
-
-                                                           
-
-export function emptyReplies()          {
+/**
+ * @returns {Replies}
+ */
+export function emptyReplies() {
 	return { section: [], system_append: [], context_message: [] };
 }
 
-export const ACTIONS        = {
+/** @type {Table} */
+export const ACTIONS = {
 	// --- answers to the event (read by the hook that sent it) ---
 	answer: { fields: { value: true, text: true, details: true }, apply: (p, env) => void (env.replies.answer ??= p) },
 	block: { fields: { reason: true }, apply: (p, env) => void (env.replies.block ??= p) },
@@ -74,11 +45,12 @@ export const ACTIONS        = {
 			if (!model || !(await env.state.pi.setModel(model))) warn(env.state, `router: model ${p.ref} is not available`);
 		},
 	},
-	thinking: { fields: { level: true }, apply: (p, env) => env.state.pi.setThinkingLevel(p.level                 ) },
+	thinking: { fields: { level: true }, apply: (p, env) => env.state.pi.setThinkingLevel(/** @type {ThinkingLevel} */ (p.level)) },
 	notify: {
 		fields: { text: true, level: true },
 		apply: (p, env) => {
-			const level              = p.level ?? "info";
+			/** @type {NotifyLevel} */
+			const level = p.level ?? "info";
 			// without a UI (print and json modes) the action says: stderr
 			if (env.notices) env.notices.push({ text: String(p.text), level });
 			else if (env.ctx?.hasUI) env.ctx.ui.notify(String(p.text), level);
@@ -106,17 +78,29 @@ export const ACTIONS        = {
 	},
 };
 
-/** The fields each entry reads, by action (tests/test_bridge_contract.py compares them with Python's). */
-export function actionFields()                           {
+/**
+ * The fields each entry reads, by action (tests/test_bridge_contract.py compares them with Python's).
+ * @returns {Record<string, string[]>}
+ */
+export function actionFields() {
 	return Object.fromEntries(Object.entries(ACTIONS).map(([name, entry]) => [name, Object.keys(entry.fields).sort()]));
 }
 
-function isKnown(name        )                     {
+/**
+ * @param {string} name
+ * @returns {name is ActionName}
+ */
+function isKnown(name) {
 	return Object.prototype.hasOwnProperty.call(ACTIONS, name);
 }
 
-/** Apply `list` in order; each entry gets only the fields it declares. */
-export async function applyActions(list                   , env          )                {
+/**
+ * Apply `list` in order; each entry gets only the fields it declares.
+ * @param {readonly Action[]} list
+ * @param {ApplyEnv} env
+ * @returns {Promise<void>}
+ */
+export async function applyActions(list, env) {
 	for (const item of list) {
 		const name = String(item?.action);
 		if (!isKnown(name)) {
@@ -131,20 +115,40 @@ export async function applyActions(list                   , env          )      
 	}
 }
 
-function applyOne                      (name   , params         , env          )                       {
-	const entry                         = ACTIONS[name];
+/**
+ * @template {ActionName} K
+ * @param {K} name
+ * @param {unknown} params
+ * @param {ApplyEnv} env
+ * @returns {void | Promise<void>}
+ */
+function applyOne(name, params, env) {
+	/** @type {Entry<ActionParams[K]>} */
+	const entry = ACTIONS[name];
 	return entry.apply(picked(params, entry.fields), env);
 }
 
-/** Only the declared fields of `params` (an entry cannot read a field the contract does not list). */
-function picked   (params         , fields                       )          {
+/**
+ * Only the declared fields of `params` (an entry cannot read a field the contract does not list).
+ * @template P
+ * @param {unknown} params
+ * @param {Record<keyof P, true>} fields
+ * @returns {Wire<P>}
+ */
+function picked(params, fields) {
 	const source = isObject(params) ? params : {};
-	const out                          = {};
+	/** @type {Record<string, unknown>} */
+	const out = {};
 	for (const key of Object.keys(fields)) if (key in source) out[key] = source[key];
-	return out           ;
+	return /** @type {Wire<P>} */ (out);
 }
 
-function reportUnknown(state             , name        )       {
+/**
+ * @param {BridgeState} state
+ * @param {string} name
+ * @returns {void}
+ */
+function reportUnknown(state, name) {
 	if (state.unknownActions.has(name)) {
 		logLine(`router: unknown action ${name} skipped`);
 		return;
@@ -155,18 +159,31 @@ function reportUnknown(state             , name        )       {
 
 // --- effects ------------------------------------------------------------------------------------
 
-export function findModel(ctx                         , ref        )                      {
+/**
+ * @param {ExtensionContext | null} ctx
+ * @param {string} ref
+ * @returns {PiModel | undefined}
+ */
+export function findModel(ctx, ref) {
 	const slash = ref.indexOf("/");
 	if (slash < 0 || !ctx) return undefined;
 	return attempt(() => ctx.modelRegistry.find(ref.slice(0, slash), ref.slice(slash + 1)), undefined);
 }
 
-function applyTools(state             , params                   )       {
+/**
+ * @param {BridgeState} state
+ * @param {Wire<ToolsParams>} params
+ * @returns {void}
+ */
+function applyTools(state, params) {
 	const { pi } = state;
-	const known = new Set        (pi.getAllTools().map((t) => t.name));
-	const active           = pi.getActiveTools();
-	const list = (value                                      ) => (Array.isArray(value) ? value : [value]).map(String);
-	let next          ;
+	const known = /** @type {Set<string>} */ (new Set(pi.getAllTools().map((t) => t.name)));
+	/** @type {string[]} */
+	const active = pi.getActiveTools();
+	/** @param {string[] | string | null | undefined} value */
+	const list = (value) => (Array.isArray(value) ? value : [value]).map(String);
+	/** @type {string[]} */
+	let next;
 	if (params.only !== undefined && params.only !== null) next = list(params.only).filter((n) => known.has(n));
 	else if (params.add !== undefined && params.add !== null)
 		next = [...active, ...list(params.add).filter((n) => known.has(n) && !active.includes(n))];
@@ -178,12 +195,20 @@ function applyTools(state             , params                   )       {
  * Whether a compaction is the one a `compact` action started: `ctx.compact()` reports reason
  * "manual". Pi's own threshold or overflow compaction can start in the gap while the aborted
  * run winds down; it is not the router's, and it does not clear the flag.
+ * @param {ApplyState} state
+ * @param {string} reason
+ * @returns {boolean}
  */
-export function isRouters(state             , reason        )          {
+export function isRouters(state, reason) {
 	return state.routerCompaction && reason === "manual";
 }
 
-function compact(env          , params                     )       {
+/**
+ * @param {ApplyEnv} env
+ * @param {Wire<CompactParams>} params
+ * @returns {void}
+ */
+function compact(env, params) {
 	const { state, ctx } = env;
 	if (!ctx) return;
 	const run = () => {
@@ -207,8 +232,13 @@ function compact(env          , params                     )       {
 
 // --- the hooks' answers to Pi, from the replies -------------------------------------------------
 
-/** `systemPrompt` with the `system_append` texts (a marker already present skips its text). */
-export function appendedPrompt(systemPrompt        , replies         )         {
+/**
+ * `systemPrompt` with the `system_append` texts (a marker already present skips its text).
+ * @param {string} systemPrompt
+ * @param {Replies} replies
+ * @returns {string}
+ */
+export function appendedPrompt(systemPrompt, replies) {
 	let prompt = systemPrompt;
 	for (const append of replies.system_append) {
 		if (!append.marker || !prompt.includes(String(append.marker))) prompt = `${prompt}\n\n${append.text}`;
@@ -216,30 +246,34 @@ export function appendedPrompt(systemPrompt        , replies         )         {
 	return prompt;
 }
 
-/** The `section` texts, written into Pi's system prompt options (rebuilt every run). */
-export function addSections(options                                       , replies         )       {
+/**
+ * The `section` texts, written into Pi's system prompt options (rebuilt every run).
+ * @param {{ sections?: Record<string, string> }} options
+ * @param {Replies} replies
+ * @returns {void}
+ */
+export function addSections(options, replies) {
 	for (const section of replies.section) {
 		options.sections = options.sections ?? {};
 		options.sections[String(section.name)] = String(section.text);
 	}
 }
 
-/** A context message as the hook inserts it. */
-                                 
-	             
-	                                
-	                                
-	                  
-	                       
- 
-
-/** `messages` with the `context_message` additions (after the last user message, or at the end). */
-export function withContextMessages                          (messages              , replies         , now = Date.now())                                {
+/**
+ * `messages` with the `context_message` additions (after the last user message, or at the end).
+ * @template {ContextMessage} M
+ * @param {readonly M[]} messages
+ * @param {Replies} replies
+ * @returns {(M | ContextMessage)[] | null}
+ */
+export function withContextMessages(messages, replies, now = Date.now()) {
 	if (replies.context_message.length === 0) return null;
-	let next                         = [...messages];
+	/** @type {(M | ContextMessage)[]} */
+	let next = [...messages];
 	for (const add of replies.context_message) {
 		const customType = add.custom_type ?? undefined;
-		const message                 =
+		/** @type {ContextMessage} */
+		const message =
 			add.role === "custom"
 				? { role: "custom", customType, content: String(add.text), display: false, timestamp: now }
 				: { role: "user", content: [{ type: "text", text: String(add.text) }], timestamp: now, routerType: customType };
@@ -258,41 +292,62 @@ export function withContextMessages                          (messages          
 	return next;
 }
 
-/** The tool result of a policy-declared question tool, from its `answer`. */
-export function toolAnswer(replies                     , noAnswer        )                                                                                     {
+/**
+ * The tool result of a policy-declared question tool, from its `answer`.
+ * @param {Replies | undefined} replies
+ * @param {string} noAnswer
+ * @returns {{ content: { type: "text"; text: string }[]; details: unknown; isError?: boolean }}
+ */
+export function toolAnswer(replies, noAnswer) {
 	const answer = replies?.answer;
 	if (!answer) return { content: [{ type: "text", text: noAnswer }], details: {}, isError: true };
 	const text = answer.text ?? (typeof answer.value === "string" ? answer.value : JSON.stringify(answer.value));
 	return { content: [{ type: "text", text: String(text) }], details: answer.details ?? {} };
 }
 
-/** The value an `answer` gives a dialog; undefined without one (Pi's own dialog then runs). */
-export function answerValue(replies                     )          {
+/**
+ * The value an `answer` gives a dialog; undefined without one (Pi's own dialog then runs).
+ * @param {Replies | undefined} replies
+ * @returns {unknown}
+ */
+export function answerValue(replies) {
 	const value = replies?.answer?.value;
 	return value === undefined || value === null ? undefined : value;
 }
 
-/** A `rewrite_result` as the `tool_result` hook's patch. */
-export function resultPatch(replies                     )                                                                               {
+/**
+ * A `rewrite_result` as the `tool_result` hook's patch.
+ * @param {Replies | undefined} replies
+ * @returns {{ content: { type: "text"; text: string }[]; isError?: boolean } | undefined}
+ */
+export function resultPatch(replies) {
 	const rewrite = replies?.rewrite_result;
 	if (!rewrite) return undefined;
-	const patch                                                                   = { content: [{ type: "text", text: String(rewrite.text) }] };
+	/** @type {{ content: { type: "text"; text: string }[]; isError?: boolean }} */
+	const patch = { content: [{ type: "text", text: String(rewrite.text) }] };
 	if (typeof rewrite.is_error === "boolean") patch.isError = rewrite.is_error;
 	return patch;
 }
 
-/** The `input` hook's answer. */
-export function inputAnswer(replies                     , text        )                                                                            {
+/**
+ * The `input` hook's answer.
+ * @param {Replies | undefined} replies
+ * @param {string} text
+ * @returns {{ action: "transform"; text: string } | { action: "handled" } | undefined}
+ */
+export function inputAnswer(replies, text) {
 	const reply = replies?.input;
 	if (reply?.action === "transform") return { action: "transform", text: String(reply.text ?? text) };
 	if (reply?.action === "handled") return { action: "handled" };
 	return undefined;
 }
 
-/** The `project_trust` hook's answer: Pi 1.6 reads `.trusted` of every answer, so "undecided" without a rule. */
-export function trustAnswer(replies                     )                                                              {
+/**
+ * The `project_trust` hook's answer: Pi 1.6 reads `.trusted` of every answer, so "undecided" without a rule.
+ * @param {Replies | undefined} replies
+ * @returns {{ trusted: "yes" | "no" | "undecided"; remember?: boolean }}
+ */
+export function trustAnswer(replies) {
 	const trust = replies?.trust;
 	return trust ? { trusted: trust.trusted ?? "undecided", remember: !!trust.remember } : { trusted: "undecided" };
 }
-
-// Generated from apply.ts by tests/bridge_js.py (types erased): edit the .ts, then run it.

@@ -3,16 +3,23 @@
  * types to forward, and the commands, tools, virtual models and skills registered with Pi, each
  * once per loaded bridge.
  */
-                                                                                     
-                                                                                                                                        
+/**
+ * @import { ModelRoute, ModelRouteRequest } from "@earendil-works/pi-coding-agent"
+ * @import { BridgeState, CommandDeclaration, Declarations, ExtensionContext, PiModel, ThinkingLevel, ToolDeclaration, VirtualModelDeclaration } from "./types.js"
+ */
 import { findModel, toolAnswer } from "./apply.mjs";
 import { excerpt } from "./branch.mjs";
 import { listenToQuestionnaires, patchUi } from "./dialogs.mjs";
-import {                   warn } from "./state.mjs";
+import { warn } from "./state.mjs";
 import { attempt, isObject, modelInfo, textOf } from "./util.mjs";
 
-export function declare(state             , declared              )       {
-	state.subscribed = new Set        (declared.events ?? []);
+/**
+ * @param {BridgeState} state
+ * @param {Declarations} declared
+ * @returns {void}
+ */
+export function declare(state, declared) {
+	state.subscribed = /** @type {Set<string>} */ (new Set(declared.events ?? []));
 	state.failure = isFailureMap(declared.failure) ? declared.failure : null;
 	if (typeof declared.excerpt_entries === "number") state.excerptEntries = declared.excerpt_entries;
 	listenToQuestionnaires(state, declared.bus_events ?? []);
@@ -23,11 +30,20 @@ export function declare(state             , declared              )       {
 	if (state.subscribed.has("dialog")) patchUi(state, state.ctx);
 }
 
-function isFailureMap(value         )                                             {
+/**
+ * @param {unknown} value
+ * @returns {value is Record<string, "open" | "closed">}
+ */
+function isFailureMap(value) {
 	return isObject(value) && Object.values(value).every((mode) => mode === "open" || mode === "closed");
 }
 
-function registerCommand(state             , command                    )       {
+/**
+ * @param {BridgeState} state
+ * @param {CommandDeclaration} command
+ * @returns {void}
+ */
+function registerCommand(state, command) {
 	if (state.registered.commands.has(command.name)) return;
 	state.registered.commands.add(command.name);
 	const items = (command.completions ?? []).map((c) =>
@@ -36,18 +52,27 @@ function registerCommand(state             , command                    )       
 	state.pi.registerCommand(command.name, {
 		description: command.description,
 		getArgumentCompletions: items.length
-			? (prefix        ) => {
+			? /** @param {string} prefix */ (prefix) => {
 					const found = items.filter((i) => i.value.startsWith(prefix));
 					return found.length ? found : null;
 				}
 			: undefined,
-		handler: async (args        , ctx                  ) => {
+		/**
+		 * @param {string} args
+		 * @param {ExtensionContext} ctx
+		 */
+		handler: async (args, ctx) => {
 			await state.forward("command", { name: command.name, args: args ?? "" }, ctx);
 		},
 	});
 }
 
-function registerTool(state             , tool                 )       {
+/**
+ * @param {BridgeState} state
+ * @param {ToolDeclaration} tool
+ * @returns {void}
+ */
+function registerTool(state, tool) {
 	if (state.registered.tools.has(tool.name)) return;
 	state.registered.tools.add(tool.name);
 	state.pi.registerTool({
@@ -64,7 +89,12 @@ function registerTool(state             , tool                 )       {
 	});
 }
 
-function registerVirtualModel(state             , model                         )       {
+/**
+ * @param {BridgeState} state
+ * @param {VirtualModelDeclaration} model
+ * @returns {void}
+ */
+function registerVirtualModel(state, model) {
 	const ref = `${model.provider}/${model.id}`;
 	if (state.registered.models.has(ref)) return;
 	state.registered.models.add(ref);
@@ -75,8 +105,13 @@ function registerVirtualModel(state             , model                         
 	});
 }
 
-/** A `route` event with Pi's own field names of the request (router/events/normalize.py maps them). */
-export function routePayload(model                         , request                   )         {
+/**
+ * A `route` event with Pi's own field names of the request (router/events/normalize.py maps them).
+ * @param {VirtualModelDeclaration} model
+ * @param {ModelRouteRequest} request
+ * @returns {object}
+ */
+export function routePayload(model, request) {
 	const messages = request.messages ?? [];
 	const users = messages.filter((m) => m.role === "user");
 	const last = users[users.length - 1];
@@ -94,7 +129,13 @@ export function routePayload(model                         , request            
 	};
 }
 
-async function route(state             , model                         , request                   )                      {
+/**
+ * @param {BridgeState} state
+ * @param {VirtualModelDeclaration} model
+ * @param {ModelRouteRequest} request
+ * @returns {Promise<ModelRoute>}
+ */
+async function route(state, model, request) {
 	const replies = await state.forward("route", routePayload(model, request), state.ctx, { signal: request.signal });
 	// an aborted run cancels the routing (a classifier call, a wait for a slot): no model for it
 	if (request.signal?.aborted) throw new Error("aborted");
@@ -102,7 +143,9 @@ async function route(state             , model                         , request
 	if (chosen?.error) throw new Error(String(chosen.error));
 	const physical = chosen ? findModel(state.ctx, String(chosen.model)) : undefined;
 	if (physical && chosen) {
-		const routed             = { model: physical, thinkingLevel: chosen.thinking ?? request.thinkingLevel };
+		// a string in Python (`str | None`): Pi takes the level the rule wrote, as it is
+		/** @type {ModelRoute} */
+		const routed = { model: physical, thinkingLevel: /** @type {ThinkingLevel | null} */ (chosen.thinking) ?? request.thinkingLevel };
 		if (chosen.state !== undefined && chosen.state !== null) routed.state = chosen.state;
 		return routed;
 	}
@@ -117,8 +160,10 @@ async function route(state             , model                         , request
 	throw new Error(`router: no model to route ${model.provider}/${model.id} to`);
 }
 
-function firstPhysical(state             )                      {
+/**
+ * @param {BridgeState} state
+ * @returns {PiModel | undefined}
+ */
+function firstPhysical(state) {
 	return attempt(() => state.ctx?.modelRegistry.getAvailable() ?? [], []).find((m) => m.api !== "pi-virtual");
 }
-
-// Generated from declarations.ts by tests/bridge_js.py (types erased): edit the .ts, then run it.

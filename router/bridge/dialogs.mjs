@@ -3,32 +3,44 @@
  * (`dialog` events), the rpiv questionnaire bus (`question` events from `rpiv:ask-user:prompt`),
  * and the engine's own `ask` request, which always goes to Pi's native dialogs.
  */
-                                                                                                       
+/**
+ * @import { AskParams, BridgeState, BusEventDeclaration, ExtensionContext, ExtensionUIContext, NativeUi, PatchedUi } from "./types.js"
+ */
 import { answerValue } from "./apply.mjs";
 import { excerpt } from "./branch.mjs";
-                                                        
 import { attempt, errorText, isObject, logLine } from "./util.mjs";
 
 const PATCHED = "__routerPatched";
 
-                                                              
-
-export function patchUi(state             , ctx                         )       {
-	const ui = ctx?.ui                         ;
+/**
+ * @param {BridgeState} state
+ * @param {ExtensionContext | null} ctx
+ * @returns {void}
+ */
+export function patchUi(state, ctx) {
+	const ui = /** @type {PatchedUi | undefined} */ (ctx?.ui);
 	if (!ui || ui[PATCHED]) return;
 	// a context without Pi's dialogs (the one of `project_trust`, Pi's start before a session) is
 	// left alone: the session's own context is patched when it comes
 	const dialogs = [ui.select, ui.confirm, ui.input, ui.editor];
 	if (!dialogs.every((f) => typeof f === "function")) return;
-	const native           = {
+	/** @type {NativeUi} */
+	const native = {
 		select: ui.select.bind(ui), confirm: ui.confirm.bind(ui), input: ui.input.bind(ui), editor: ui.editor.bind(ui),
 		custom: typeof ui.custom === "function" ? ui.custom.bind(ui) : null,
 	};
 	state.nativeUi = native;
-	const ask = async    (kind        , payload        , fallback                  )             => {
+	/**
+	 * @template T
+	 * @param {string} kind
+	 * @param {object} payload
+	 * @param {() => Promise<T>} fallback
+	 * @returns {Promise<T>}
+	 */
+	const ask = async (kind, payload, fallback) => {
 		const replies = await state.forward("dialog", { kind, ...payload, excerpt: excerpt(state.ctx, state.excerptEntries) }, state.ctx);
 		const value = answerValue(replies);
-		return value !== undefined ? (value     ) : fallback();
+		return value !== undefined ? (/** @type {T} */ (value)) : fallback();
 	};
 	try {
 		ui.select = (title, options, opts) => ask("select", { title, options }, () => native.select(title, options, opts));
@@ -38,12 +50,12 @@ export function patchUi(state             , ctx                         )       
 		ui.editor = (title, prefill) => ask("editor", { title, prefill }, () => native.editor(title, prefill));
 		const nativeCustom = native.custom;
 		if (nativeCustom) {
-			ui.custom = async    (...args                                          )             => {
+			ui.custom = /** @type {ExtensionUIContext["custom"]} */ (async (...args) => {
 				const decided = state.pendingCustom;
 				state.pendingCustom = null;
 				const value = decided ? await decided : undefined;
-				return value !== undefined && value !== null ? (value     ) : nativeCustom   (...(args                                      ));
-			};
+				return value !== undefined && value !== null ? value : nativeCustom(...args);
+			});
 		}
 		ui[PATCHED] = true;
 	} catch (error) {
@@ -59,15 +71,18 @@ export function patchUi(state             , ctx                         )       
  * When the engine fails (no result at all), `custom` returns the protocol's cancelled answer, as
  * the original does when its decision throws. The `blocked` event with `active: false` drops a
  * pending answer. Each event name is subscribed once per loaded bridge.
+ * @param {BridgeState} state
+ * @param {BusEventDeclaration[]} declared
+ * @returns {void}
  */
-export function listenToQuestionnaires(state             , declared                       )       {
+export function listenToQuestionnaires(state, declared) {
 	const cancelled = () => ({ answers: [], cancelled: true });
 	for (const bus of declared) {
 		if (bus.protocol !== "questionnaire") continue;
 		const prompt = bus.prompt;
 		if (!state.registered.busEvents.has(prompt)) {
 			state.registered.busEvents.add(prompt);
-			attempt(() => state.pi.events.on(prompt, (payload         ) => {
+			attempt(() => state.pi.events.on(prompt, /** @param {unknown} payload */ (payload) => {
 				if (!state.subscribed.has("question")) return;
 				state.pendingCustom = state.forward("question", {
 					toolName: prompt, source: "event", input: payload, excerpt: excerpt(state.ctx, state.excerptEntries),
@@ -79,15 +94,20 @@ export function listenToQuestionnaires(state             , declared             
 		const blocked = bus.blocked;
 		if (blocked && !state.registered.busEvents.has(blocked)) {
 			state.registered.busEvents.add(blocked);
-			attempt(() => state.pi.events.on(blocked, (payload         ) => {
+			attempt(() => state.pi.events.on(blocked, /** @param {unknown} payload */ (payload) => {
 				if (isObject(payload) && payload.active === false) state.pendingCustom = null;
 			}), undefined);
 		}
 	}
 }
 
-/** The engine's `ask`: a question to the human through Pi's own dialogs (null without a UI). */
-export async function askUser(state             , params           )                              {
+/**
+ * The engine's `ask`: a question to the human through Pi's own dialogs (null without a UI).
+ * @param {BridgeState} state
+ * @param {AskParams} params
+ * @returns {Promise<{ value: unknown }>}
+ */
+export async function askUser(state, params) {
 	const ui = state.nativeUi ?? state.ctx?.ui;
 	if (!state.ctx?.hasUI || !ui) return { value: null };
 	if (params.confirm) return { value: (await ui.confirm(String(params.title ?? ""), String(params.message ?? ""))) === true };
@@ -97,5 +117,3 @@ export async function askUser(state             , params           )            
 	}
 	return { value: (await ui.input(String(params.title ?? ""), params.placeholder ?? undefined)) ?? null };
 }
-
-// Generated from dialogs.ts by tests/bridge_js.py (types erased): edit the .ts, then run it.

@@ -3,10 +3,12 @@
  * with back-off after a failure (the user is told once per outage, and again when it is back), and
  * the shutdown in `session_shutdown`.
  */
-                                                                                                             
+/**
+ * @import { BridgeState, ExtensionContext, HelloParams, HelloResult, Json, ModelInfo, RegistryFacts } from "./types.js"
+ */
 import { declare } from "./declarations.mjs";
 import { cachedDeclarations, declarationsKey, declarationsText } from "./startup.mjs";
-import {                   setStatus, warn } from "./state.mjs";
+import { setStatus, warn } from "./state.mjs";
 import { showTrust, trustFacts } from "./trust.mjs";
 import { agentDir, attempt, errorText, isObject, logLine, modelInfo } from "./util.mjs";
 
@@ -18,11 +20,17 @@ export const TRANSIT_MARGIN_MS = 1000;
 export const HELLO_TIMEOUT_MS = Number(process.env.ROUTER_BRIDGE_HELLO_TIMEOUT_MS) || 2000;
 const PRELOAD_LOAD_MS = 5000; // loading at startup delays Pi's start: at most this long
 const MAX_BACKOFF_MS = 30000;
-const SHUTDOWN_MS = 500;
+const SHUTDOWN_MS = 500; // without an engine's figure
+const MAX_SHUTDOWN_MS = 10_000; // whatever an engine announces, Pi's exit waits no longer
 const STATE_ENTRY = "pi-policy-router.state";
 
-/** The transport lost the sidecar (crash, protocol error): restart it, telling the user once. */
-export function handleExit(state             , reason        )       {
+/**
+ * The transport lost the sidecar (crash, protocol error): restart it, telling the user once.
+ * @param {BridgeState} state
+ * @param {string} reason
+ * @returns {void}
+ */
+export function handleExit(state, reason) {
 	state.ready = false;
 	state.lastFailure = reason;
 	if (state.preloading) {
@@ -41,15 +49,24 @@ export function handleExit(state             , reason        )       {
 	scheduleRestart(state);
 }
 
-/** An event failed (timeout, error answer): the sidecar is replaced as after a crash. */
-export function lostEngine(state             , reason        )       {
+/**
+ * An event failed (timeout, error answer): the sidecar is replaced as after a crash.
+ * @param {BridgeState} state
+ * @param {string} reason
+ * @returns {void}
+ */
+export function lostEngine(state, reason) {
 	if (!state.ready) return;
 	state.ready = false;
 	state.sidecar.stop();
 	handleExit(state, reason);
 }
 
-function scheduleRestart(state             )       {
+/**
+ * @param {BridgeState} state
+ * @returns {void}
+ */
+function scheduleRestart(state) {
 	if (state.restartTimer || state.stopping) return;
 	const delay = Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.max(0, state.failures - 1));
 	state.restartTimer = setTimeout(() => {
@@ -59,7 +76,12 @@ function scheduleRestart(state             )       {
 	state.restartTimer.unref();
 }
 
-export async function ensureStarted(state             , ctx                         )                   {
+/**
+ * @param {BridgeState} state
+ * @param {ExtensionContext | null} ctx
+ * @returns {Promise<boolean>}
+ */
+export async function ensureStarted(state, ctx) {
 	if (state.starting) return state.starting; // a hello in flight (a start, or the session's after a cached start)
 	if (state.ready) return true;
 	if (state.stopping || !ctx) return false;
@@ -67,11 +89,20 @@ export async function ensureStarted(state             , ctx                     
 	return state.starting;
 }
 
-function checkProtocol(hello                    )                               {
+/**
+ * @param {HelloResult | null} hello
+ * @returns {asserts hello is HelloResult}
+ */
+function checkProtocol(hello) {
 	if (hello?.protocol !== PROTOCOL) throw new Error(`engine speaks protocol ${hello?.protocol}, bridge ${PROTOCOL}`);
 }
 
-async function start(state             , ctx                  )                   {
+/**
+ * @param {BridgeState} state
+ * @param {ExtensionContext} ctx
+ * @returns {Promise<boolean>}
+ */
+async function start(state, ctx) {
 	if (state.preloadFailure !== null) {
 		// the sidecar just failed to say hello at startup: Pi starts without waiting once more
 		const reason = state.preloadFailure;
@@ -80,7 +111,7 @@ async function start(state             , ctx                  )                 
 	}
 	try {
 		state.sidecar.start(ctx.cwd ?? process.cwd());
-		const hello = await state.sidecar.call                    ("hello", await helloParams(state, ctx), HELLO_TIMEOUT_MS);
+		const hello = await /** @type {Promise<HelloResult | null>} */ (state.sidecar.call("hello", await helloParams(state, ctx), HELLO_TIMEOUT_MS));
 		checkProtocol(hello);
 		declare(state, hello);
 		useDeadline(state, hello);
@@ -104,7 +135,12 @@ async function start(state             , ctx                  )                 
 	}
 }
 
-function failedStart(state             , reason        )        {
+/**
+ * @param {BridgeState} state
+ * @param {string} reason
+ * @returns {false}
+ */
+function failedStart(state, reason) {
 	state.ready = false;
 	state.lastFailure = `the policy engine did not start: ${reason}`;
 	state.failures += 1;
@@ -119,16 +155,27 @@ function failedStart(state             , reason        )        {
 
 /**
  * The event deadline: the figure the engine announced (it decides within it, whatever the machine's
- * load: router/runtime/server.py) plus the transit margin, unless the user set ROUTER_BRIDGE_TIMEOUT_MS.
+ * load: router/runtime/server.py) plus the transit margin, unless the user set ROUTER_BRIDGE_TIMEOUT_MS;
+ * and the wait for `shutdown`'s answer it announced (its telemetry is sent before it answers).
+ * @param {BridgeState} state
+ * @param {HelloResult} hello
+ * @returns {void}
  */
-function useDeadline(state             , hello             )       {
+function useDeadline(state, hello) {
 	const announced = hello.event_deadline_ms;
 	const explicit = Number(process.env.ROUTER_BRIDGE_TIMEOUT_MS) > 0;
 	if (!explicit && typeof announced === "number" && announced > 0) state.eventTimeoutMs = announced + TRANSIT_MARGIN_MS;
+	const shutdownMs = hello.shutdown_ms;
+	if (typeof shutdownMs === "number" && shutdownMs > 0) state.shutdownMs = Math.min(shutdownMs, MAX_SHUTDOWN_MS);
 }
 
-/** Warnings of a `hello` answer, each shown once (a second hello repeats them). */
-function showHelloWarnings(state             , hello             )       {
+/**
+ * Warnings of a `hello` answer, each shown once (a second hello repeats them).
+ * @param {BridgeState} state
+ * @param {HelloResult} hello
+ * @returns {void}
+ */
+function showHelloWarnings(state, hello) {
 	for (const text of hello.warnings ?? []) {
 		if (state.shownWarnings.has(text)) continue;
 		state.shownWarnings.add(text);
@@ -139,12 +186,14 @@ function showHelloWarnings(state             , hello             )       {
 /**
  * Pi resolves `--model`, `defaultModel` and a resumed session's model before `session_start`,
  * and it only knows the virtual models registered while the factories run. So the factory
- * registers the policy's declarations from the cache the last sidecar wrote (startup.ts) and says
+ * registers the policy's declarations from the cache the last sidecar wrote (startup.mjs) and says
  * hello in the background while Pi goes on starting; without a valid cache entry it waits for the
  * hello (no UI yet; the engine decides whether the project layer applies). `session_start` says
  * hello again with the real context.
+ * @param {BridgeState} state
+ * @returns {Promise<void>}
  */
-export async function preload(state             )                {
+export async function preload(state) {
 	const cwd = process.cwd();
 	const key = attempt(() => declarationsKey(cwd, agentDir(), state.sidecar.command(), trustFacts(state)), null);
 	const cached = key ? attempt(() => cachedDeclarations(agentDir(), key), null) : null;
@@ -162,16 +211,23 @@ export async function preload(state             )                {
 	});
 }
 
-/** The startup hello; true when the engine answered. */
-async function preloadHello(state             , cwd        , key               )                   {
+/**
+ * The startup hello; true when the engine answered.
+ * @param {BridgeState} state
+ * @param {string} cwd
+ * @param {string | null} key
+ * @returns {Promise<boolean>}
+ */
+async function preloadHello(state, cwd, key) {
 	state.preloading = true;
 	try {
 		state.sidecar.start(cwd);
-		const params              = {
+		/** @type {HelloParams} */
+		const params = {
 			protocol: PROTOCOL, cwd, mode: null, hasUI: false, state: null, models: [], preload: true, ...trustFacts(state),
 			...(key ? { declarationsKey: key } : {}),
 		};
-		const hello = await state.sidecar.call                    ("hello", params, HELLO_TIMEOUT_MS, undefined, PRELOAD_LOAD_MS);
+		const hello = await /** @type {Promise<HelloResult | null>} */ (state.sidecar.call("hello", params, HELLO_TIMEOUT_MS, undefined, PRELOAD_LOAD_MS));
 		checkProtocol(hello);
 		reconcile(state, hello);
 		useDeadline(state, hello);
@@ -190,8 +246,13 @@ async function preloadHello(state             , cwd        , key               )
 	}
 }
 
-/** The engine's declarations, authoritative, registered; a difference from the cached ones is logged (bridge.log). */
-function reconcile(state             , hello             )       {
+/**
+ * The engine's declarations, authoritative, registered; a difference from the cached ones is logged (bridge.log).
+ * @param {BridgeState} state
+ * @param {HelloResult} hello
+ * @returns {void}
+ */
+function reconcile(state, hello) {
 	const cached = state.fromCache;
 	state.fromCache = null;
 	declare(state, hello);
@@ -199,8 +260,13 @@ function reconcile(state             , hello             )       {
 	logLine("router: the engine's declarations differ from the cached ones; registered the engine's");
 }
 
-/** `session_start`: hello again with the real context (or start the sidecar); false when it is not running. */
-export async function sessionStart(state             , ctx                  )                   {
+/**
+ * `session_start`: hello again with the real context (or start the sidecar); false when it is not running.
+ * @param {BridgeState} state
+ * @param {ExtensionContext} ctx
+ * @returns {Promise<boolean>}
+ */
+export async function sessionStart(state, ctx) {
 	state.ctx = ctx;
 	state.stopping = false;
 	if (state.cachedStart) {
@@ -216,9 +282,15 @@ export async function sessionStart(state             , ctx                  )   
 	return sessionHello(state, ctx, false);
 }
 
-async function sessionHello(state             , ctx                  , chained         )                   {
+/**
+ * @param {BridgeState} state
+ * @param {ExtensionContext} ctx
+ * @param {boolean} chained
+ * @returns {Promise<boolean>}
+ */
+async function sessionHello(state, ctx, chained) {
 	if (!state.ready) return chained ? start(state, ctx) : ensureStarted(state, ctx);
-	const hello = await state.sidecar.call                    ("hello", await helloParams(state, ctx), HELLO_TIMEOUT_MS).catch(() => null);
+	const hello = await /** @type {Promise<HelloResult | null>} */ (state.sidecar.call("hello", await helloParams(state, ctx), HELLO_TIMEOUT_MS)).catch(() => null);
 	if (hello) {
 		declare(state, hello);
 		useDeadline(state, hello);
@@ -229,16 +301,25 @@ async function sessionHello(state             , ctx                  , chained  
 	return true;
 }
 
-/** `session_shutdown`: no restarts any more; the sidecar is asked to finish, then stopped. */
-export async function shutdown(state             )                {
+/**
+ * `session_shutdown`: no restarts any more; the sidecar is asked to finish, then stopped.
+ * @param {BridgeState} state
+ * @returns {Promise<void>}
+ */
+export async function shutdown(state) {
 	state.stopping = true;
 	if (state.restartTimer) clearTimeout(state.restartTimer);
-	if (state.ready) await state.sidecar.call("shutdown", {}, SHUTDOWN_MS).catch(() => undefined);
+	if (state.ready) await state.sidecar.call("shutdown", {}, state.shutdownMs || SHUTDOWN_MS).catch(() => undefined);
 	state.ready = false;
 	state.sidecar.stop();
 }
 
-async function helloParams(state             , ctx                  )                       {
+/**
+ * @param {BridgeState} state
+ * @param {ExtensionContext} ctx
+ * @returns {Promise<HelloParams>}
+ */
+async function helloParams(state, ctx) {
 	return {
 		protocol: PROTOCOL, cwd: ctx.cwd, mode: ctx.mode, hasUI: !!ctx.hasUI,
 		state: restoredState(ctx), models: availableModels(ctx), registry: await registryFacts(ctx), ...trustFacts(state),
@@ -249,12 +330,15 @@ async function helloParams(state             , ctx                  )           
  * What Pi's registry knows beyond the available chat models, for the engine to check refs
  * against: the provider ids and the classifier models it lists (a provider that discovers its
  * models at run time, such as llama.cpp, lists none until asked).
+ * @param {ExtensionContext} ctx
+ * @returns {Promise<RegistryFacts>}
  */
-async function registryFacts(ctx                  )                         {
+async function registryFacts(ctx) {
 	const registry = ctx?.modelRegistry;
-	const providers = new Set        (attempt(() => registry.getRegisteredProviderIds(), []));
+	const providers = /** @type {Set<string>} */ (new Set(attempt(() => registry.getRegisteredProviderIds(), [])));
 	for (const m of attempt(() => registry.getAll(), [])) providers.add(String(m.provider));
-	let classifiers           = [];
+	/** @type {string[]} */
+	let classifiers = [];
 	try {
 		classifiers = ((await registry.getModelsOfType("classifier")) ?? []).map((m) => `${m.provider}/${m.id}`);
 	} catch {
@@ -263,21 +347,28 @@ async function registryFacts(ctx                  )                         {
 	return { providers: [...providers], classifiers };
 }
 
-/** The per-session state stored on the branch (the last `pi-policy-router.state` entry), or null. */
-function restoredState(ctx                  )       {
+/**
+ * The per-session state stored on the branch (the last `pi-policy-router.state` entry), or null.
+ * @param {ExtensionContext} ctx
+ * @returns {Json}
+ */
+function restoredState(ctx) {
 	const branch = attempt(() => ctx.sessionManager.getBranch(), []);
 	for (let i = branch.length - 1; i >= 0; i--) {
 		const entry = branch[i];
 		if (entry?.type === "custom" && entry.customType === STATE_ENTRY) {
-			const data          = entry.data;
-			return isObject(data) && data.state !== undefined ? (data.state        ) : null;
+			/** @type {unknown} */
+			const data = entry.data;
+			return isObject(data) && data.state !== undefined ? (/** @type {Json} */ (data.state)) : null;
 		}
 	}
 	return null;
 }
 
-function availableModels(ctx                  )              {
-	return attempt(() => ctx.modelRegistry.getAvailable(), []).map(modelInfo).filter((m)                 => m !== null);
+/**
+ * @param {ExtensionContext} ctx
+ * @returns {ModelInfo[]}
+ */
+function availableModels(ctx) {
+	return attempt(() => ctx.modelRegistry.getAvailable(), []).map(modelInfo).filter(/** @returns {m is ModelInfo} */ (m) => m !== null);
 }
-
-// Generated from lifecycle.ts by tests/bridge_js.py (types erased): edit the .ts, then run it.

@@ -3,21 +3,28 @@
  * `log` notifications, and `classify`, `complete` and `ask`, answered through Pi's model registry
  * and dialogs. A request that fails is answered with its error.
  */
-                                                                                                           
+/**
+ * @import { AskParams, BridgeState, ClassifyParams, CompleteParams, EngineRequest, ProgressParams } from "./types.js"
+ */
 import { findModel } from "./apply.mjs";
 import { askUser } from "./dialogs.mjs";
 import { EVENT_TIMEOUT_MS } from "./lifecycle.mjs";
-                                              
 import { attempt, errorText, isObject, logLine, textOf } from "./util.mjs";
 
 const CLASSIFY_TIMEOUT_MS = 4000;
 const COMPLETE_TIMEOUT_MS = 45000;
 
-export async function answerEngine(state             , message               )                {
+/**
+ * @param {BridgeState} state
+ * @param {EngineRequest} message
+ * @returns {Promise<void>}
+ */
+export async function answerEngine(state, message) {
 	const { id, method } = message;
-	const params                          = isObject(message.params) ? message.params : {};
+	/** @type {Record<string, unknown>} */
+	const params = isObject(message.params) ? message.params : {};
 	if (method === "progress") {
-		const progress = params                             ;
+		const progress = /** @type {ProgressParams} */ (/** @type {unknown} */ (params));
 		state.sidecar.extend(progress.id, Number(progress.budget_ms) || EVENT_TIMEOUT_MS);
 		return;
 	}
@@ -25,11 +32,12 @@ export async function answerEngine(state             , message               )  
 		logLine(String(params.text ?? ""));
 		return;
 	}
-	let result         ;
+	/** @type {unknown} */
+	let result;
 	try {
-		if (method === "classify") result = await classify(state, params                  );
-		else if (method === "complete") result = await complete(state, params                  );
-		else if (method === "ask") result = await askUser(state, params             );
+		if (method === "classify") result = await classify(state, /** @type {ClassifyParams} */ (params));
+		else if (method === "complete") result = await complete(state, /** @type {CompleteParams} */ (params));
+		else if (method === "ask") result = await askUser(state, /** @type {AskParams} */ (params));
 		else throw new Error(`unknown request ${method}`);
 	} catch (error) {
 		result = { error: errorText(error) };
@@ -37,7 +45,12 @@ export async function answerEngine(state             , message               )  
 	if (id !== undefined) state.sidecar.write({ id, result });
 }
 
-async function classify(state             , params                )                  {
+/**
+ * @param {BridgeState} state
+ * @param {ClassifyParams} params
+ * @returns {Promise<object>}
+ */
+async function classify(state, params) {
 	const registry = state.ctx?.modelRegistry;
 	const ref = String(params.model ?? "");
 	const slash = ref.indexOf("/");
@@ -52,13 +65,18 @@ async function classify(state             , params                )             
 	const timeoutMs = Number(params.timeoutMs) || CLASSIFY_TIMEOUT_MS;
 	// Pi's own per-try timeout reports "Request timed out after …ms"; the signal is the last resort
 	const deadline = AbortSignal.timeout(timeoutMs + 500);
-	const context = { state: params.state ?? {}, questions: params.questions ?? {} }                                           ;
+	const context = /** @type {Parameters<typeof registry.classify>[1]} */ ({ state: params.state ?? {}, questions: params.questions ?? {} });
 	const reply = await registry.classify(model, context, { signal: deadline, timeoutMs, maxRetries: Number(params.maxRetries) || 0 });
 	const errorMessage = reply.stopReason === "aborted" && deadline.aborted ? `Request timed out after ${timeoutMs}ms` : reply.errorMessage;
 	return { answers: reply.answers ?? {}, stopReason: reply.stopReason, errorMessage };
 }
 
-async function complete(state             , params                )                  {
+/**
+ * @param {BridgeState} state
+ * @param {CompleteParams} params
+ * @returns {Promise<object>}
+ */
+async function complete(state, params) {
 	const ctx = state.ctx;
 	const model = params.model ? findModel(ctx, String(params.model)) : ctx?.model;
 	if (!model || !ctx) return { error: `model not found: ${params.model}` };
@@ -69,5 +87,3 @@ async function complete(state             , params                )             
 	if (reply.stopReason === "error" || reply.stopReason === "aborted") return { error: reply.errorMessage ?? reply.stopReason };
 	return { text: textOf(reply.content) };
 }
-
-// Generated from requests.ts by tests/bridge_js.py (types erased): edit the .ts, then run it.

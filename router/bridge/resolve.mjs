@@ -9,6 +9,9 @@
  * program), and PATH entries that are not absolute are skipped (they would resolve in the project).
  * router/commands/sidecar_command.py is the same order in Python, for `router doctor`.
  */
+/**
+ * @import { Env, Resolved } from "./types.js"
+ */
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { agentDir } from "./util.mjs";
@@ -17,20 +20,21 @@ export const CONFIG_NAME = "router-bridge.json";
 export const EXTENSION_NAME = "pi-policy-router";
 const PYTHON_ARGS = ["-P", "-m", "router", "serve"];
 
-/** The command and the step of the resolution that gave it (`via`, for the log and doctor). */
-                           
-	                  
-	                                                                                                          
- 
-
-                                                     
-
-/** The user's own install's config: where `router install` (without --project) writes it. */
-export function userConfigPath(agent         = agentDir())         {
+/**
+ * The user's own install's config: where `router install` (without --project) writes it.
+ * @param {string} [agent]
+ * @returns {string}
+ */
+export function userConfigPath(agent = agentDir()) {
 	return path.join(agent, "extensions", EXTENSION_NAME, CONFIG_NAME);
 }
 
-export function resolveServe(env      = process.env, agent         = agentDir())           {
+/**
+ * @param {Env} [env]
+ * @param {string} [agent]
+ * @returns {Resolved}
+ */
+export function resolveServe(env = process.env, agent = agentDir()) {
 	const fromServe = env.ROUTER_SERVE ? parseServe(env.ROUTER_SERVE) : null;
 	if (fromServe) return { command: fromServe, via: "ROUTER_SERVE" };
 	if (env.ROUTER_PYTHON) return { command: [env.ROUTER_PYTHON, ...PYTHON_ARGS], via: "ROUTER_PYTHON" };
@@ -43,10 +47,15 @@ export function resolveServe(env      = process.env, agent         = agentDir())
 	return { command: ["router", "serve"], via: "default" };
 }
 
-/** `$ROUTER_SERVE`: a JSON array of strings, else words split on spaces. */
-function parseServe(text        )                  {
+/**
+ * `$ROUTER_SERVE`: a JSON array of strings, else words split on spaces.
+ * @param {string} text
+ * @returns {string[] | null}
+ */
+function parseServe(text) {
 	try {
-		const parsed          = JSON.parse(text);
+		/** @type {unknown} */
+		const parsed = JSON.parse(text);
 		if (Array.isArray(parsed) && parsed.length > 0) return parsed.map(String);
 		return null;
 	} catch {
@@ -55,11 +64,16 @@ function parseServe(text        )                  {
 	}
 }
 
-/** The `command` of a router-bridge.json: a non-empty array of strings, else null. */
-export function configuredCommand(file        )                  {
+/**
+ * The `command` of a router-bridge.json: a non-empty array of strings, else null.
+ * @param {string} file
+ * @returns {string[] | null}
+ */
+export function configuredCommand(file) {
 	try {
-		const config          = JSON.parse(fs.readFileSync(file, "utf8"));
-		const command = typeof config === "object" && config !== null ? (config                         ).command : null;
+		/** @type {unknown} */
+		const config = JSON.parse(fs.readFileSync(file, "utf8"));
+		const command = typeof config === "object" && config !== null ? (/** @type {{ command?: unknown }} */ (config)).command : null;
 		if (Array.isArray(command) && command.length > 0 && command.every((part) => typeof part === "string")) return command;
 	} catch {
 		// no user install
@@ -67,8 +81,13 @@ export function configuredCommand(file        )                  {
 	return null;
 }
 
-/** An executable file `name` in an absolute directory of PATH, else null. */
-export function onPath(name        , pathValue                    )                {
+/**
+ * An executable file `name` in an absolute directory of PATH, else null.
+ * @param {string} name
+ * @param {string | undefined} pathValue
+ * @returns {string | null}
+ */
+export function onPath(name, pathValue) {
 	for (const dir of (pathValue ?? "").split(path.delimiter)) {
 		if (!path.isAbsolute(dir)) continue;
 		const candidate = path.join(dir, name);
@@ -82,5 +101,3 @@ export function onPath(name        , pathValue                    )             
 	}
 	return null;
 }
-
-// Generated from resolve.ts by tests/bridge_js.py (types erased): edit the .ts, then run it.

@@ -9,28 +9,47 @@
  * absent); anything else (no entry, a corrupt one, a changed file) means the bridge waits for the
  * engine's `hello` as without a cache. The engine's answer is authoritative either way.
  */
+/**
+ * @import { Declarations, TrustFacts } from "./types.js"
+ */
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
-                                                           
 import { isObject } from "./util.mjs";
 
 export const CACHE_FORMAT = 1;
 
-/** The digest that names this bridge's entry. */
-export function declarationsKey(cwd        , agent        , command                   , facts            ,
-	env                                     = process.env)         {
+/**
+ * The digest that names this bridge's entry.
+ * @param {string} cwd
+ * @param {string} agent
+ * @param {readonly string[]} command
+ * @param {TrustFacts} facts
+ * @param {Record<string, string | undefined>} [env]
+ * @returns {string}
+ */
+export function declarationsKey(cwd, agent, command, facts,
+	env = process.env) {
 	const routerEnv = Object.keys(env).filter((name) => name.startsWith("ROUTER_")).sort().map((name) => [name, env[name] ?? ""]);
 	const trust = { approve: facts.approve, noApprove: facts.noApprove, settings: facts.settings };
 	const text = JSON.stringify([CACHE_FORMAT, path.resolve(cwd), path.resolve(agent), command, routerEnv, trust]);
 	return createHash("sha256").update(text, "utf8").digest("hex");
 }
 
-export function entryPath(agent        , key        )         {
+/**
+ * @param {string} agent
+ * @param {string} key
+ * @returns {string}
+ */
+export function entryPath(agent, key) {
 	return path.join(agent, "router", "declarations", `${key}.json`);
 }
 
-function fileDigest(file        )                {
+/**
+ * @param {string} file
+ * @returns {string | null}
+ */
+function fileDigest(file) {
 	try {
 		return createHash("sha256").update(fs.readFileSync(file)).digest("hex");
 	} catch {
@@ -38,9 +57,15 @@ function fileDigest(file        )                {
 	}
 }
 
-/** The cached declarations for `key`, or null when there is no valid entry whose files all hold the recorded bytes. */
-export function cachedDeclarations(agent        , key        )                      {
-	let entry         ;
+/**
+ * The cached declarations for `key`, or null when there is no valid entry whose files all hold the recorded bytes.
+ * @param {string} agent
+ * @param {string} key
+ * @returns {Declarations | null}
+ */
+export function cachedDeclarations(agent, key) {
+	/** @type {unknown} */
+	let entry;
 	try {
 		entry = JSON.parse(fs.readFileSync(entryPath(agent, key), "utf8"));
 	} catch {
@@ -53,27 +78,36 @@ export function cachedDeclarations(agent        , key        )                  
 	if (!Array.isArray(files) || files.length === 0) return null;
 	for (const item of files) {
 		if (!Array.isArray(item) || item.length !== 2 || typeof item[0] !== "string" || !path.isAbsolute(item[0])) return null;
-		const recorded          = item[1];
+		/** @type {unknown} */
+		const recorded = item[1];
 		if (recorded !== null && typeof recorded !== "string") return null;
 		if (fileDigest(item[0]) !== recorded) return null;
 	}
-	const declared          = JSON.parse(text);
-	return isObject(declared) && wellFormed(declared) ? (declared                ) : null;
+	/** @type {unknown} */
+	const declared = JSON.parse(text);
+	return isObject(declared) && wellFormed(declared) ? (/** @type {Declarations} */ (declared)) : null;
 }
 
-function wellFormed(declared                         )          {
+/**
+ * @param {Record<string, unknown>} declared
+ * @returns {boolean}
+ */
+function wellFormed(declared) {
 	const lists = ["events", "commands", "tools", "virtual_models", "skills"];
 	return lists.every((name) => declared[name] === undefined || Array.isArray(declared[name]));
 }
 
-/** One text per declaration set, to tell whether the engine's answer matches what was registered. */
-export function declarationsText(declared              )         {
-	const names = (items                                                                    ) =>
+/**
+ * One text per declaration set, to tell whether the engine's answer matches what was registered.
+ * @param {Declarations} declared
+ * @returns {string}
+ */
+export function declarationsText(declared) {
+	/** @param {{ name?: unknown; provider?: unknown; id?: unknown }[] | undefined} items */
+	const names = (items) =>
 		(items ?? []).map((i) => JSON.stringify(i)).sort();
 	return JSON.stringify([
 		[...(declared.events ?? [])].sort(), names(declared.commands), names(declared.tools),
 		names(declared.virtual_models), [...(declared.skills ?? [])].map(String).sort(),
 	]);
 }
-
-// Generated from startup.ts by tests/bridge_js.py (types erased): edit the .ts, then run it.

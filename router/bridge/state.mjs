@@ -2,116 +2,68 @@
  * The bridge's state: one object per loaded bridge, passed to every module that reads or changes
  * it, and the two ways the bridge tells the user something (a warning, the status line).
  */
-                                                                                                   
-                                          
+/**
+ * @import { BridgeState, PiApi, SharedState } from "./types.js"
+ */
 import { Sidecar } from "./transport.mjs";
 import { attempt, logLine } from "./util.mjs";
 
 export const STATUS_KEY = "pi-policy-router";
 
-/** Pi's own dialogs, kept when `ctx.ui` is patched (the engine's `ask` and fallbacks use them). */
-                                                                                              
-	                                            
-  
+/** The excerpt size until the hello says what the policy declares (the engine's neutral default, router/events/questions.py). */
+export const DEFAULT_EXCERPT_ENTRIES = 10;
 
-/** What `@earendil-works/pi-tui` offers the panel (imported when a panel first opens in the TUI). */
-                                                             
-
-                                 
-	                                 
-	                                                                                                  
-	                               
- 
-
-/** Send one event to the engine; undefined: no decision (Pi keeps its native behaviour). */
-                                                                                                                                              
-
-/** The excerpt size until the policy declares one (the engine's default, router/events/questions.py). */
-export const DEFAULT_EXCERPT_ENTRIES = 12;
-
-                              
-	                   
-	                          
-	                                                                                                                       
-	                 
-	                                         
-	                             
-	                                                                          
-	                        
-	                                                                                                                
-	                                                  
-	                                                           
-	                   
-	                                                                                                    
-	                       
-	                     
-	               
-	                                                                        
-	                
-	                 
-	                                    
-	                  
-	                                  
-	                    
-	                                                                                                             
-	                         
-	                                                                                                  
-	                     
-	                                                                                      
-	                           
-	                                                                    
-	                              
-	                                                                                                       
-	                                                                
-	                       
-	                          
-	                      
-	                                                          
-	                          
-	                                                           
-	                                      
-	                                                                                           
-	                                       
-	                                      
-	                                           
-	                                                       
-	                                         
-	                        
-	                           
-	                                                    
-	                            
-	                           
-	                              
-	                                                                              
-	                       
- 
-
-export function createState(pi       , sidecar          = new Sidecar())              {
+/**
+ * A new bridge's state, each part written by the module that owns it (types.d.ts: `BridgeState`).
+ * @param {PiApi} pi
+ * @param {Sidecar} [sidecar]
+ * @returns {BridgeState}
+ */
+export function createState(pi, sidecar = new Sidecar()) {
 	return {
-		pi, sidecar, forward: async () => undefined, ctx: null, subscribed: new Set(), failure: null, guardTold: false,
-		eventTimeoutMs: 0, skillPaths: [],
-		ready: false, outage: false, failures: 0, restartTimer: null, stopping: false, starting: null,
+		// shared: what every module may read
+		pi, sidecar, forward: async () => undefined, ctx: null,
+		// lifecycle.mjs
+		eventTimeoutMs: 0, shutdownMs: 0, ready: false, outage: false, failures: 0, restartTimer: null, stopping: false, starting: null,
 		preloading: false, fromCache: null, cachedStart: false, preloadFailure: null, lastFailure: null,
+		shownWarnings: new Set(),
+		// declarations.mjs
+		subscribed: new Set(), skillPaths: [], excerptEntries: DEFAULT_EXCERPT_ENTRIES,
 		registered: { commands: new Set(), tools: new Set(), models: new Set(), busEvents: new Set() },
-		excerptEntries: DEFAULT_EXCERPT_ENTRIES,
-		nativeUi: null, toolActivity: false, routerCompaction: false, compactionQueued: null,
-		pendingCustom: null, tuiKit: null, openPanels: new Map(), refreshing: new Set(),
-		shownWarnings: new Set(), unknownActions: new Set(), trustStatus: null, approvedDigest: null,
-		helloAnswered: false,
+		// guard.mjs
+		failure: null, guardTold: false,
+		// dialogs.mjs
+		nativeUi: null, pendingCustom: null,
+		// panel.mjs
+		tuiKit: null, openPanels: new Map(), refreshing: new Set(),
+		// apply.mjs
+		routerCompaction: false, compactionQueued: null, unknownActions: new Set(),
+		// hooks.mjs
+		toolActivity: false,
+		// trust.mjs
+		trustStatus: null, approvedDigest: null, helloAnswered: false,
 	};
 }
 
-/** A warning: in the log, and shown (a notification, or stderr without a UI). */
-export function warn(state             , text        )       {
+/**
+ * A warning: in the log, and shown (a notification, or stderr without a UI).
+ * @param {Pick<SharedState, "ctx">} state
+ * @param {string} text
+ * @returns {void}
+ */
+export function warn(state, text) {
 	logLine(text);
 	const ctx = state.ctx;
 	if (ctx?.hasUI) attempt(() => ctx.ui.notify(text, "warning"), undefined);
 	else process.stderr.write(`[router] ${text}\n`);
 }
 
-export function setStatus(state             , text                    )       {
+/**
+ * @param {Pick<SharedState, "ctx">} state
+ * @param {string | undefined} text
+ * @returns {void}
+ */
+export function setStatus(state, text) {
 	const ctx = state.ctx;
 	if (ctx?.hasUI) attempt(() => ctx.ui.setStatus(STATUS_KEY, text), undefined);
 }
-
-// Generated from state.ts by tests/bridge_js.py (types erased): edit the .ts, then run it.

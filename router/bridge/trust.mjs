@@ -2,10 +2,12 @@
  * Trust: what Pi says about it, for the engine to decide on (router/trust/store.py), and the engine's
  * report shown in the status line. The bridge decides nothing.
  */
+/**
+ * @import { BridgeState, Json, TrustFacts, TrustReport } from "./types.js"
+ */
 import * as fs from "node:fs";
 import * as path from "node:path";
-                                                                
-import {                   setStatus } from "./state.mjs";
+import { setStatus } from "./state.mjs";
 import { agentDir, isObject } from "./util.mjs";
 
 /**
@@ -14,12 +16,17 @@ import { agentDir, isObject } from "./util.mjs";
  * not vouch for itself). `approvedDigest` is the content the engine approved for this run at
  * its first hello; a later hello (new session, restarted sidecar) approves only that content,
  * never what the files hold by then.
+ * @param {BridgeState} state
+ * @param {readonly string[]} [argv]
+ * @returns {TrustFacts}
  */
-export function trustFacts(state             , argv                    = process.argv.slice(2))             {
-	let defaultProjectTrust       = null;
+export function trustFacts(state, argv = process.argv.slice(2)) {
+	/** @type {Json} */
+	let defaultProjectTrust = null;
 	try {
-		const settings          = JSON.parse(fs.readFileSync(path.join(agentDir(), "settings.json"), "utf8"));
-		if (isObject(settings)) defaultProjectTrust = (settings.defaultProjectTrust                    ) ?? null;
+		/** @type {unknown} */
+		const settings = JSON.parse(fs.readFileSync(path.join(agentDir(), "settings.json"), "utf8"));
+		if (isObject(settings)) defaultProjectTrust = (/** @type {Json | undefined} */ (settings.defaultProjectTrust)) ?? null;
 	} catch {
 		defaultProjectTrust = null;
 	}
@@ -31,13 +38,17 @@ export function trustFacts(state             , argv                    = process
 	};
 }
 
-/** The engine's trust report: its status-line text, set when it changes (the message comes as a warning). */
-export function showTrust(state             , trust                                )       {
+/**
+ * The engine's trust report: its status-line text, set when it changes (the message comes as a warning).
+ * @param {BridgeState} state
+ * @param {TrustReport | null | undefined} trust
+ * @returns {void}
+ */
+export function showTrust(state, trust) {
 	if (trust?.state === "approved" && state.approvedDigest === null) state.approvedDigest = trust.digest ?? null;
-	const next                = trust && typeof trust === "object" ? (trust.status ?? null) : null;
+	/** @type {string | null} */
+	const next = trust && typeof trust === "object" ? (trust.status ?? null) : null;
 	if (next === state.trustStatus) return;
 	state.trustStatus = next;
 	setStatus(state, next ?? undefined);
 }
-
-// Generated from trust.ts by tests/bridge_js.py (types erased): edit the .ts, then run it.

@@ -1,6 +1,6 @@
 """`router install`: register the bridge with Pi, idempotently, recording which Python serves it.
 
-The bridge (router/bridge: its `.mjs` modules, generated from the `.ts` ones, + package.json) is
+The bridge (router/bridge: its `.mjs` modules, JavaScript Pi loads as it is, + package.json) is
 copied into `<agent dir>/extensions/pi-policy-router/` (or `.pi/extensions/pi-policy-router/`
 with `--project`), where Pi discovers it, next to a `router-bridge.json`. For the user it names
 the command that starts the sidecar: this Python with `-m router serve`. For a project it names

@@ -1,4 +1,4 @@
-"""Which command starts the sidecar on this machine: the bridge's resolution (router/bridge/resolve.ts),
+"""Which command starts the sidecar on this machine: the bridge's resolution (router/bridge/resolve.mjs),
 in Python for `router install` and `router doctor`. tests/test_bridge_resolve.py runs both on the same
 cases.
 

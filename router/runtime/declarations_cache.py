@@ -2,7 +2,7 @@
 
 Pi resolves `--model` before the sidecar could answer, so the bridge registers the virtual models,
 commands, tools and skills of the policy from this cache and starts the sidecar alongside Pi
-(router/bridge/startup.ts reads it). The sidecar writes one entry per key at the bridge's startup
+(router/bridge/startup.mjs reads it). The sidecar writes one entry per key at the bridge's startup
 `hello`; the key is the bridge's digest of where and how it runs (the project directory, the agent
 dir, the sidecar command, the `ROUTER_*` environment, the trust facts of Pi's command line and
 settings). The entry records the SHA-256 of every file the policy in force was read from, every

@@ -40,13 +40,13 @@ from router.runtime import protocol
 
 DEFAULT_IDLE_S = 600.0
 MAX_REQUEST_BYTES = 1 << 20  # the start request: argv and the environment
-MAX_SOCKET_PATH = 100  # bytes; a Unix socket path is at most 107 on Linux (as router/bridge/warm.ts)
+MAX_SOCKET_PATH = 100  # bytes; a Unix socket path is at most 107 on Linux (as router/bridge/warm.mjs)
 TICK_S = 1.0  # how often an idle server looks at its socket, its files and its children
 REQUEST_TIMEOUT_S = 5.0
 
 
 def socket_path(command: Sequence[str], env: Mapping[str, str]) -> Path | None:
-    """Where the bridge looks for the warm sidecar of `command` (router/bridge/warm.ts does the
+    """Where the bridge looks for the warm sidecar of `command` (router/bridge/warm.mjs does the
     same), None when there is to be none: ROUTER_WARM=0, not Linux, a command that is not
     `… serve`, or a path too long for a socket."""
     if env.get("ROUTER_WARM") == "0" or not sys.platform.startswith("linux") or "serve" not in command[1:]:
@@ -97,7 +97,7 @@ def _holder(lock: Path) -> int | None:
 
 
 def _is_private(info: os.stat_result) -> bool:
-    """A directory of this user that nobody else can enter or list (as router/bridge/warm.ts)."""
+    """A directory of this user that nobody else can enter or list (as router/bridge/warm.mjs)."""
     return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
 
 

@@ -3,10 +3,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
 	ACTIONS, actionFields, addSections, answerValue, appendedPrompt, applyActions, emptyReplies, inputAnswer, resultPatch,
-	toolAnswer, trustAnswer, withContextMessages, type Replies,
-} from "../../router/bridge/apply.ts";
-import type { BridgeState } from "../../router/bridge/state.ts";
-import type { Action, ActionName, Notice } from "../../router/bridge/types.ts";
+	toolAnswer, trustAnswer, withContextMessages,
+} from "../../router/bridge/apply.mjs";
+import type { Action, ActionName, BridgeState, Notice, Replies } from "../../router/bridge/types.js";
 import { applyState, type FakeCtx, fakeCtx, type FakePi, fakePi } from "./helpers.ts";
 
 interface Rig {

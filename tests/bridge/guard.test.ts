@@ -1,11 +1,11 @@
 /** Guards when the engine cannot answer (guard.ts): a closed tool call is refused, an open event goes on. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { registerHooks } from "../../router/bridge/hooks.ts";
-import { connect } from "../../router/bridge/index.ts";
-import { failureMode, SAFE_DEFAULT } from "../../router/bridge/guard.ts";
-import { Sidecar } from "../../router/bridge/transport.ts";
-import type { BridgeState } from "../../router/bridge/state.ts";
+import { registerHooks } from "../../router/bridge/hooks.mjs";
+import { connect } from "../../router/bridge/index.mjs";
+import { failureMode, SAFE_DEFAULT } from "../../router/bridge/guard.mjs";
+import { Sidecar } from "../../router/bridge/transport.mjs";
+import type { BridgeState } from "../../router/bridge/types.js";
 import { bridge, fakeCtx, fakePi, stop } from "./helpers.ts";
 
 type Hook = (event: unknown, ctx: unknown) => Promise<unknown>;

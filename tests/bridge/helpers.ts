@@ -1,10 +1,11 @@
 /** Fakes for the bridge's unit tests: a `pi` that records what the bridge calls, a context, a sidecar. */
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { PiApi, ExtensionContext, PiModel } from "../../router/bridge/types.ts";
-import { Sidecar } from "../../router/bridge/transport.ts";
-import { type BridgeState, createState } from "../../router/bridge/state.ts";
-import { connect } from "../../router/bridge/index.ts";
+import type { PiApi, ExtensionContext, PiModel } from "../../router/bridge/types.js";
+import { Sidecar } from "../../router/bridge/transport.mjs";
+import { createState } from "../../router/bridge/state.mjs";
+import type { BridgeState } from "../../router/bridge/types.js";
+import { connect } from "../../router/bridge/index.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const FAKE_SIDECAR = path.join(here, "fake_sidecar.mjs");

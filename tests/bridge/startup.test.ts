@@ -5,8 +5,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
-import { CACHE_FORMAT, cachedDeclarations, declarationsKey, declarationsText, entryPath } from "../../router/bridge/startup.ts";
-import type { TrustFacts } from "../../router/bridge/types.ts";
+import { CACHE_FORMAT, cachedDeclarations, declarationsKey, declarationsText, entryPath } from "../../router/bridge/startup.mjs";
+import type { TrustFacts } from "../../router/bridge/types.js";
 
 const FACTS: TrustFacts = { approve: false, noApprove: false, settings: { defaultProjectTrust: null }, approvedDigest: null, firstHello: true };
 const DECLARED = { events: ["command", "route"], commands: [], tools: [], virtual_models: [{ provider: "router", id: "auto", fallback: ["previous" as const, "first_available" as const] }], skills: [] };

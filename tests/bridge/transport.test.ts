@@ -1,9 +1,9 @@
 /** The transport and the lifecycle over a fake sidecar process: answers, timeouts, exits, bad lines. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { forward } from "../../router/bridge/forward.ts";
-import { ensureStarted, EVENT_TIMEOUT_MS, HELLO_TIMEOUT_MS } from "../../router/bridge/lifecycle.ts";
-import { AbortError, Sidecar } from "../../router/bridge/transport.ts";
+import { forward } from "../../router/bridge/forward.mjs";
+import { ensureStarted, EVENT_TIMEOUT_MS, HELLO_TIMEOUT_MS } from "../../router/bridge/lifecycle.mjs";
+import { AbortError, Sidecar } from "../../router/bridge/transport.mjs";
 import { bridge, fakeCtx, fakePi, fakeSidecar, stop } from "./helpers.ts";
 
 /** The reason the next onExit gives. */

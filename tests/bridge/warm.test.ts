@@ -6,8 +6,8 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
-import { Sidecar } from "../../router/bridge/transport.ts";
-import { usableSocket, warmSocket } from "../../router/bridge/warm.ts";
+import { Sidecar } from "../../router/bridge/transport.mjs";
+import { usableSocket, warmSocket } from "../../router/bridge/warm.mjs";
 import { FAKE_SIDECAR } from "./helpers.ts";
 
 const COMMAND = [process.execPath, FAKE_SIDECAR, "hello", "serve"]; // `… serve`: it may go warm

@@ -160,15 +160,3 @@ def test_a_committed_project_install_works_on_another_machine_from_another_pytho
         assert request.tools == ["read"], via  # the policy applied: the second Python's sidecar ran
         assert f"sidecar from: {python2} -P -m router serve (from {via})" in doctor.stdout, doctor.stdout
         assert "ok   sidecar: ready in " in doctor.stdout, doctor.stdout
-
-
-def test_the_typescript_source_loads_as_well(rig: RouterRig) -> None:
-    """`pi -e router/bridge/index.ts` (a checkout, through Pi's jiti) decides like the `.mjs` Pi
-    gets from `router install`: the same policy cuts the tools in both."""
-    rig.policy(CUT)
-    runs = {}
-    for entry in (BRIDGE.with_suffix(".ts"), BRIDGE):
-        done = rig.print("-e", str(entry), "hello", bridge=False)
-        assert done.returncode == 0, done.stderr
-        runs[entry.suffix] = rig.fake.chat_requests()[-1].tools
-    assert runs == {".ts": ["read"], ".mjs": ["read"]}

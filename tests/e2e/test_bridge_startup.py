@@ -1,4 +1,4 @@
-"""Start-up off the critical path: the declarations cache (router/bridge/startup.ts,
+"""Start-up off the critical path: the declarations cache (router/bridge/startup.mjs,
 router/runtime/declarations_cache.py) registers the policy's virtual models before the sidecar
 answers; a changed policy file or a corrupt cache costs only the wait, never a stale decision."""
 

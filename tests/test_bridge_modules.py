@@ -1,5 +1,5 @@
-"""The bridge's JavaScript is its TypeScript with the types erased (tests/bridge_js.py): current,
-position for position, and with every relative import renamed."""
+"""The bridge's modules as Pi loads them: JavaScript (router/bridge/*.mjs, the one source of each),
+importing only Node's own modules and each other, so Node's loader takes them as they are."""
 
 from __future__ import annotations
 
@@ -8,44 +8,10 @@ import re
 import subprocess
 from pathlib import Path
 
-from tests import bridge_js
 from tests.bridge_node import BRIDGE_DIR, node_install
 from tests.e2e.pi_harness import PiInstall
 
 __all__ = ["node_install"]
-
-
-def test_every_mjs_is_current(node_install: PiInstall) -> None:
-    problems = bridge_js.differences(bridge_js.generate(node_install, bridge_js.sources()))
-    assert problems == [], "stale bridge JavaScript (run `python -m tests.bridge_js`): " + ", ".join(problems)
-
-
-def test_lines_and_columns_stay_where_they_were_in_the_ts() -> None:
-    for path in sorted(BRIDGE_DIR.glob("*.ts")):
-        if not path.with_suffix(".mjs").is_file():
-            assert path.name == "types.ts"  # the one module of types only
-            continue
-        source = path.read_text(encoding="utf-8").splitlines()
-        generated = path.with_suffix(".mjs").read_text(encoding="utf-8").splitlines()
-        assert len(generated) == len(source) + 2, path.name  # a blank line and the footer
-        for number, (ts, js) in enumerate(zip(source, generated, strict=False), 1):
-            assert len(js) == len(ts) or ".mjs" in js, f"{path.name}:{number}"
-
-
-def test_the_check_names_stale_missing_and_left_over_files(node_install: PiInstall, tmp_path: Path) -> None:
-    (tmp_path / "a.ts").write_text('import { b } from "./b.ts";\nexport const a: number = b;\n')
-    (tmp_path / "b.ts").write_text("export const b = 1 as number;\n")
-    (tmp_path / "t.ts").write_text("export interface T {\n\tb: number;\n}\n")
-    expected = bridge_js.generate(node_install, bridge_js.sources(tmp_path))
-    assert expected["a.mjs"].startswith('import { b } from "./b.mjs";\nexport const a         = b;\n')
-    assert sorted(expected) == ["a.mjs", "b.mjs"]  # t.ts holds types only
-    bridge_js.write(expected, tmp_path)
-    assert bridge_js.differences(expected, tmp_path) == []
-    (tmp_path / "a.mjs").write_text("// edited by hand\n")
-    (tmp_path / "b.mjs").unlink()
-    (tmp_path / "c.mjs").write_text("export {};\n")
-    assert bridge_js.differences(expected, tmp_path) == [
-        "b.mjs: missing", "a.mjs: stale", "c.mjs: left over (no c.ts, or one of types only)"]
 
 
 def test_no_ts_specifier_survives() -> None:
@@ -74,7 +40,7 @@ def test_every_import_is_node_s_own_or_a_sibling_module() -> None:
     """Pi's jiti imports a `.mjs` with Node's loader and, if that throws, transpiles it again with
     Babel (the slow path, silently): a value import of a package the bridge's folder cannot
     resolve would bring it back. So the modules import only `node:` modules and each other; the
-    one dynamic import is Pi's pi-tui for the panel (panel.ts, resolved from Pi's entry)."""
+    one dynamic import is Pi's pi-tui for the panel (panel.mjs, resolved from Pi's entry)."""
     for path in sorted(BRIDGE_DIR.glob("*.mjs")):
         text = path.read_text(encoding="utf-8")
         for match in STATIC.finditer(text):
@@ -100,3 +66,40 @@ def test_node_alone_imports_the_installed_bridge(node_install: PiInstall, tmp_pa
                           capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path)
     assert code == 0 and done.returncode == 0, done.stderr
     assert done.stdout.split() == ["function", "function"]
+
+
+LONGEST_FUNCTION_LINES = 50
+FUNCTION_LENGTHS = r"""
+const ts = (await import(process.argv[1])).default;
+const fs = await import("node:fs");
+const out = [];
+for (const file of process.argv.slice(2)) {
+	const text = fs.readFileSync(file, "utf8");
+	const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.JS);
+	const line = (pos) => sf.getLineAndCharacterOfPosition(pos).line;
+	const visit = (node) => {
+		if (ts.isFunctionLike(node) && node.body) {
+			const name = node.name ? node.name.getText() : "(anonymous)";
+			const first = line(node.body.getStart());
+			out.push([file.split("/").pop(), first + 1, name, line(node.body.end) - first + 1]);
+		}
+		ts.forEachChild(node, visit);
+	};
+	visit(sf);
+}
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def test_no_function_is_over_fifty_lines(node_install: PiInstall) -> None:
+    """Each function of the bridge, its body from `{` to `}`, measured by TypeScript's own parser."""
+    typescript = node_install.tsc.parent.parent / "lib" / "typescript.js"
+    modules = [str(path) for path in sorted(BRIDGE_DIR.glob("*.mjs"))]
+    argv = [str(node_install.node), "--input-type=module", "-e", FUNCTION_LENGTHS, typescript.as_uri(),
+            *modules]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    functions = json.loads(done.stdout)
+    assert {name for _, _, name, _ in functions} >= {"registerHooks", "panelView", "applyActions"}
+    assert [f"{file}:{line} {name}: {lines} lines" for file, line, name, lines in functions
+            if lines > LONGEST_FUNCTION_LINES] == []
