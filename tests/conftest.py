@@ -14,12 +14,14 @@ elsewhere can carry `@pytest.mark.timing` itself.
 Before any test runs, the package and the tests are compiled to bytecode once (in the controller,
 before pytest-xdist starts its workers): the suite starts `python -m router` hundreds of times, and
 with `PYTHONDONTWRITEBYTECODE` set (as on CI's machine) each of those would compile every module
-again from source.
+again from source. For the same reason every pytest process writes bytecode itself, so that its
+rewritten test modules are kept for the next run and the next worker.
 """
 
 from __future__ import annotations
 
 import compileall
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,8 +59,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Compile `router/` and `tests/` to bytecode once per run, in the controller (not per worker)."""
-    if hasattr(config, "workerinput"):  # a pytest-xdist worker: its controller did it
+    """Keep bytecode: pytest's rewritten test modules in every process, `router/` and `tests/`
+    compiled once per run by the controller (not per worker)."""
+    # pytest does not cache its assertion rewriting when bytecode writing is off: every worker
+    # would rewrite all the test modules again on every run (most of the time collection takes)
+    sys.dont_write_bytecode = False
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: its controller compiled the trees
         return
     for tree in ("router", "tests"):
         compileall.compile_dir(ROOT / tree, quiet=1)
