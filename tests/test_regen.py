@@ -37,16 +37,16 @@ def test_the_console_generator_is_the_documents_test_with_its_update_switch() ->
 
 def test_a_changed_removed_or_new_file_is_named(tmp_path: Path) -> None:
     after = tmp_path / "after"
-    (after / "docs").mkdir(parents=True)
-    (after / "docs" / "same.md").write_text("same\n")
-    (after / "docs" / "stale.md").write_text("new\n")
-    (after / "docs" / "extra.md").write_text("new\n")
-    (after / "docs" / "__pycache__").mkdir()
-    (after / "docs" / "__pycache__" / "x.pyc").write_bytes(b"\0")  # bytecode is not a generated file
-    before = {"docs/gone.md": regen.digest(after / "docs" / "same.md"),
-              "docs/same.md": regen.digest(after / "docs" / "same.md"),
-              "docs/stale.md": regen.digest(after / "docs" / "same.md")}
-    assert regen.changed(before, after) == ["docs/gone.md", "docs/stale.md", "docs/extra.md (new)"]
+    (after / "gen").mkdir(parents=True)
+    (after / "gen" / "same.txt").write_text("same\n")
+    (after / "gen" / "stale.txt").write_text("new\n")
+    (after / "gen" / "extra.txt").write_text("new\n")
+    (after / "gen" / "__pycache__").mkdir()
+    (after / "gen" / "__pycache__" / "x.pyc").write_bytes(b"\0")  # bytecode is not a generated file
+    before = {"gen/gone.txt": regen.digest(after / "gen" / "same.txt"),
+              "gen/same.txt": regen.digest(after / "gen" / "same.txt"),
+              "gen/stale.txt": regen.digest(after / "gen" / "same.txt")}
+    assert regen.changed(before, after) == ["gen/gone.txt", "gen/stale.txt", "gen/extra.txt (new)"]
 
 
 def test_every_generated_kind_is_listed_with_what_it_writes() -> None:
