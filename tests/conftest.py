@@ -10,11 +10,23 @@ idle one (it waits for events, and where the product has a deadline it makes the
 deterministic), so `.ci/run` runs `pytest -m timing` a second time with two CPU-bound processes per
 core beside it (docs/development.md, "The busy lane"). A module is listed here whole; a test
 elsewhere can carry `@pytest.mark.timing` itself.
+
+Before any test runs, the package and the tests are compiled to bytecode once (in the controller,
+before pytest-xdist starts its workers): the suite starts `python -m router` hundreds of times, and
+with `PYTHONDONTWRITEBYTECODE` set (as on CI's machine) each of those would compile every module
+again from source. For the same reason every pytest process writes bytecode itself, so that its
+rewritten test modules are kept for the next run and the next worker.
 """
 
 from __future__ import annotations
 
+import compileall
+import sys
+from pathlib import Path
+
 import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
 
 TIMING_MODULES = frozenset({
     # the engine's own clocks: budgets, the event loop's timers, child processes, locks, logs
@@ -31,7 +43,7 @@ SLOW_MODULES = frozenset({
     "tests/test_docs_examples.py", "tests/test_cli_console.py", "tests/test_confinement.py",
     "tests/test_gitsrc.py", "tests/test_gitsrc_confined.py", "tests/test_pack_projects.py",
     "tests/test_bridge_types.py", "tests/test_bridge_unit.py", "tests/test_static.py",
-    "tests/test_deadline.py",
+    "tests/test_deadline.py", "tests/test_regen.py",
 })
 
 
@@ -44,3 +56,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.timing)
         if where in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep bytecode: pytest's rewritten test modules in every process, `router/` and `tests/`
+    compiled once per run by the controller (not per worker)."""
+    # pytest does not cache its assertion rewriting when bytecode writing is off: every worker
+    # would rewrite all the test modules again on every run (most of the time collection takes)
+    sys.dont_write_bytecode = False
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: its controller compiled the trees
+        return
+    for tree in ("router", "tests"):
+        compileall.compile_dir(ROOT / tree, quiet=1)

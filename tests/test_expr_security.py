@@ -293,7 +293,10 @@ def exhausted(source: str, limits: BudgetLimits = DEFAULT_BUDGET, **scope: Any) 
     ],
 )
 def test_comprehension_of_large_strings_exhausts_the_size_budget_rt404(source: str) -> None:
-    error = exhausted(source, s=BIG[:99_000])
+    # the size budget is under test: the time budget is set far past what building 50 M characters
+    # takes on a loaded machine, so it cannot run out first (a default 1 s did, under load)
+    untimed = BudgetLimits(time_ms=600_000, rule_ms=600_000)
+    error = exhausted(source, untimed, s=BIG[:99_000])
     assert error.code == "RT404" and "characters and items" in error.message
     assert error.source == source
 

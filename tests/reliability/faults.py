@@ -9,6 +9,7 @@ engine), never asserted.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -79,10 +80,17 @@ def results_path(default_dir: Path) -> Path:
 
 
 def append_result(path: Path, record: JsonDict) -> None:
-    """Append one result line (pytest runs one test at a time per process)."""
+    """Append one result line. Under pytest-xdist every worker appends to the same file (the report's
+    ``--run``), so the line goes in one ``write`` of an ``O_APPEND`` descriptor under an exclusive
+    lock: lines of two workers never interleave."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        os.write(descriptor, line)
+    finally:
+        os.close(descriptor)
 
 
 # -- logs ------------------------------------------------------------------------------------------

@@ -297,7 +297,9 @@ def render(records: list[Record]) -> str:
 def run_suite(results: Path) -> int:
     """Run the suite with the results path set; return pytest's exit code."""
     env = {**os.environ, "ROUTER_RELIABILITY_RESULTS": str(results)}
-    command = [sys.executable, "-m", "pytest", SUITE, "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
+    # one test at a time (-n 0): the recovery times it prints are measured without a second worker
+    command = [sys.executable, "-m", "pytest", SUITE, "-q", "-n", "0",
+               "-p", "no:randomly", "-p", "no:cacheprovider"]
     return subprocess.run(command, cwd=ROOT, env=env, check=False).returncode
 
 
