@@ -10,7 +10,7 @@ The generators, in order, each the command its kind of file already had:
 
 - references: docs/events.md, docs/reference/*.md (`router docs --out docs`);
 - schema: schema/*.json (`router schema --out schema`);
-- bridge: router/bridge/*.mjs (`python -m tests.bridge_js`);
+- bridge: router/bridge/actions.d.ts, the bridge's action types (`python -m router.commands.bridge_types`);
 - snapshots, lint-snapshot: tests/snapshots/ (the snapshot tests with their update switch);
 - console: the outputs of the console examples in README.md and docs/ (tests/test_docs_examples.py
   with `ROUTER_UPDATE_DOCS=1`).
@@ -50,7 +50,7 @@ GENERATORS = (
     Generator("references", "docs/events.md, docs/reference/*.md",
               (sys.executable, "-m", "router", "docs", "--out", "docs")),
     Generator("schema", "schema/*.json", (sys.executable, "-m", "router", "schema", "--out", "schema")),
-    Generator("bridge", "router/bridge/*.mjs", (sys.executable, "-m", "tests.bridge_js")),
+    Generator("bridge", "router/bridge/actions.d.ts", (sys.executable, "-m", "router.commands.bridge_types")),
     Generator("snapshots", "tests/snapshots/cli/*.out",
               (*PYTEST, "-n", "0", "tests/test_snapshots.py"), {"ROUTER_UPDATE_SNAPSHOTS": "1"}),
     Generator("lint-snapshot", "tests/snapshots/lint_small.txt",
