@@ -30,20 +30,35 @@ ROOT = Path(__file__).resolve().parent.parent
 
 TIMING_MODULES = frozenset({
     # the engine's own clocks: budgets, the event loop's timers, child processes, locks, logs
-    "tests/test_decision_log.py", "tests/test_executor.py", "tests/test_expr_security.py",
-    "tests/test_filelock.py", "tests/test_loop.py", "tests/test_server.py", "tests/test_warm.py",
-    "tests/test_bridge_unit.py",
+    "tests/runtime/test_decision_log.py",
+    "tests/runtime/test_executor.py",
+    "tests/lang/test_expr_security.py",
+    "tests/runtime/test_filelock.py",
+    "tests/runtime/test_loop.py",
+    "tests/runtime/test_server.py",
+    "tests/runtime/test_warm.py",
+    "tests/bridge/test_bridge_unit.py",
     # a real Pi whose bridge meets deadlines, restarts, idles, or is stopped mid-answer
-    "tests/e2e/test_bridge_lifecycle.py", "tests/e2e/test_bridge_robust.py",
-    "tests/e2e/test_bridge_startup.py", "tests/e2e/test_bridge_warm.py",
-    "tests/e2e/test_pack_decision.py", "tests/e2e/test_pack_decision_audit.py",
+    "tests/e2e/test_bridge_lifecycle.py",
+    "tests/e2e/test_bridge_robust.py",
+    "tests/e2e/test_bridge_startup.py",
+    "tests/e2e/test_bridge_warm.py",
+    "tests/e2e/test_pack_decision.py",
+    "tests/e2e/test_pack_decision_audit.py",
 })
 TIMING_DIRECTORIES = ("tests/reliability/",)
 SLOW_MODULES = frozenset({
-    "tests/test_docs_examples.py", "tests/test_cli_console.py", "tests/test_confinement.py",
-    "tests/test_gitsrc.py", "tests/test_gitsrc_confined.py", "tests/test_pack_projects.py",
-    "tests/test_bridge_types.py", "tests/test_bridge_unit.py", "tests/test_static.py",
-    "tests/test_deadline.py", "tests/test_regen.py",
+    "tests/project/test_docs_examples.py",
+    "tests/commands/test_cli_console.py",
+    "tests/runtime/test_confinement.py",
+    "tests/load/test_gitsrc.py",
+    "tests/load/test_gitsrc_confined.py",
+    "tests/testing/test_pack_projects.py",
+    "tests/bridge/test_bridge_types.py",
+    "tests/bridge/test_bridge_unit.py",
+    "tests/project/test_static.py",
+    "tests/runtime/test_deadline.py",
+    "tests/project/test_regen.py",
 })
 
 

@@ -1,7 +1,7 @@
 /**
  * Applying the engine's actions: one table keyed by the action names of the Python registry
  * (router/actions/, less the local effects the sidecar carries out itself). Each entry names the
- * parameter fields it reads (tsc holds them to the types, tests/test_bridge_contract.py to the
+ * parameter fields it reads (tsc holds them to the types, tests/bridge/test_bridge_contract.py to the
  * pydantic models) and applies them: through Pi's API, or into the event's `Replies`, which the
  * hook that sent the event turns into its answer to Pi (the functions at the end). An action the
  * table does not know is reported once and skipped; one that fails is reported and the rest go on.
@@ -79,7 +79,7 @@ export const ACTIONS = {
 };
 
 /**
- * The fields each entry reads, by action (tests/test_bridge_contract.py compares them with Python's).
+ * The fields each entry reads, by action (tests/bridge/test_bridge_contract.py compares them with Python's).
  * @returns {Record<string, string[]>}
  */
 export function actionFields() {

@@ -18,7 +18,7 @@ import { attempt, errorText, isObject, logLine } from "./util.mjs";
 const PANEL_ROWS = 12;
 
 /**
- * Every field of a panel item, each one the panel reads (tests/test_bridge_contract.py compares them).
+ * Every field of a panel item, each one the panel reads (tests/bridge/test_bridge_contract.py compares them).
  * @type {Record<keyof PanelItem, true>}
  */
 const ITEM_FIELDS = {

@@ -12,7 +12,7 @@ extra entry and a field an entry reads with the wrong type.
     python -m router.commands.bridge_types          # regenerate after changing an action
     python -m router.commands.bridge_types --check  # exit 1 when the committed file is stale
 
-tests/test_bridge_contract.py checks that the committed file equals a fresh generation.
+tests/bridge/test_bridge_contract.py checks that the committed file equals a fresh generation.
 """
 
 from __future__ import annotations

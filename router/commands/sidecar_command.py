@@ -1,5 +1,5 @@
 """Which command starts the sidecar on this machine: the bridge's resolution (router/bridge/resolve.mjs),
-in Python for `router install` and `router doctor`. tests/test_bridge_resolve.py runs both on the same
+in Python for `router install` and `router doctor`. tests/bridge/test_bridge_resolve.py runs both on the same
 cases.
 
 In order: `$ROUTER_SERVE` (a JSON array, for tests and development), `$ROUTER_PYTHON` (an

@@ -1,6 +1,6 @@
 """The diagnostic codes as named constants: a use site says which problem, the catalogue
 (router/diagnostics/codes.py) says what it means. Kept small so the sidecar's start path can
-import it (the catalogue is not imported there). tests/test_codes.py checks that the two agree.
+import it (the catalogue is not imported there). tests/diagnostics/test_codes.py checks that the two agree.
 """
 
 from __future__ import annotations

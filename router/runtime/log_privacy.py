@@ -30,7 +30,7 @@ from router.lang.functions.models import THINKING_LEVELS
 
 KEEP_FIELDS = ("prompt", "actions", "signals", "errors")  # what `decision_log: {keep_text: …}` names
 THINKING = frozenset(THINKING_LEVELS)
-# (action, parameter) -> the values kept as they are (tests/test_log_privacy.py checks these against
+# (action, parameter) -> the values kept as they are (tests/runtime/test_log_privacy.py checks these against
 # the Literal types of the action registry, so a new enum parameter cannot be missed)
 ENUMS: dict[tuple[str, str], frozenset[str]] = {
     ("notify", "level"): frozenset({"info", "warning", "error"}),

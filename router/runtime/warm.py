@@ -115,7 +115,7 @@ def private_directory(directory: Path) -> None:
 LAZY_IMPORTS = ("router.load.git_source", "router.load.managed", "router.runtime.otel",
                 "tempfile", "subprocess", "shutil")
 """What a sidecar imports only once it runs (its engine, its first hello, a file written whole, a
-child process): a spawned sidecar's start stays lean, a fork finds them loaded (tests/test_warm.py
+child process): a spawned sidecar's start stays lean, a fork finds them loaded (tests/runtime/test_warm.py
 checks that a session on the default policy imports nothing more)."""
 
 

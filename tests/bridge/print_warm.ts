@@ -1,4 +1,4 @@
-/** Prints the bridge's warm socket for each `{command, env}` of argv[2] (JSON) as JSON (tests/test_warm.py). */
+/** Prints the bridge's warm socket for each `{command, env}` of argv[2] (JSON) as JSON (tests/runtime/test_warm.py). */
 import { warmSocket } from "../../router/bridge/warm.mjs";
 
 const cases = JSON.parse(process.argv[2] ?? "[]") as { command: string[]; env: Record<string, string> }[];

@@ -15,7 +15,7 @@ import pytest
 from tests.e2e import helpers_router
 from tests.e2e.fake_provider import Reply
 from tests.e2e.helpers_router import RouterRig
-from tests.test_otel import Receiver
+from tests.runtime.test_otel import Receiver
 
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig

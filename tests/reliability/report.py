@@ -88,21 +88,21 @@ FAIL_CLOSED_ROWS = [  # (case, what the engine does, the test that holds it)
     ("a rule past its own allowance, or whose `match`/`when` fails",
      "that rule fails alone, with a warning naming the rule, `file:line` and RT404 or the error's "
      "code; the rules after it run",
-     "tests/test_fail_closed.py::test_a_rule_past_its_own_budget_fails_alone_and_the_block_after_it_"
+     "tests/engine/test_fail_closed.py::test_a_rule_past_its_own_budget_fails_alone_and_the_block_after_it_"
      "still_runs"),
     ("a guard that fails (its condition, its allowance, its reason's template)",
      "treated as matched: it refuses, with a reason that names the rule, the cause and the way out "
      "(fix it, `router explain`, or `shadow: true`)",
-     "tests/test_fail_closed.py::test_a_block_rule_whose_condition_fails_blocks"),
+     "tests/engine/test_fail_closed.py::test_a_block_rule_whose_condition_fails_blocks"),
     ("the event's budget used up",
      "every remaining guard refuses unevaluated; the remaining rules that cannot block are skipped, "
      "with one warning",
-     "tests/test_fail_closed.py::test_when_the_events_budget_is_used_up_guards_block_and_the_others_"
+     "tests/engine/test_fail_closed.py::test_when_the_events_budget_is_used_up_guards_block_and_the_others_"
      "are_skipped"),
     ("a `shadow: true` guard that fails", "never refuses",
-     "tests/test_fail_closed.py::test_a_shadow_guard_never_blocks_even_failed"),
+     "tests/engine/test_fail_closed.py::test_a_shadow_guard_never_blocks_even_failed"),
     ("`router explain` of a failed guard", "a trace line `rule ID: failed closed, it can block: CAUSE`",
-     "tests/test_fail_closed.py::test_router_explain_shows_a_guard_that_failed_closed"),
+     "tests/engine/test_fail_closed.py::test_router_explain_shows_a_guard_that_failed_closed"),
 ]
 
 
@@ -123,7 +123,7 @@ time. What happens when a rule cannot be checked:
 The engine answers each event within `event_deadline_ms` (1,500 ms, announced in the `hello`
 result) of reading its line; its evaluation budget is that deadline less 500 ms for everything
 else, less what the line waited. A line that waited past it gets its guards' refusals at once
-(tests/test_deadline.py::test_a_guard_whose_line_waited_too_long_blocks_instead_of_running_late).
+(tests/runtime/test_deadline.py::test_a_guard_whose_line_waited_too_long_blocks_instead_of_running_late).
 
 """
 
@@ -131,10 +131,10 @@ else, less what the line waited. A line that waited past it gets its guards' ref
 OUTRO = FAIL_CLOSED + """\
 ## Fuzzers elsewhere in the suite
 
-Arbitrary text and policy-shaped documents through `compile_files` (tests/test_corpus.py), the
-normalizer alone (tests/test_normalize.py), expressions (tests/test_expr_compiler.py), JMESPath
-queries (tests/test_query.py), protocol framing (tests/test_protocol.py) and one robust policy
-through the interpreter (tests/test_interpreter.py). The fuzzers here reuse the normalizer's
+Arbitrary text and policy-shaped documents through `compile_files` (tests/lint/test_corpus.py), the
+normalizer alone (tests/events/test_normalize.py), expressions (tests/lang/test_expr_compiler.py), JMESPath
+queries (tests/lang/test_query.py), protocol framing (tests/runtime/test_protocol.py) and one robust policy
+through the interpreter (tests/engine/test_interpreter.py). The fuzzers here reuse the normalizer's
 payload strategies and add what those do not reach: YAML's own alphabet, the built-in packs, and
 a running sidecar.
 
@@ -146,24 +146,25 @@ Held by engine-level tests outside this suite, not timed here:
   record lists before any YAML is read, so 6.9 KB of 200 chained merge keys (which took the
   sidecar 9.2 s, past its start budget, and the user's rules with it) leaves the user's block
   rule in force
-  (tests/test_server.py::test_an_untrusted_merge_key_bomb_is_not_parsed_and_the_users_guard_holds).
+  (tests/runtime/test_server.py::test_an_untrusted_merge_key_bomb_is_not_parsed_and_the_users_guard_holds).
 - Merge keys count like aliases: each merged mapping and each value it brings counts towards the
   10,000 values from aliases, and merges nest at most 64 deep, so the same bomb in `router trust`
   is a located RT101 in a fraction of a second
-  (tests/test_trust.py::test_merge_key_bomb_through_router_trust_is_a_clear_bounded_error).
+  (tests/trust/test_trust.py::test_merge_key_bomb_through_router_trust_is_a_clear_bounded_error).
 - A trusted project layer that does not load (errors, too big, a file longer than 3 s to read)
   leaves the user's, the managed and the built-in layers in force with a note naming why
-  (tests/test_trust.py::test_a_trusted_project_that_does_not_load_leaves_the_users_layer); a
+  (tests/trust/test_trust.py::test_a_trusted_project_that_does_not_load_leaves_the_users_layer); a
   broken user layer leaves the managed and built-in ones
-  (tests/test_server.py::test_hello_broken_user_policy_warns_and_the_built_in_layers_stay).
+  (tests/runtime/test_server.py::test_hello_broken_user_policy_warns_and_the_built_in_layers_stay).
 - A reload mid-session parses for at most 3 s: a huge valid edit keeps the policy in force with
   a notice instead of holding the prompt
-  (tests/test_server.py::test_a_huge_edit_of_the_users_policy_mid_session_keeps_the_policy_in_force).
+  (tests/runtime/test_server.py::test_a_huge_edit_of_the_users_policy_mid_session_keeps_the_policy_in_force).
 - A trusted `.pi/router.yaml` deleted mid-session stays in force until the session ends, with a
-  notice (tests/test_server.py::test_a_trusted_policy_deleted_mid_session_stays_in_force_with_a_notice).
+  notice
+  (tests/runtime/test_server.py::test_a_trusted_policy_deleted_mid_session_stays_in_force_with_a_notice).
 - A compiled policy built while a git source was missing is not cached, and a git source missing
   from the cache says `router lint`, not `router trust`
-  (tests/test_policy_cache.py::test_a_new_machine_opening_pi_before_lint_and_trust_then_after_them).
+  (tests/compile/test_policy_cache.py::test_a_new_machine_opening_pi_before_lint_and_trust_then_after_them).
 
 ## How the faults are made
 

@@ -3,10 +3,11 @@ through the normalizer into each built-in pack), and the protocol (random lines 
 `router serve`, plus a corpus of hostile lines).
 
 Fuzzers that already exist elsewhere are not repeated here: arbitrary text and policy-shaped
-documents through `compile_files` (tests/test_corpus.py), the normalizer alone
-(tests/test_normalize.py), expressions (tests/test_expr_compiler.py), queries
-(tests/test_query.py), protocol framing (tests/test_protocol.py) and one robust policy through the
-interpreter (tests/test_interpreter.py). This module reuses the normalizer's payload strategies.
+documents through `compile_files` (tests/lint/test_corpus.py), the normalizer alone
+(tests/events/test_normalize.py), expressions (tests/lang/test_expr_compiler.py), queries
+(tests/lang/test_query.py), protocol framing (tests/runtime/test_protocol.py) and one robust
+policy through the interpreter (tests/engine/test_interpreter.py). This module reuses the
+normalizer's payload strategies.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ from router.load.paths import packs_dir
 from router.load.source import SourceDoc, parse_source
 from router.runtime import protocol
 from router.runtime.server import MAX_SIGNALS
+from tests.events.test_normalize import CONTEXT, JSONISH, MODEL, PAYLOADS
 from tests.reliability.faults import ROBUSTNESS, Case
-from tests.test_normalize import CONTEXT, JSONISH, MODEL, PAYLOADS
 
 FUZZ = settings(max_examples=150, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

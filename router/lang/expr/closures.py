@@ -3,7 +3,7 @@
 simpleeval walks the tree on every evaluation; rule conditions run for every event inside the
 agent loop, so each expression is turned once into closures. Node types without a closure here
 (comprehensions, slices) evaluate that subtree through the simpleeval-based `Evaluator`, so the
-semantics stay one: `tests/test_expr_compiler.py` checks with hypothesis that both agree.
+semantics stay one: `tests/lang/test_expr_compiler.py` checks with hypothesis that both agree.
 """
 
 from __future__ import annotations
