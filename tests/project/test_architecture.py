@@ -184,6 +184,6 @@ def test_tests_mirror_the_stages() -> None:
     folder); none at the top of tests/, where only shared helpers live."""
     tests = ROUTER.parent / "tests"
     assert sorted(p.name for p in tests.glob("test_*.py")) == []
-    stages = {p.name for p in ROUTER.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
+    stages = {p.name for p in ROUTER.iterdir() if p.is_dir() and not p.name.startswith("__")}
     folders = {p.parent.relative_to(tests).parts[0] for p in tests.rglob("test_*.py")}
     assert folders - stages - TEST_HOMES == set()
