@@ -140,7 +140,8 @@ def test_question_tool_without_answer_reports_error_text(rig: RouterRig) -> None
 
     assert done.returncode == 0, done.stderr
     _, second = rig.fake.chat_requests()
-    assert second.texts("tool") == ["No automated answer is available; decide yourself or ask the user."]
+    # the engine's neutral wording: the decision pack declares its own (rules/decision.yaml)
+    assert second.texts("tool") == ["No rule answered this call."]
 
 
 def test_question_tool_without_answer_says_what_the_policy_declares(rig: RouterRig) -> None:
