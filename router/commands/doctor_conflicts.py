@@ -80,9 +80,10 @@ def _local(settings: Path, source: str) -> Path | None:
 
 
 def read_json(path: Path) -> dict[str, Any]:
-    """A JSON object file of Pi's, bounded; {} when missing, too large or not an object."""
+    """A JSON object file of Pi's, bounded; {} when missing, too large, not a regular file (a FIFO
+    would block the read) or not an object."""
     try:
-        if path.stat().st_size > MAX_BYTES:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_BYTES:
             return {}
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -114,8 +115,8 @@ def _sources(root: Path) -> Iterator[str]:
         if count >= MAX_FILES:
             return
         try:
-            if path.is_symlink() or path.stat().st_size > MAX_BYTES:
-                continue
+            if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_BYTES:
+                continue  # a link, a FIFO or a device (whose read would block), or too large
             yield path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import json
 import sys
 from collections.abc import Callable
@@ -48,17 +49,21 @@ MIN_ID = 8  # the fewest characters of a session id shown
 class SessionIds:
     """Session ids shortened as git shortens hashes: the fewest characters (at least MIN_ID) that
     tell apart every session seen so far. Pi's ids are UUIDv7, whose first characters are a
-    timestamp: sessions started within seconds share their first 8."""
+    timestamp: sessions started within seconds share their first 8. Kept sorted, so a new id is
+    compared with its two neighbours only (the longest shared prefix is always a neighbour's)."""
 
     def __init__(self) -> None:
         self.seen: set[str] = set()
+        self._sorted: list[str] = []
         self.width = MIN_ID
 
     def add(self, session: str) -> None:
         if session in self.seen:
             return
-        for other in self.seen:
+        at = bisect.bisect_left(self._sorted, session)
+        for other in self._sorted[max(0, at - 1):at + 1]:
             self.width = max(self.width, _common(session, other) + 1)
+        self._sorted.insert(at, session)
         self.seen.add(session)
 
     def short(self, session: str) -> str:

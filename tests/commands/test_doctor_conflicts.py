@@ -4,6 +4,7 @@ commands, and a project bridge in a folder Pi does not trust."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -132,3 +133,13 @@ def test_with_a_user_install_the_folder_trust_does_not_matter(tmp_path: Path) ->
     both = [("user", agent / "extensions" / "pi-policy-router", True), *PROJECT_ONLY]
     assert doctor.check_pi_folder_trust(agent, cwd, both) == []
     assert doctor.check_pi_folder_trust(agent, cwd, []) == []
+
+
+def test_a_planted_fifo_is_never_read(tmp_path: Path) -> None:
+    # a project's .pi/settings.json or extension source that is a FIFO would block the read forever
+    agent, cwd = dirs(tmp_path)
+    (cwd / ".pi" / "extensions" / "planted").mkdir(parents=True)
+    os.mkfifo(cwd / ".pi" / "settings.json")
+    os.mkfifo(cwd / ".pi" / "extensions" / "planted" / "index.ts")
+    assert doctor.check_extensions(agent, cwd, DECISION_POLICY) == []  # it returns: nothing blocked
+    assert doctor_conflicts.read_json(cwd / ".pi" / "settings.json") == {}

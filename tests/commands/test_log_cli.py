@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from router.commands.log import SessionIds
 from router.replay.log_files import SinceError, parse_since
 from router.runtime.decision_log import DecisionLog, LogSettings
 from router.runtime.decision_record import now_iso
@@ -236,3 +237,14 @@ def test_an_ambiguous_session_prefix_says_so(tmp_path: Path) -> None:
         "to pick one" in done.stderr + done.stdout
     picked = router("log", "--log", str(directory), "--session", "01a23305-9")
     assert len(picked.stdout.splitlines()) == 1 and "warning" not in picked.stderr + picked.stdout
+
+
+def test_session_ids_keep_the_widest_shared_prefix_in_any_order() -> None:
+    ids = SessionIds()
+    for session in ("01a23305-7f3c", "01a23399-0000", "01a23305-7f31", "01b00000-0000"):
+        ids.add(session)
+    assert ids.width == 13  # 01a23305-7f3c and 01a23305-7f31 share 12 characters
+    many = SessionIds()
+    for n in range(20_000):  # a log of many sessions: neighbours only, not every pair
+        many.add(f"01a2{n:08d}")
+    assert many.short("01a200019999") == "01a200019999"
