@@ -77,6 +77,10 @@ def diff(
         "--fail-on-change", help="exit 1 when any turn changes")] = False,
     session: SessionOption = None,
     models: ModelsOption = None,
+    baseline: BaselineOption = None,
+    html: Annotated[Path | None, typer.Option(
+        "--html", metavar="FILE",
+        help="also write the new policy's replay and the changed turns as one HTML page")] = None,
 ) -> None:
     """Compare two policies on recorded sessions, turn by turn.
 
@@ -86,7 +90,8 @@ def diff(
 
     if not sessions:
         raise UsageMistake("diff needs recorded sessions", "router diff OLD NEW --sessions PATH")
-    options = command.Options(list(sessions), log=log, session=session, models=models)
+    options = command.Options(list(sessions), log=log, session=session, models=models, baseline=baseline,
+                              html=html)
     _finish(*command.run(old, new, options, fmt=fmt, fail_on_change=fail_on_change))
 
 
@@ -163,18 +168,26 @@ def report(
     since: SinceOption = None,
     title: Annotated[str, typer.Option(
         "--title", metavar="TEXT", help="the page's title")] = "Router decisions",
+    models: ModelsOption = None,
+    baseline: BaselineOption = None,
 ) -> None:
     """Write one self-contained HTML page about the decision log.
 
-    Model and tier share, cost over time, hits per rule, the slowest decisions; no network needed.
+    Turns by model and tier (turns, tokens, cost), the saving against all-cloud, cost over time,
+    per project, session and rule, blocked tool calls, fallbacks, the policy version; no network.
     """
-    from router.replay.report_html import render
+    from router.commands import report as command
+    from router.load.paths import agent_dir
+    from router.replay.prices import read_catalog
+    from router.replay.report_data import from_log
 
     records, note = _log_records(log, since)
     if note:
         typer.echo(note, err=True)
-    try:
-        html.write_text(render(records, title), encoding="utf-8")
-    except OSError as exc:
-        _finish(1, f"error: cannot write {html}: {exc.strerror or exc}", err=True)
-    _finish(0, f"wrote {html} ({len(records)} decisions)")
+    catalog = read_catalog(models or agent_dir() / "models.json")
+    figures = from_log(records, catalog, baseline or catalog.priciest(), title)
+    figures.policy = command.recorded_policies(records)
+    problem = command.write(html, figures)
+    if problem:
+        _finish(1, problem, err=True)
+    _finish(0, command.written(html, figures))

@@ -5,14 +5,13 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from router.commands import policy_note
+from router.commands import policy_note, report
 from router.commands.explain import load
 from router.compile.ir import CompiledPolicy
 from router.diagnostics.diagnostic import render_text
 from router.replay.render import replay_json, replay_text
-from router.replay.report_html import render
+from router.replay.report_data import from_runs
 from router.replay.runner import SessionRun
 from router.replay.session_file import Problem
 from router.replay.sources import Inputs, gather, replay_all
@@ -79,27 +78,19 @@ def run(options: Options, *, policy_files: list[Path], fmt: str) -> tuple[int, s
         return 1, "error: " + NO_SESSIONS.format(paths=", ".join(str(p) for p in options.paths))
     runs = replay_all(policy, inputs, progress=options.progress)
     warn_problems(inputs, runs)
+    baseline = baseline_of(options, inputs)
     if options.html is not None:
-        problem = write_report(options.html, [record for r in runs for record in r.records],
-                               f"Replay of {len(runs)} session{'s' if len(runs) != 1 else ''}")
+        figures = from_runs(runs, inputs.sessions, inputs.catalog, baseline, report.title_of("Replay", runs))
+        figures.policy = report.policy_rows(policy)
+        problem = report.write(options.html, figures)
         if problem:
             return 1, problem
-    baseline = baseline_of(options, inputs)
+        print(report.written(options.html, figures), file=sys.stderr)
     total = summarize(runs, inputs.catalog, baseline)
     per_session = [(r, _one(r, inputs, baseline)) for r in runs]
     if fmt == "json":
         return 0, replay_json(total, per_session, inputs, policy_note.files_json(policy.files))
     return 0, replay_text(total, per_session, inputs, policy_note.policy_line(policy.files))
-
-
-def write_report(path: Path, records: list[dict[str, Any]], title: str) -> str | None:
-    """Write the HTML report of `records` (router/replay/report_html.py); what went wrong, if anything."""
-    try:
-        path.write_text(render(records, title), encoding="utf-8")
-    except OSError as exc:
-        return f"error: cannot write {path}: {exc.strerror or exc}"
-    print(f"wrote {path} ({len(records)} decisions)", file=sys.stderr)
-    return None
 
 
 def _one(run: SessionRun, inputs: Inputs, baseline: str | None) -> Summary:

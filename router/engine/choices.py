@@ -14,7 +14,8 @@ from router.engine.decision import Effect
 
 
 def chosen_model(event: Mapping[str, Any], effects: Iterable[Effect]) -> str | None:
-    """The model of the turn: the one the decision switches or routes to, else the event's."""
+    """The model of the turn: the one the decision switches or routes to, else the one that answered
+    (`turn_end`'s `answered_by`: the physical model behind a virtual one), else the event's."""
     chosen = None
     for effect in effects:
         params = effect.params if isinstance(effect.params, Mapping) else {}
@@ -24,6 +25,9 @@ def chosen_model(event: Mapping[str, Any], effects: Iterable[Effect]) -> str | N
             chosen = str(params["model"])
     if chosen is not None:
         return chosen
+    answered = event.get("answered_by")
+    if isinstance(answered, str) and answered:
+        return answered
     model = event.get("model")
     return str(model["ref"]) if isinstance(model, Mapping) and model.get("ref") else None
 

@@ -234,7 +234,7 @@ class _Session:
         started = time.perf_counter()
         decision = self._decide(event, self.r.log.get(self.session.id, step.type, seq))
         result.records.append(_record(result.id, step, seq, event, decision, time.perf_counter() - started,
-                                          self.r.policy.model_choice))
+                                      self.r.policy.model_choice, self.r.shadow_ids))
         world.state = decision.state
         for rule_id in decision.fired:
             (result.shadow if rule_id in self.r.shadow_ids else result.rules)[rule_id] += 1
@@ -352,10 +352,15 @@ _PSEUDO: dict[str, Callable[[_Session, Step], None]] = {
 
 
 def _record(session: str, step: Step, seq: int, event: Mapping[str, Any], decision: Decision,
-            seconds: float, choice: Mapping[str, str]) -> dict[str, Any]:
-    """The replayed decision in the decision log's shape (docs/observability.md), for the report."""
+            seconds: float, choice: Mapping[str, str], shadow: frozenset[str]) -> dict[str, Any]:
+    """The replayed decision in the decision log's shape (docs/observability.md), for the report:
+    a shadow rule is listed under `shadow`, never as fired."""
     return {"session": session, "event": step.type, "seq": seq, "turn": step.turn,
-            "rules": [{"id": rule_id, "fired": True} for rule_id in decision.fired],
-            "actions": [{"action": e.action, "params": e.params} for e in decision.effects],
+            "rules": [{"id": rule_id, "fired": rule_id not in shadow} for rule_id in decision.fired],
+            "shadow": [{"id": rule_id, "would": [{"action": e.action, "params": e.params}
+                                                 for e in decision.shadowed if e.rule_id == rule_id]}
+                       for rule_id in decision.fired if rule_id in shadow],
+            "actions": [{"action": e.action, "params": e.params, "rule": e.rule_id}
+                        for e in decision.effects],
             "model": chosen_model(event, decision.effects), "tier": chosen_tier(decision.effects, choice),
             "latency_ms": round(seconds * 1000, 3)}

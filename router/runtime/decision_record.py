@@ -118,6 +118,15 @@ def event_cost(event: Mapping[str, Any]) -> float | None:
     return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
 
 
+def event_tokens(event: Mapping[str, Any]) -> dict[str, int] | None:
+    """The tokens of the turn's answer (`turn_end`), what a report prices on another model."""
+    usage = event.get("message_usage")
+    if not isinstance(usage, Mapping):
+        return None
+    return {key: value for key in ("input", "output", "cache_read", "cache_write")
+            if isinstance(value := usage.get(key), int) and not isinstance(value, bool)}
+
+
 def prompt_text(event: Mapping[str, Any]) -> str | None:
     """The user's prompt the event carries, if any (recorded only when the user opts in)."""
     for key in ("text", "prompt", "last_user_text"):
@@ -233,6 +242,9 @@ def build_record(*, policy: CompiledPolicy, event: Mapping[str, Any], decision: 
         record["tier"] = shown.name(tier)
     if cost is not None:
         record["cost"] = cost
+    tokens = event_tokens(event)
+    if tokens:
+        record["tokens"] = tokens
     if refused:
         record["refused"] = sorted(refused)
     if decision.errors:

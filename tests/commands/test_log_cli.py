@@ -207,7 +207,7 @@ def test_report_writes_a_self_contained_page(tmp_path: Path) -> None:
     write_log(directory, record(0), record(1, event="turn_end", cost=0.25), record(2, model="fake/big"))
     page = tmp_path / "report.html"
     done = router("report", "--html", str(page), "--log", str(directory))
-    assert done.returncode == 0 and done.stdout.strip() == f"wrote {page} (3 decisions)"
+    assert done.returncode == 0 and done.stdout.strip() == f"wrote {page} (1 turn, 3 decisions)"
     text = page.read_text()
     assert text.startswith("<!DOCTYPE html>") and "<svg" in text
     assert "http://" not in text.replace("http://www.w3.org/2000/svg", "") and "https://" not in text

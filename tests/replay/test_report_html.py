@@ -9,6 +9,8 @@ tests/programs.py).
 from __future__ import annotations
 
 import contextlib
+import json
+import re
 import socket
 import subprocess
 import threading
@@ -20,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from router.replay.prices import Catalog
+from router.replay.report_data import from_log
 from router.replay.report_html import render
 from tests.commands.test_log_cli import record, router, write_log
 from tests.programs import require
@@ -30,6 +34,8 @@ QUIET = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--dis
          "--no-default-browser-check", "--disable-features=MediaRouter,OptimizationHints,Translate"]
 
 
+ROOT = Path(__file__).resolve().parent.parent.parent
+SESSIONS, CUTTLE = ROOT / "examples" / "sessions", ROOT / "rules" / "cuttle.yaml"
 BROWSER_HOSTS = (".google.com", ".googleapis.com", ".gstatic.com", ".gvt1.com")
 
 
@@ -106,6 +112,8 @@ class Cells(HTMLParser):
         self.summary_key: str | None = None
         self.headings: list[str] = []
         self.in_heading = False
+        self.in_title = False
+        self.title = ""
         self.svgs = 0
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -120,6 +128,8 @@ class Cells(HTMLParser):
             self.summary_key = values.get("data-summary")
         elif tag == "h2":
             self.in_heading = True
+        elif tag == "title":
+            self.in_title = True
         elif tag == "svg":
             self.svgs += 1
 
@@ -133,12 +143,16 @@ class Cells(HTMLParser):
             self.cell, self.summary_key = None, None
         elif tag == "h2":
             self.in_heading = False
+        elif tag == "title":
+            self.in_title = False
 
     def handle_data(self, data: str) -> None:
         if self.cell is not None:
             self.cell.append(data)
         if self.in_heading:
             self.headings.append(data)
+        if self.in_title:
+            self.title += data
 
 
 def parsed(dom: str) -> Cells:
@@ -147,53 +161,108 @@ def parsed(dom: str) -> Cells:
     return cells
 
 
+MODELS = {"providers": {
+    "cloud": {"baseUrl": "https://api.invalid/v1", "models": [
+        {"id": "sonnet", "cost": {"input": 3, "output": 15, "cacheRead": 0, "cacheWrite": 0}}]},
+    "local": {"baseUrl": "http://127.0.0.1:8080/v1", "models": [{"id": "qwen-8b"}]}}}
+XSS = "<script>document.title='pwned'</script>"
+
+
 def records() -> list[dict[str, Any]]:
+    """A hand-made log: 2 projects, 2 sessions, 3 turns (local, cloud, cloud) among 12 decisions
+    (most of them `context` events on the local model), a blocked tool call, a shadow rule, a
+    signal fallback, a prompt and a rule id with HTML in them, two policy digests."""
     start = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
-    items = []
-    for seq in range(12):
-        model = "local/qwen-8b" if seq % 3 else "cloud/sonnet"
-        fired = ("route-local",) if seq % 3 else ("route-cloud", "notify-<b>")
-        extra: dict[str, Any] = {"tier": "local" if seq % 3 else "cloud"}
-        if seq % 2:
-            extra["cost"] = 0.01 * seq
-        items.append(record(seq, event="turn_end" if seq % 2 else "input", fired=fired,
-                            when=start + timedelta(minutes=seq), model=model, **extra))
+    alpha, beta = {"name": "alpha", "digest": "sha256:a1"}, {"name": "beta", "digest": "sha256:b2"}
+    local, cloud = "local/qwen-8b", "cloud/sonnet"
+    plan: list[tuple[str, str, dict[str, Any]]] = [
+        ("input", local, {"tier": "local", "fired": ("route-local",),
+                          "shadow": [{"id": "try-cloud", "would": [], "agrees": False}]}),
+        *[("context", local, {"fired": ()}) for _ in range(5)],
+        ("turn_end", local, {"fired": (), "cost": 0.0, "tokens": {"input": 1000, "output": 500}}),
+        ("tool_call", local, {"fired": ("no-rm",), "actions": [
+            {"action": "block", "params": {"reason": "rm is not allowed here"}, "rule": "no-rm"}]}),
+        ("input", cloud, {"tier": "cloud", "fired": ("route-cloud",)}),
+        ("turn_end", cloud, {"fired": (), "cost": 0.0105, "tokens": {"input": 1000, "output": 500}}),
+    ]
+    items = [record(seq, event=event, model=model, when=start + timedelta(minutes=seq), project=alpha,
+                    **{k: v for k, v in extra.items()}) for seq, (event, model, extra) in enumerate(plan)]
+    items.append(record(20, session="s-bbbb2222", event="input", model=cloud, fired=("notify-<b>",),
+                        when=start + timedelta(minutes=30), project=beta, policy="sha256:22",
+                        text=XSS + " please", tier="cloud",
+                        signals={"judge": {"source": "fallback", "error": "timeout"}}))
+    items.append(record(21, session="s-bbbb2222", event="turn_end", model=cloud, fired=(),
+                        when=start + timedelta(minutes=31), project=beta, policy="sha256:22",
+                        cost=0.021, tokens={"input": 2000, "output": 1000}))
     items[5]["latency_ms"] = 812.5
-    items[7]["shadow"] = [{"id": "try-judge", "would": [], "agrees": False}]
     return items
 
 
-def test_report_page_shows_models_tiers_rules_cost_and_slowest(tmp_path: Path, trap: Trap) -> None:
+def write_corpus(tmp_path: Path) -> tuple[Path, Path]:
     directory = tmp_path / "log"
     write_log(directory, *records())
+    models = tmp_path / "models.json"
+    models.write_text(json.dumps(MODELS), encoding="utf-8")
+    return directory, models
+
+
+def test_report_page_counts_turns_tokens_and_cost_with_the_saving(tmp_path: Path, trap: Trap) -> None:
+    directory, models = write_corpus(tmp_path)
     page = tmp_path / "report.html"
-    done = router("report", "--html", str(page), "--log", str(directory), "--title", "Team <router>")
+    done = router("report", "--html", str(page), "--log", str(directory), "--models", str(models),
+                  "--title", "Team <router>")
     assert done.returncode == 0, done.stderr
-    cells = parsed(dump_dom(page, trap, tmp_path / "profile"))
-    assert cells.headings == ["Summary", "Models", "Tiers", "Cost over time", "Hits per rule",
+    assert done.stdout.strip() == f"wrote {page} (3 turns, 12 decisions)"
+    dom = dump_dom(page, trap, tmp_path / "profile")
+    cells = parsed(dom)
+    assert cells.headings == ["Summary", "Policy version", "Models", "Tiers", "Cost over time", "Per project",
+                              "Per session", "Hits per rule", "Blocked tool calls", "Fallbacks and failures",
                               "Slowest decisions"]
-    assert cells.summary["decisions"] == "12" and cells.summary["sessions"] == "1"
-    assert cells.summary["cost"] == f"{sum(0.01 * s for s in range(1, 12, 2)):.4f}"
-    assert cells.rows[("data-model", "local/qwen-8b")] == ["local/qwen-8b", "8", "67%"]
-    assert cells.rows[("data-model", "cloud/sonnet")] == ["cloud/sonnet", "4", "33%"]
-    assert cells.rows[("data-tier", "local")][1:] == ["8", "67%"]
-    assert cells.rows[("data-rule", "route-local")] == ["route-local", "8", "0"]
-    assert cells.rows[("data-rule", "notify-<b>")] == ["notify-<b>", "4", "0"]  # escaped, shown as text
-    assert cells.rows[("data-rule", "try-judge")] == ["try-judge", "0", "1"]
-    assert cells.rows[("data-slow", "1")] == ["2026-12-01T10:05:00.000Z", "s-aaaa1111", "turn_end #5",
-                                              "route-local", "812.50"]
-    assert len([key for key in cells.rows if key[0] == "data-slow"]) == 10
-    assert cells.svgs >= 4
+    summary = cells.summary
+    assert (summary["decisions"], summary["turns"], summary["sessions"], summary["projects"]) == \
+        ("12", "3", "2", "2")
+    assert summary["tokens"] == "6000"
+    assert summary["cost"] == "$0.0315 [1 local (free), 2 recorded]"
+    assert summary["baseline"] == "$0.0420"  # every turn's tokens on cloud/sonnet
+    assert summary["saving"] == "$0.0105 (25%)"
+    # shares by turns, tokens and cost, not by decisions (8 of the 12 name the local model)
+    assert cells.rows[("data-model", "cloud/sonnet")] == ["cloud/sonnet", "2", "67%", "4500", "75%",
+                                                           "$0.0315 [2 recorded]", "100%"]
+    assert cells.rows[("data-model", "local/qwen-8b")][:5] == ["local/qwen-8b", "1", "33%", "1500", "25%"]
+    assert cells.rows[("data-tier", "cloud")][:3] == ["cloud", "2", "67%"]
+    assert cells.rows[("data-tier", "local")][:3] == ["local", "1", "33%"]
+    assert cells.rows[("data-project", "alpha")] == ["alpha", "1", "2", "3000", "$0.0105 [1 local (free), "
+                                                     "1 recorded]", "$0.0105 (50%)"]
+    assert cells.rows[("data-project", "beta")][:3] == ["beta", "1", "1"]
+    assert cells.rows[("data-session", "s-bbbb2222")][-1] == XSS + " please"  # shown as text
+    assert cells.rows[("data-rule", "route-local")] == ["route-local", "1"]
+    assert cells.rows[("data-rule", "notify-<b>")] == ["notify-<b>", "1"]
+    assert ("data-rule", "try-cloud") not in cells.rows  # a shadow rule never counts as fired
+    assert cells.rows[("data-shadow", "try-cloud")] == ["try-cloud", "1"]
+    assert cells.rows[("data-blocked", "1")] == ["s-aaaa1111", "2026-12-01T10:07:00.000Z", "—", "no-rm",
+                                                 "rm is not allowed here"]
+    assert cells.rows[("data-failure", "signal fallback:judge")] == ["signal fallback", "judge", "1"]
+    digests = [row[1] for key, row in cells.rows.items() if key[0] == "data-policy"]
+    assert any(d.startswith("sha256:11 (10 decisions") for d in digests), digests
+    assert cells.rows[("data-slow", "1")][:2] == ["2026-12-01T10:05:00.000Z", "s-aaaa1111"]
+    assert "None" not in dom and "<script>" not in dom and "pwned" not in cells.title
+    ticks = re.findall(r'class="ytick"[^>]*>([^<]*)<', dom)
+    assert len(ticks) >= 4 and all(t.startswith("$") for t in ticks), ticks
+    assert len(re.findall(r'class="xtick"', dom)) >= 4
+    assert "cumulative cost (USD, $)" in dom and "time (UTC)" in dom
     assert trap.page_requests == [], "the page tried to reach the network"
 
 
-def test_render_takes_records_and_escapes_everything() -> None:
-    page = render([{"time": "2026-12-01T10:00:00.000Z", "session": "<s>", "event": "input", "seq": 0,
-                    "rules": [{"id": "<script>alert(1)</script>", "fired": True}], "latency_ms": 2,
-                    "model": "a\"b"}], title="<x>")
+def test_render_escapes_every_text_and_never_says_none() -> None:
+    page = render(from_log([{"time": "2026-12-01T10:00:00.000Z", "session": "<s>", "event": "input", "seq": 0,
+                             "rules": [{"id": "<script>alert(1)</script>", "fired": True}], "latency_ms": 2,
+                             "model": "a\"b", "text": "<script>x</script>"},
+                            {"session": "<s>", "event": "turn_end", "model": "a\"b"}],
+                           Catalog(), None, "<x>"))
     assert "<script>" not in page and "&lt;script&gt;" in page and "<title>&lt;x&gt;</title>" in page
-    assert "data-model=\"a&quot;b\"" in page
-    assert "No rule fired." in render([], "empty") and "No record names a model." in render([], "e")
+    assert "data-model=\"a&quot;b\"" in page and "None" not in page
+    empty = render(from_log([], Catalog(), None, "empty"))
+    assert "No rule fired." in empty and "No turn was answered." in empty and "None" not in empty
 
 
 def test_the_trap_sees_a_page_that_loads_from_the_network(tmp_path: Path, trap: Trap) -> None:
@@ -205,22 +274,71 @@ def test_the_trap_sees_a_page_that_loads_from_the_network(tmp_path: Path, trap: 
         "no-network check above would prove nothing"
 
 
-def test_a_replay_writes_the_same_report_from_recorded_sessions(tmp_path: Path, trap: Trap) -> None:
-    sessions = Path(__file__).resolve().parent.parent.parent / "examples" / "sessions"
-    cuttle = Path(__file__).resolve().parent.parent.parent / "rules" / "cuttle.yaml"
+def test_a_replay_report_shows_the_figures_the_text_replay_prints(tmp_path: Path, trap: Trap) -> None:
     page = tmp_path / "replay.html"
-    done = router("replay", str(sessions), "--policy", str(cuttle), "--html", str(page), "-f", "json")
+    done = router("replay", str(SESSIONS), "--policy", str(CUTTLE), "--html", str(page))
     assert done.returncode == 0, done.stderr
-    cells = parsed(dump_dom(page, trap, tmp_path / "profile"))
-    assert cells.headings[:2] == ["Summary", "Models"] and "Hits per rule" in cells.headings
-    assert cells.summary["sessions"] == "3"
-    assert cells.rows[("data-rule", "cu-route")][0] == "cu-route"
-    assert any(key[0] == "data-model" for key in cells.rows)
+    cost = re.search(r"cost: estimated (\$[0-9.]+) \[4 local \(free\), 5 registry\]; .* all-cloud "
+                     r"\(fake/cloud-pricey\) (\$[0-9.]+)", done.stdout)
+    assert cost, done.stdout
+    dom = dump_dom(page, trap, tmp_path / "profile")
+    cells = parsed(dom)
+    assert (cells.summary["sessions"], cells.summary["turns"]) == ("3", "9")
+    assert cells.summary["cost"] == f"{cost[1]} [4 local (free), 5 registry]"
+    assert cost[1] == "$0.000147"
+    assert cells.summary["baseline"] == cost[2] == "$0.000540"
+    assert cells.summary["saving"] == "$0.000393 (73%)"
+    assert cells.rows[("data-tier", "cloud")][:3] == ["cloud", "5", "56%"]  # the text's `tiers:` line
+    assert cells.rows[("data-tier", "local")][:3] == ["local", "4", "44%"]
+    assert cells.rows[("data-model", "fake/cloud-pricey")][:2] == ["fake/cloud-pricey", "2"]
+    assert cells.rows[("data-rule", "cu-route")] == ["cu-route", "3"]
+    assert cells.rows[("data-project", "project")][:3] == ["project", "3", "9"]
+    assert any(key[0] == "data-policy" and row[1].startswith("sha256:") for key, row in cells.rows.items())
+    assert "None" not in dom
     assert trap.page_requests == [], "the page tried to reach the network"
 
 
+def test_a_replay_counts_shadow_rules_apart(tmp_path: Path) -> None:
+    policy = tmp_path / "shadow.yaml"
+    policy.write_text("rules:\n  - id: watch-input\n    on: input\n    shadow: true\n"
+                      "    do: [{notify: seen}]\n", encoding="utf-8")
+    page = tmp_path / "replay.html"
+    done = router("replay", str(SESSIONS), "--policy", str(policy), "--html", str(page))
+    assert done.returncode == 0, done.stderr
+    cells = parsed(page.read_text(encoding="utf-8"))
+    assert ("data-rule", "watch-input") not in cells.rows
+    assert cells.rows[("data-shadow", "watch-input")] == ["watch-input", "6"]
+
+
+def test_a_diff_report_shows_the_changed_turns_and_the_new_cost(tmp_path: Path) -> None:
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text("rules: []\n", encoding="utf-8")
+    new.write_text("rules:\n  - id: all-local\n    on: input\n    do: [{model: fake/local-small}]\n",
+                   encoding="utf-8")
+    page = tmp_path / "diff.html"
+    done = router("diff", str(old), str(new), "--sessions", str(SESSIONS), "--html", str(page))
+    assert done.returncode == 0, done.stderr
+    text = page.read_text(encoding="utf-8")
+    cells = parsed(text)
+    assert "Changed turns" in cells.headings and "None" not in text
+    changes = [row for key, row in cells.rows.items() if key[0] == "data-change"]
+    assert changes and all(row[2] == "model" and row[4] == "fake/local-small" for row in changes), changes
+    assert cells.rows[("data-model", "fake/local-small")][1] == "9"
+    assert cells.summary["cost"] == "$0.0000 [9 local (free)]"
+
+
 def test_a_replay_report_that_cannot_be_written_is_an_error_not_a_traceback(tmp_path: Path) -> None:
-    sessions = Path(__file__).resolve().parent.parent.parent / "examples" / "sessions"
-    done = router("replay", str(sessions), "--html", str(tmp_path / "missing" / "r.html"))
+    done = router("replay", str(SESSIONS), "--html", str(tmp_path / "missing" / "r.html"))
     assert done.returncode == 1 and "error: cannot write" in done.stdout + done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_docs_show_a_screenshot_of_the_report_of_the_example_corpus() -> None:
+    """docs/img/report.png is drawn by hand (python3 -m tests.report_screenshot): it is there, a PNG
+    of a full page, and the docs show it."""
+    shot = ROOT / "docs" / "img" / "report.png"
+    head = shot.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+    assert width >= 1000 and height >= 2000, (width, height)
+    assert "](img/report.png)" in (ROOT / "docs" / "observability.md").read_text(encoding="utf-8")
