@@ -146,17 +146,21 @@ def log_(
 
 @_command("router shadow-report --since 7d", name="shadow-report")
 def shadow_report(fmt: Annotated[str, _format_option("text", "json")] = "text", log: LogOption = None,
-                  since: SinceOption = None) -> None:
+                  since: SinceOption = None, models: ModelsOption = None) -> None:
     """How the rules marked `shadow: true` would have done.
 
-    From the decision log: how often each would have fired, and how often it agreed with what was applied.
+    From the decision log: how often each would have fired, whether the model, tools or block it
+    would have led to are what the session had, the cost of its turns on its model, and an example
+    of each disagreement.
     """
     from router.commands import shadow_report as command
+    from router.load.paths import agent_dir
+    from router.replay.prices import read_catalog
 
     records, note = _log_records(log, since)
     if note:
         typer.echo(note, err=True)
-    stats = command.shadow_stats(records)
+    stats = command.shadow_stats(records, read_catalog(models or agent_dir() / "models.json"))
     render = command.render_json if fmt == "json" else command.render_text
     _finish(0, render(stats, decisions=len(records)))
 

@@ -42,6 +42,7 @@ class TurnRow:
     source: str | None  # where the cost comes from: registry, local, recorded
     baseline: float | None  # the same tokens on the baseline model
     prompt: str | None = None  # only when the record keeps it (keep_text: [prompt])
+    usage: Tokens | None = None  # the tokens by kind, what another model's price applies to
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ def _log_row(record: Mapping[str, Any], session: str, number: int, model: str, t
     source = None if recorded is None else "local" if local and not recorded else "recorded"
     return TurnRow(session, number, project_name(record.get("project")), record_time(dict(record)), model,
                    tier, tokens.total if tokens else None, recorded, source,
-                   catalog.cost(baseline, tokens) if baseline and tokens else None, prompt)
+                   catalog.cost(baseline, tokens) if baseline and tokens else None, prompt, tokens)
 
 
 # --- replays ----------------------------------------------------------------------------------
@@ -200,7 +201,7 @@ def from_runs(runs: Sequence[SessionRun], sessions: Sequence[SessionFile], catal
                 run.id, turn.number, project, times.get(turn.line), turn.model or "unknown",
                 tier_of(turn.model, tiers, catalog), turn.tokens.total if turn.tokens else None,
                 turn.estimated_cost, turn.price_source,
-                catalog.cost(baseline, tokens) if baseline else None))
+                catalog.cost(baseline, tokens) if baseline else None, usage=turn.tokens))
         for source, count in run.signals.items():
             if source in REPLAY_SIGNALS:
                 figures.failures[REPLAY_SIGNALS[source]] += count

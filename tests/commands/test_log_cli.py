@@ -188,16 +188,20 @@ def test_shadow_report_counts_would_fire_and_agreement(tmp_path: Path) -> None:
     differ = {**agree, "agrees": False}
     rules = [{"id": "live", "origin": "x:1", "fired": True},
              {"id": "try-small", "origin": "x:5", "fired": False}]
-    write_log(directory, record(0, rules=rules, shadow=[agree]), record(1, rules=rules, shadow=[differ]),
-              record(2, rules=rules, shadow=[agree]), record(3, rules=rules))
+    # outcomes, not the record's `agrees`: the model the session was on is what counts
+    write_log(directory, record(0, rules=rules, shadow=[differ], model="a"),
+              record(1, rules=rules, shadow=[agree], model="b"),
+              record(2, rules=rules, shadow=[agree], model="a"), record(3, rules=rules))
     done = router("shadow-report", "--log", str(directory), "--format", "json")
     report = json.loads(done.stdout)
-    assert report == {"decisions": 4, "rules": [
+    [rule] = report["rules"]
+    assert report["decisions"] == 4
+    assert {k: rule[k] for k in ("id", "evaluated", "would_fire", "agreed", "disagreed", "agreement")} == \
         {"id": "try-small", "evaluated": 4, "would_fire": 3, "agreed": 2, "disagreed": 1,
-         "agreement": pytest.approx(2 / 3)}]}
+         "agreement": pytest.approx(2 / 3)}
     text = router("shadow-report", "--log", str(directory)).stdout.splitlines()
-    assert text[0] == "shadow rules, 4 decision(s):"
-    assert text[2].split() == ["try-small", "4", "3", "2", "1", "67%"]
+    assert text[0] == "shadow rules, 4 decision(s); outcomes compared (model, tools, block):"
+    assert text[2].split() == ["try-small", "4", "3", "2", "1", "0", "67%"]
     empty = router("shadow-report", "--log", str(tmp_path / "none"))
     assert empty.returncode == 0 and "no shadow rule fired in 0 decision(s)" in empty.stdout
 
