@@ -17,6 +17,7 @@ import pytest
 from tests.e2e import helpers_router
 from tests.e2e.fake_provider import Reply
 from tests.e2e.helpers_router import RouterRig, tool_call
+from tests.replay.test_report_html import parsed
 
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
@@ -77,6 +78,39 @@ def test_a_pi_run_writes_records_that_router_log_reads_back(rig: RouterRig) -> N
         {"action": "model", "params": {"ref": "fake/fake-local"}, "rule": "try-local"}]}]
     tool_results = rig.fake.chat_requests()[-1].texts("tool")
     assert any("rm is not allowed here" in t for t in tool_results), tool_results
+
+
+def test_report_and_shadow_report_read_the_turns_of_a_real_pi_run(rig: RouterRig) -> None:
+    """The turn_end record names the model that answered and its tokens; `router report --html`
+    counts that turn (not the decisions) at its price, `router shadow-report` prices it on the
+    shadow's model and shows where it disagreed."""
+    rig.policy(POLICY + "  - id: count-turns\n    on: turn_end\n"
+               "    do: [{set: {turns: \"{(state.turns or 0) + 1}\"}}]\n")
+    rig.fake.script.push(Reply(text="done", prompt_tokens=1000, completion_tokens=100))
+    rpc = rig.rpc()
+    rpc.prompt_and_wait(PROMPT)
+    text = "".join(p.read_text() for p in (rig.agent / "router" / "log").glob("decisions*.jsonl"))
+    [turn] = [r for r in map(json.loads, text.splitlines()) if r["event"] == "turn_end"]
+    assert turn["model"] == "fake/fake-cloud" and turn["tokens"]["input"] == 1000, turn
+    assert turn["tokens"]["output"] == 100
+
+    page = rig.tmp / "report.html"
+    done = rig.router("report", "--html", str(page))
+    assert done.returncode == 0, done.stderr
+    cells = parsed(page.read_text(encoding="utf-8"))
+    assert cells.summary["turns"] == "1" and int(cells.summary["decisions"]) >= 2
+    assert cells.rows[("data-model", "fake/fake-cloud")][:3] == ["fake/fake-cloud", "1", "100%"]
+    assert cells.summary["cost"].startswith("$0.0045")  # 1000 x $3 + 100 x $15 per million
+
+    shadow = rig.router("shadow-report", "--format", "json")
+    assert shadow.returncode == 0, shadow.stderr
+    [rule] = json.loads(shadow.stdout)["rules"]
+    assert (rule["id"], rule["disagreed"], rule["agreed"]) == ("try-local", 1, 0)
+    assert rule["examples"][0] | {"session": ""} == {"aspect": "model", "would": "fake/fake-local",
+                                                     "actual": "fake/fake-cloud", "session": "", "turn": 1,
+                                                     "prompt": None}
+    assert rule["cost"]["actual"]["usd"] == pytest.approx(0.0045)
+    assert rule["cost"]["shadow"] == {"usd": 0.0, "turns": 1, "unknown_turns": 0, "priced_by": {"local": 1}}
 
 
 def test_policy_why_in_pi_explains_the_last_decisions(rig: RouterRig) -> None:
