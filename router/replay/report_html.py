@@ -29,7 +29,7 @@ STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:1060px;color:#222}
 h1{font-size:1.5em}h2{font-size:1.15em;margin-top:2em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:.5em 0}td,th{padding:2px 10px;text-align:left}
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}tr:nth-child(even){background:#f6f6f6}
+td:first-child{white-space:nowrap}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}tr:nth-child(even){background:#f6f6f6}
 svg text{font:12px system-ui,sans-serif;fill:#222}.bar{fill:#4a78b5}.shadow{fill:#9bb7dc}
 .line{fill:none;stroke:#4a78b5;stroke-width:2}.base{fill:none;stroke:#c0504d;stroke-width:2;
 stroke-dasharray:6 4}.axis{stroke:#999}.grid{stroke:#eee}.muted{color:#777}.big{font-size:1.3em}
@@ -72,19 +72,22 @@ def _section(key: str, title: str, body: str, note: str = "") -> str:
     return f"<section id=\"{key}\"><h2>{_e(title)}</h2>{note_html}{body}</section>"
 
 
-def _table(key: str, head: Sequence[str], rows: Iterable[tuple[str, Sequence[Any]]], numeric: int = 1) -> str:
-    """A table whose rows carry `data-<key>="<id>"`; columns from `numeric` on are right-aligned."""
+def _table(key: str, head: Sequence[str], rows: Iterable[tuple[str, Sequence[Any]]], numeric: int = 1,
+           until: int | None = None) -> str:
+    """A table whose rows carry `data-<key>="<id>"`; columns `numeric` to `until` (excluded; the
+    last, when None) are right-aligned numbers."""
+    numbers = range(numeric, until if until is not None else len(head))
     items = list(rows)
-    header = "".join(f"<th{_align(i, numeric)}>{_e(h)}</th>" for i, h in enumerate(head))
+    header = "".join(f"<th{_align(i, numbers)}>{_e(h)}</th>" for i, h in enumerate(head))
     body = "".join(
         f"<tr data-{key}=\"{_e(ident)}\">"
-        + "".join(f"<td{_align(i, numeric)}>{_e(c)}</td>" for i, c in enumerate(cells))
+        + "".join(f"<td{_align(i, numbers)}>{_e(c)}</td>" for i, c in enumerate(cells))
         + "</tr>" for ident, cells in items[:MAX_ROWS])
     return f"<table><tr>{header}</tr>{body}</table>{_more(len(items), 'rows')}"
 
 
-def _align(column: int, numeric: int) -> str:
-    return " class=\"n\"" if column >= numeric else ""
+def _align(column: int, numbers: range) -> str:
+    return " class=\"n\"" if column in numbers else ""
 
 
 def _share(part: float, whole: float) -> str:
@@ -259,7 +262,7 @@ def _sessions(f: Figures) -> str:
                             ", ".join(f"{m} {n}" for m, n in models),
                             cut_field(prompt, PROMPT_CHARS) if prompt else None)))
     head = ("session", "project", "turns", "tokens", "cost", "models", "first prompt")
-    return _section("sessions", "Per session", _table("session", head, rows, 2) if rows else "",
+    return _section("sessions", "Per session", _table("session", head, rows, 2, 5) if rows else "",
                     "" if rows else "No turn was answered.")
 
 
