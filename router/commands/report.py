@@ -45,7 +45,7 @@ def recorded_policies(records: Iterable[dict[str, Any]]) -> list[tuple[str, str]
     for digest, count in counts.most_common():
         times = sorted(spans.get(digest, []))
         when = f", {times[0]} to {times[-1]}" if times else ""
-        rows.append(("digest", f"{digest} ({count} decisions{when})"))
+        rows.append(("digest", f"{digest} ({plural(count, 'decision')}{when})"))
         if digest in commits:
             rows.append(("version", commits[digest]))
     return rows
