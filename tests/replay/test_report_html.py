@@ -342,3 +342,15 @@ def test_the_docs_show_a_screenshot_of_the_report_of_the_example_corpus() -> Non
     width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
     assert width >= 1000 and height >= 2000, (width, height)
     assert "](img/report.png)" in (ROOT / "docs" / "observability.md").read_text(encoding="utf-8")
+
+
+def test_the_page_stays_bounded_on_a_large_log() -> None:
+    """150 sessions make 100 rows and a count of the rest; a 50 kB model name is cut."""
+    huge = "m" * 50_000
+    items = [{"session": f"s{n:04d}", "event": "turn_end", "model": huge if n == 0 else f"p/m{n % 3}",
+              "cost": 0.01, "time": "2026-12-01T10:00:00Z"} for n in range(150)]
+    page = render(from_log(items, Catalog(), None, "big"))
+    cells = parsed(page)
+    assert len([key for key in cells.rows if key[0] == "data-session"]) == 100
+    assert "50 more rows not shown (at most 100)." in page
+    assert huge not in page and "… [cut: 50,000 characters]" in page and len(page) < 200_000
