@@ -74,6 +74,7 @@ def run(options: Options, *, policy_files: list[Path], fmt: str) -> tuple[int, s
     if policy is None:
         return 1, errors
     inputs = read_inputs(options)
+    inputs.catalog.declare(policy.prices)  # the totals' tiers and baseline see the policy's prices
     if not inputs.sessions:
         warn_problems(inputs, [])
         return 1, "error: " + NO_SESSIONS.format(paths=", ".join(str(p) for p in options.paths))

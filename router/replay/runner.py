@@ -104,6 +104,7 @@ class Replayer:
 
     def __init__(self, policy: CompiledPolicy, catalog: Catalog, log: DecisionLog | None = None) -> None:
         self.policy, self.catalog, self.log = policy, catalog, log or DecisionLog()
+        catalog.declare(policy.prices)
         self.virtual = {f"{m.get('provider')}/{m.get('id')}": m for m in policy.virtual_models}
         for ref, model in self.virtual.items():
             catalog.raw.setdefault(ref, {"provider": model.get("provider"), "id": model.get("id"),

@@ -193,6 +193,37 @@ def test_diff_reports_exactly_the_turns_that_change(corpus: Path) -> None:
     assert "| `s1` | 1 | model | fake/local | fake/cloud |" in markdown
 
 
+PRICED_BY_POLICY = """
+provides:
+  prices:
+    fake/cloud: {input: 1, output: 10}
+    fake/local: {input: 0.5, output: 0.5, local: true}
+"""
+
+
+def test_a_policys_prices_come_before_the_registrys(corpus: Path) -> None:
+    _, total = replay(corpus, CLOUD_FOR_HARD + PRICED_BY_POLICY)
+    # 1000 in + 100 out: fake/cloud at $1/$10 per million (not the registry's $3/$15) = $0.002,
+    # fake/local at $0.5/$0.5 = $0.00055 per turn, both priced by the policy
+    assert total.estimated.to_dict() == {"usd": 0.0031, "turns": 3, "unknown_turns": 0,
+                                         "priced_by": {"policy": 3}}
+    assert total.estimated.text() == "$0.003100 [3 policy]"
+    assert dict(total.tiers) == {"local": 2, "cloud": 1}  # declared local, though priced
+
+
+def test_diff_prices_each_side_with_its_own_policys_prices(corpus: Path) -> None:
+    old, _ = replay(corpus, CLOUD_FOR_HARD)
+    new, _ = replay(corpus, CLOUD_FOR_HARD.replace("'hard' in text", "'notes' in text")
+                    + "provides:\n  prices:\n    fake/cloud: {input: 1, output: 10}\n")
+    result = diff.compare("old", "new", old, new)
+    # new: turns 1 and 2 on fake/cloud at the policy's $0.002, turn 3 local (free);
+    # old: turn 3 on fake/cloud at the registry's $0.0045
+    assert result.new_cost.to_dict() == {"usd": 0.004, "turns": 3, "unknown_turns": 0,
+                                         "priced_by": {"local": 1, "policy": 2}}
+    assert result.delta == pytest.approx(-0.0005)
+    assert "new $0.004000 [1 local (free), 2 policy]" in diff.render_text(result)
+
+
 # --- the console script ---------------------------------------------------------------------
 
 def router(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
