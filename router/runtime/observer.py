@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from router.compile.ir import CompiledPolicy
 from router.diagnostics.code_names import SIGNAL_FAILED
 from router.engine.decision import Decision, SignalOutcome
-from router.load.paths import log_dir
+from router.load.paths import log_dir, project_identity
 from router.runtime import loop
 from router.runtime.decision_log import DecisionLog, LogSettings, logged_seqs
 from router.runtime.decision_record import build_record, catalog_digest, policy_digest
@@ -71,6 +71,7 @@ class Observer:
     last_of_type: dict[tuple[str, str], LastDecision] = field(default_factory=dict)  # (session, event)
     telemetry: Telemetry | None = None
     told: set[str] = field(default_factory=set)
+    projects: dict[str, dict[str, str | None] | None] = field(default_factory=dict)  # by cwd
     _log: DecisionLog | None = None
     _pending_warnings: list[str] = field(default_factory=list)  # told at the next decision
     _catalog: tuple[Any, str] | None = None  # the last model catalog and its digest
@@ -119,6 +120,12 @@ class Observer:
                 self._log.failing, self._log.refused = before.failing, before.refused
         return self._log
 
+    def project(self, cwd: str) -> dict[str, str | None] | None:
+        """The `{name, digest}` of the project in `cwd` (worked out once per directory)."""
+        if cwd not in self.projects:
+            self.projects[cwd] = project_identity(cwd)
+        return self.projects[cwd]
+
     def next_seq(self, session: str, event_type: str) -> int:
         """The ordinal of this event type in the session; a session this sidecar has not seen yet
         (a resumed one, a restarted sidecar) continues from what the log already holds."""
@@ -141,6 +148,8 @@ class Observer:
         ended_ns = time.perf_counter_ns() if ended_ns is None else ended_ns
         session_info = event.get("session")
         session = str(session_info.get("id") or "") if isinstance(session_info, Mapping) else ""
+        cwd = session_info.get("cwd") if isinstance(session_info, Mapping) else None
+        project = self.project(str(cwd or ""))
         facts = self.facts(policy)
         settings = facts.settings
         log = self.log_for(settings) if settings.enabled else None
@@ -151,7 +160,7 @@ class Observer:
             settings=settings, secrets=secrets, refused=refused,
             models_digest=self.models_digest(event.get("models")),
             has_shadow=facts.has_shadow(str(event.get("type"))), literals=facts.literals,
-            key=log.digest_key() if log is not None and not log.refused else self._key)
+            key=log.digest_key() if log is not None and not log.refused else self._key, project=project)
         last = LastDecision(policy, event, state_before, dict(outcomes), record)
         self.last[session] = self.last_of_type[(session, record["event"])] = last
         if log is not None:
