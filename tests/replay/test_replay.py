@@ -224,6 +224,48 @@ def test_diff_prices_each_side_with_its_own_policys_prices(corpus: Path) -> None
     assert "new $0.004000 [1 local (free), 2 policy]" in diff.render_text(result)
 
 
+
+def test_session_start_has_the_sessions_model_so_the_deepseek_pack_starts(tmp_path: Path) -> None:
+    (SessionWriter().start("deepseek/deepseek-chat").user("hello").assistant("deepseek/deepseek-chat")
+     ).write(tmp_path / "sessions")
+    write_models(tmp_path / "models.json")
+    _, total = replay(tmp_path, "version: 1\nuse: [deepseek]\n")
+    assert total.rules["ds-start"] == 1
+
+
+def at(entry_time: str, item: dict[str, Any]) -> dict[str, Any]:
+    return {**item, "time": entry_time}
+
+
+def test_failed_compactions_are_rebuilt_from_the_decision_log(tmp_path: Path) -> None:
+    # entries at 10:00:01 … 10:00:09; Pi wrote no entry for either failure
+    writer = (SessionWriter().start("fake/local").user("one").assistant("fake/local")
+              .user("two").assistant("fake/local").user("three").assistant("fake/local"))
+    writer.write(tmp_path / "sessions")
+    write_models(tmp_path / "models.json")
+    log = write_log(tmp_path / "log" / "decisions.jsonl", [
+        # the bridge compacted after the first answer, and the next prompt came with no compaction:
+        at("2026-01-01T10:00:05.500Z", record("s1", "agent_settled", 0,
+                                              actions=[{"action": "compact", "params": {}}])),
+        at("2026-01-01T10:00:06.500Z", record("s1", "input", 1)),
+        # Pi's own compaction failed after the second answer (a rule of the recorded policy saw it)
+        at("2026-01-01T10:00:08.200Z", record("s1", "compaction_failed", 0)),
+    ])
+    runs, total = replay(tmp_path, """
+        version: 1
+        rules:
+          - {id: ours, on: compaction_failed, when: "by_router and reason == 'manual'", do: [{notify: x}]}
+          - {id: pis, on: compaction_failed, when: "not by_router", do: [{notify: y}]}
+    """, log=log)
+    assert (total.rules["ours"], total.rules["pis"]) == (1, 1)
+    [run] = runs
+    failed = [r for r in run.records if r["event"] == "compaction_failed"]
+    assert [r["turn"] for r in failed] == [1, 2]  # after the answer each followed
+    anyone = "version: 1\nrules:\n  - {id: any, on: compaction_failed, do: [{notify: z}]}\n"
+    _, unlogged = replay(tmp_path, anyone)
+    assert unlogged.rules["any"] == 0  # without the log nothing says a compaction failed
+
+
 # --- the console script ---------------------------------------------------------------------
 
 def router(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
