@@ -9,9 +9,6 @@ warning line.
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -91,28 +88,13 @@ def _project_policy(root: Path, agent: Path) -> tuple[CompiledPolicy | None, str
     except TrustStoreError:
         records = {}
     shown = display_path(project_policy(root))
-    with _inside(root):  # display paths (and so the digest) as the sidecar there has them
-        loaded = load_session_policy(root, agent, records=records)
+    loaded = load_session_policy(root, agent, records=records)
     if not loaded.trust.applies:
         return None, (f"note: {shown} is not trusted (router trust in {display_path(root)}): its sessions "
                       "are replayed with the current policy")
     if loaded.policy is None:
         return None, f"note: {shown} does not compile: its sessions are replayed with the current policy"
     return loaded.policy, None
-
-
-@contextlib.contextmanager
-def _inside(root: Path) -> Iterator[None]:
-    before = Path.cwd()
-    try:
-        os.chdir(root)
-    except OSError:
-        yield
-        return
-    try:
-        yield
-    finally:
-        os.chdir(before)
 
 
 def _project_name(session: SessionFile) -> str:

@@ -55,10 +55,12 @@ def event_digest(event: Mapping[str, Any], models_digest: str | None = None) -> 
 
 
 def policy_digest(policy: CompiledPolicy) -> str:
-    """The content hash of the policy in force: every file it was built from, by path and bytes."""
+    """The content hash of the policy in force: every file it was built from, by absolute path
+    and bytes (not the path as shown, which depends on the working directory of whoever loaded it,
+    so `router replay` anywhere gets the sidecar's digest for the same files)."""
     digest = hashlib.sha256()
-    for shown, source in sorted(policy.file_refs):
-        digest.update(shown.encode() + b"\0")
+    for source in sorted(source for _, source in policy.file_refs):
+        digest.update(source.encode("utf-8", "surrogateescape") + b"\0")
         try:  # a regular file only: a FIFO planted as the policy must not block the sidecar
             digest.update(read_text(Path(source)).encode("utf-8", "surrogateescape"))
         except OSError:
