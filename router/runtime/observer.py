@@ -27,6 +27,31 @@ if TYPE_CHECKING:
     from router.runtime.otel import Telemetry
 
 
+def resource_of(policy: CompiledPolicy, project: Mapping[str, str | None] | None,
+                digest: str) -> dict[str, Any]:
+    """The OpenTelemetry resource attributes of a run (docs/observability.md): the project, the
+    policy's digest, and each built-in pack with its version (the router's, and the digest of the
+    pack's file, which tells an edited checkout apart)."""
+    from router import __version__
+    from router.load.paths import packs_dir
+    from router.trust.store import bounded_sha256
+
+    found: dict[str, Any] = {"router.policy.digest": digest}
+    if project is not None:
+        found.update({f"router.project.{key}": value for key, value in project.items() if value})
+    packs = packs_dir().resolve()
+    names = []
+    for _, source in policy.file_refs:
+        path = Path(source)
+        if path.parent == packs and path.suffix == ".yaml" and path.stem not in names:
+            names.append(path.stem)
+            sha = bounded_sha256(path)
+            found[f"router.pack.{path.stem}.version"] = __version__ + (f"+{sha[:12]}" if sha else "")
+    if names:
+        found["router.packs"] = names
+    return found
+
+
 @dataclass
 class LastDecision:
     """Enough to evaluate the session's last decision again, with a tracer (`/policy why`)."""
@@ -80,13 +105,19 @@ class Observer:
 
     def __post_init__(self) -> None:
         from router.runtime import otel
-        if otel.wanted(self.environ):  # only then is OpenTelemetry imported
-            started = otel.start(self.environ)
-            if isinstance(started, str):
-                self.told.add(started)
-                self._pending_warnings.append(started)
-            else:
-                self.telemetry = started
+        self.exporting = otel.wanted(self.environ)  # only then is OpenTelemetry imported (at the
+        # first decision, when the resource's project and policy are known)
+
+    def _start_telemetry(self, policy: CompiledPolicy, project: Mapping[str, str | None] | None) -> None:
+        """Start the exporters with the resource of this run: its project, policy and packs."""
+        from router.runtime import otel
+        started = otel.start(self.environ, resource_of(policy, project, self.policy_hash(policy)))
+        if isinstance(started, str):
+            self.exporting = False
+            self.told.add(started)
+            self._pending_warnings.append(started)
+        else:
+            self.telemetry = started
 
     def facts(self, policy: CompiledPolicy) -> PolicyFacts:
         """What every record of `policy` shares, worked out once per policy in force."""
@@ -150,6 +181,10 @@ class Observer:
         session = str(session_info.get("id") or "") if isinstance(session_info, Mapping) else ""
         cwd = session_info.get("cwd") if isinstance(session_info, Mapping) else None
         project = self.project(str(cwd or ""))
+        if self.exporting and self.telemetry is None:
+            self._start_telemetry(policy, project)
+        warnings += self._pending_warnings
+        self._pending_warnings = []
         facts = self.facts(policy)
         settings = facts.settings
         log = self.log_for(settings) if settings.enabled else None

@@ -229,7 +229,7 @@ class Engine:
 
     def shutdown_ms(self) -> int:
         """How long the bridge waits for `shutdown`'s answer: enough for the telemetry flush."""
-        return SHUTDOWN_MS + (2 * TELEMETRY_FLUSH_MS if self.observer.telemetry is not None else 0)
+        return SHUTDOWN_MS + (2 * TELEMETRY_FLUSH_MS if self.observer.exporting else 0)
 
     def shutdown(self) -> dict[str, Any]:
         """`shutdown`: the last decision recorded and the telemetry exported, then the answer (the

@@ -121,11 +121,11 @@ def receiver() -> Iterator[Receiver]:
     found.close()
 
 
-def event(text: str | None, seq_session: str = "s-otel") -> dict[str, Any]:
+def event(text: str | None, seq_session: str = "s-otel", cwd: str = "/w") -> dict[str, Any]:
     payload: dict[str, Any] = {"text": text, "source": "rpc"} if text is not None else {
         "toolName": "bash", "toolCallId": "c1", "input": {"command": "ls"}}
     return {"type": "input" if text is not None else "tool_call", "payload": payload,
-            "ctx": {"cwd": "/w", "sessionId": seq_session, "model": {"provider": "fake", "id": "m1"}}}
+            "ctx": {"cwd": cwd, "sessionId": seq_session, "model": {"provider": "fake", "id": "m1"}}}
 
 
 def serve(tmp_path: Path, env: dict[str, str], events: list[dict[str, Any]], *,
@@ -196,6 +196,38 @@ def test_a_span_and_metrics_per_decision_reach_the_otlp_receiver(tmp_path: Path,
     latency = metrics["router.decision.latency"]
     assert latency.unit == "ms" and sum(p.count for p in latency.histogram.data_points) == 3
     assert SECRET_PROMPT.encode() not in receiver.raw and b"the secret" not in receiver.raw
+
+
+def test_the_resource_names_the_project_policy_and_packs_under_what_the_environment_sets(
+        tmp_path: Path, receiver: Receiver) -> None:
+    import hashlib
+
+    from router import __version__
+
+    serve(tmp_path, {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+                     "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=ci,team=pay%20ments,"
+                                                 "service.name=ignored-by-service-name",
+                     "OTEL_SERVICE_NAME": "routers-of-team-a"},
+          [event("hello", cwd=str(tmp_path / "proj"))])
+    assert receiver.got_spans.wait(30) and receiver.got_metrics.wait(30)
+    [resource, *_] = receiver.resources
+    assert resource["service.name"] == "routers-of-team-a"  # OTEL_SERVICE_NAME wins, as in the SDK
+    assert resource["service.version"] == __version__
+    assert (resource["deployment.environment"], resource["team"]) == ("ci", "pay ments")
+    assert resource["router.project.name"] == "proj"
+    root = str((tmp_path / "proj").resolve()).encode()
+    assert resource["router.project.digest"] == hashlib.sha256(root).hexdigest()[:12]
+    span = attributes(receiver.spans[0].attributes)
+    assert resource["router.policy.digest"] == span["router.policy"]
+    assert resource["router.packs"] == ["default"]
+    assert resource["router.pack.default.version"].startswith(__version__ + "+")
+    by_default = Receiver()
+    try:
+        serve(tmp_path, {"OTEL_EXPORTER_OTLP_ENDPOINT": by_default.endpoint}, [event("hello")])
+        assert by_default.got_spans.wait(30)
+        assert by_default.resources[0]["service.name"] == "pi-policy-router"
+    finally:
+        by_default.close()
 
 
 def test_everything_is_exported_before_shutdown_is_answered(tmp_path: Path, receiver: Receiver) -> None:
