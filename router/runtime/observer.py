@@ -105,8 +105,19 @@ class Observer:
 
     def __post_init__(self) -> None:
         from router.runtime import otel
-        self.exporting = otel.wanted(self.environ)  # only then is OpenTelemetry imported (at the
-        # first decision, when the resource's project and policy are known)
+        self.exporting = otel.wanted(self.environ)  # only then is OpenTelemetry imported; the
+        # exporters start at the hello, when the resource's project and policy are known
+        problem = otel.preload(self.environ) if self.exporting else None
+        if problem:
+            self.exporting = False
+            self.told.add(problem)
+            self._pending_warnings.append(problem)
+
+    def start_telemetry(self, policy: CompiledPolicy, cwd: str) -> None:
+        """Start the exporters, when wanted and not started yet, with the resource of a run in
+        `cwd` under `policy` (the sidecar's hello; else the first decision)."""
+        if self.exporting and self.telemetry is None:
+            self._start_telemetry(policy, self.project(cwd))
 
     def _start_telemetry(self, policy: CompiledPolicy, project: Mapping[str, str | None] | None) -> None:
         """Start the exporters with the resource of this run: its project, policy and packs."""

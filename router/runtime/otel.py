@@ -47,6 +47,20 @@ def start(environ: Mapping[str, str], detected: Mapping[str, Any] | None = None)
         return f"OpenTelemetry could not start: {type(exc).__name__}: {exc}"
 
 
+def preload(environ: Mapping[str, str]) -> str | None:
+    """Import the SDK and the exporters now (the costly part, at the sidecar's start, before the
+    bridge's hello arrives); the reason they cannot be, if any (a warning for the user)."""
+    try:
+        import opentelemetry.exporter.otlp.proto.http.metric_exporter
+        import opentelemetry.exporter.otlp.proto.http.trace_exporter
+        import opentelemetry.sdk.metrics
+        import opentelemetry.sdk.trace  # noqa: F401
+    except ImportError as exc:
+        return (f"OpenTelemetry is configured ({_configured(environ)}) but its packages are missing "
+                f"({exc.name or exc}): {INSTALL_HINT}")
+    return None
+
+
 def resource_attributes(environ: Mapping[str, str], detected: Mapping[str, Any]) -> dict[str, Any]:
     """The resource: `service.name` pi-policy-router and `service.version`, then `detected`, then
     `OTEL_RESOURCE_ATTRIBUTES` (`key=value,…`, values percent-encoded), then `OTEL_SERVICE_NAME`:

@@ -211,6 +211,8 @@ class Engine:
         self.registry = registry_facts(params.get("registry"))
         restored = params.get("state")
         diagnostics = self.load()
+        if self.policy is not None:  # the exporters with this run's resource, before any decision
+            self.observer.start_telemetry(self.policy, str(self.cwd))
         lean.settle()
         self.restore(restored if isinstance(restored, dict) else {})
         warnings = [_render(d) for d in diagnostics if d.severity == "error"][:5] + self.notices()
