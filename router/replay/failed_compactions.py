@@ -30,9 +30,8 @@ def with_failed_compactions(steps: list[Step], session: SessionFile, records: It
         return steps
     out = list(steps)
     for line, payload in sorted(failures, key=lambda f: f[0], reverse=True):
-        at = next((i for i in range(len(out) - 1, -1, -1) if out[i].line <= line), 0)
-        turn = out[at].turn if out else 0
-        out.insert(at + 1, Step(FAILED, payload, line, turn))
+        at = next((i for i in range(len(out) - 1, -1, -1) if out[i].line <= line), -1)
+        out.insert(at + 1, Step(FAILED, payload, line, out[at].turn if at >= 0 else 0))
     return out
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -281,3 +283,28 @@ def test_a_missing_extra_is_one_warning_and_decisions_go_on(tmp_path: Path) -> N
     assert [a["fired"] for a in answers] == [["note"], ["note"]]
     warned = [w for a in answers for w in a["warnings"] if "OpenTelemetry" in w]
     assert len(warned) == 1 and "pip install 'pi-policy-router[otel]'" in warned[0]
+
+
+def test_resource_attributes_order_ours_then_the_environments() -> None:
+    from router.runtime.otel import resource_attributes
+
+    found = resource_attributes({"OTEL_RESOURCE_ATTRIBUTES": " team = a%2Cb , bad, =x, router.packs=mine"},
+                                {"router.packs": ["default"], "router.project.name": "shop"})
+    assert found["team"] == "a,b" and found["router.packs"] == "mine"  # what the user sets wins
+    assert found["service.name"] == "pi-policy-router" and found["router.project.name"] == "shop"
+    assert "bad" not in found and "" not in found
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(st.characters(blacklist_characters=",=%"), min_size=1, max_size=12)
+                       .filter(lambda k: k.strip() == k and k != ""),
+                       st.text(max_size=20), max_size=5))
+def test_percent_encoded_resource_attributes_come_back_as_given(pairs: dict[str, str]) -> None:
+    from urllib.parse import quote
+
+    from router.runtime.otel import resource_attributes
+
+    text = ",".join(f"{k}={quote(v, safe='')}" for k, v in pairs.items())
+    found = resource_attributes({"OTEL_RESOURCE_ATTRIBUTES": text}, {})
+    for key, value in pairs.items():
+        assert found[key] == value  # encoded, even whitespace is kept
