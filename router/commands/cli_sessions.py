@@ -123,6 +123,9 @@ def log_(
         "--follow", "-F", help="keep printing decisions as they come")] = False,
     session: Annotated[str | None, typer.Option(
         "--session", metavar="S", help="only this session (an id or its first characters)")] = None,
+    project: Annotated[str | None, typer.Option(
+        "--project", metavar="P",
+        help="only this project (its name, or its digest's first characters)")] = None,
     rule: Annotated[str | None, typer.Option(
         "--rule", metavar="R", help="only decisions where rule R fired (or would, shadow)")] = None,
     since: SinceOption = None,
@@ -136,7 +139,7 @@ def log_(
     from router.commands import log as command
     from router.replay.log_files import Filter
 
-    keep = Filter(session=session, rule=rule, since=_since(since))
+    keep = Filter(session=session, rule=rule, since=_since(since), project=project)
     try:
         code, note = command.run(log or command.default_location(), keep=keep, fmt=fmt, follow_log=follow)
     except KeyboardInterrupt:

@@ -16,6 +16,7 @@ from router.replay.log_files import (
     actions_of,
     fired_ids,
     follow,
+    project_of,
     read_records,
     resolve_files,
     shadow_ids,
@@ -31,7 +32,8 @@ def default_location() -> Path:
 def summary(record: dict[str, Any]) -> dict[str, Any]:
     """What `--format json` prints for a decision: the record's main fields, `rules` as the ids
     that fired."""
-    shown = {"time": record.get("time"), "session": record.get("session"), "event": record.get("event"),
+    shown = {"time": record.get("time"), "session": record.get("session"),
+             **({"project": record["project"]} if "project" in record else {}), "event": record.get("event"),
              "seq": record.get("seq"), "rules": fired_ids(record),
              "actions": [{"action": a.get("action"), "params": a.get("params"), "rule": a.get("rule")}
                          for a in actions_of(record)],
@@ -56,6 +58,11 @@ class SessionIds:
         self.seen: set[str] = set()
         self._sorted: list[str] = []
         self.width = MIN_ID
+        self.projects = False  # whether any record shown has a project (the column shows then)
+
+    def add_record(self, record: dict[str, Any]) -> None:
+        self.add(str(record.get("session") or "-"))
+        self.projects = self.projects or isinstance(record.get("project"), dict)
 
     def add(self, session: str) -> None:
         if session in self.seen:
@@ -78,15 +85,23 @@ def _common(a: str, b: str) -> int:
     return length
 
 
+def project_label(record: dict[str, Any]) -> str:
+    """The project column: its name, else the first 8 digits of its digest, else `-`."""
+    name, digest = project_of(record)
+    return name or (digest[:MIN_ID] if digest else "-")
+
+
 def text_line(record: dict[str, Any], ids: SessionIds | None = None) -> str:
-    """`11:00:00.123 3f2a9c1e tool_call#3 block-rm: block(reason=…) [fake/m1] 1.2ms`."""
+    """`11:00:00.123 3f2a9c1e shop-api tool_call#3 block-rm: block(reason=…) [fake/m1] 1.2ms`
+    (the project column only in a log whose records have projects)."""
     moment = str(record.get("time") or "?")
     full = str(record.get("session") or "-")
     session = ids.short(full) if ids is not None else full[:MIN_ID]
     event = f"{record.get('event')}#{record.get('seq')}"
     fired = fired_ids(record)
     actions = ", ".join(_action(a) for a in actions_of(record)) or "no action"
-    head = f"{moment} {session} {event}"
+    with_project = ids.projects if ids is not None else "project" in record
+    head = f"{moment} {session} {project_label(record) + ' ' if with_project else ''}{event}"
     body = f"{','.join(fired)}: {actions}" if fired else "no rule fired"
     extra = [f"[{record['model']}]"] if record.get("model") else []
     shadow = shadow_ids(record)
@@ -122,7 +137,7 @@ def run(location: Path, *, keep: Filter, fmt: str, follow_log: bool, out: TextIO
 
     def emit(record: dict[str, Any]) -> None:
         if keep(record):
-            ids.add(str(record.get("session") or "-"))
+            ids.add_record(record)
             out.write(render(record, fmt, ids) + "\n")
             out.flush()
 
@@ -136,8 +151,8 @@ def run(location: Path, *, keep: Filter, fmt: str, follow_log: bool, out: TextIO
             print(f"waiting for the first decision in {location} (the sidecar writes it once Pi with "
                   "the bridge made a decision; Ctrl-C stops)", file=sys.stderr, flush=True)
     earlier = [record for record in read_records(files, stats) if keep(record)]
-    for record in earlier:  # every session of the log is known before the first line
-        ids.add(str(record.get("session") or "-"))
+    for record in earlier:  # every session (and whether any has a project) is known before the first line
+        ids.add_record(record)
     for record in earlier:
         emit(record)
     if follow_log:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from router.commands import policy_note, report
+from router.commands import policy_note, replay_policies, report
 from router.commands.explain import load
 from router.compile.ir import CompiledPolicy
 from router.diagnostics.diagnostic import render_text
@@ -76,7 +76,10 @@ def run(options: Options, *, policy_files: list[Path], fmt: str) -> tuple[int, s
     if not inputs.sessions:
         warn_problems(inputs, [])
         return 1, "error: " + NO_SESSIONS.format(paths=", ".join(str(p) for p in options.paths))
-    runs = replay_all(policy, inputs, progress=options.progress)
+    found, notes = replay_policies.groups(inputs.sessions, policy, given=bool(policy_files))
+    for line in notes + replay_policies.digest_warnings(found, inputs.log):
+        print(line, file=sys.stderr)
+    runs = replay_groups(found, inputs, progress=options.progress)
     warn_problems(inputs, runs)
     baseline = baseline_of(options, inputs)
     if options.html is not None:
@@ -91,6 +94,17 @@ def run(options: Options, *, policy_files: list[Path], fmt: str) -> tuple[int, s
     if fmt == "json":
         return 0, replay_json(total, per_session, inputs, policy_note.files_json(policy.files))
     return 0, replay_text(total, per_session, inputs, policy_note.policy_line(policy.files))
+
+
+def replay_groups(found: list[replay_policies.Group], inputs: Inputs, *, progress: bool) -> list[SessionRun]:
+    """Each group's sessions through its policy, the runs in the sessions' order; the totals'
+    tiers and baseline see every policy's prices (the current policy's last, so they win)."""
+    runs: dict[str, SessionRun] = {}
+    for group in reversed(found):
+        inputs.catalog.declare(group.policy.prices)
+        for run in replay_all(group.policy, replace(inputs, sessions=group.sessions), progress=progress):
+            runs[run.path] = run
+    return [runs[s.path] for s in inputs.sessions if s.path in runs]
 
 
 def _one(run: SessionRun, inputs: Inputs, baseline: str | None) -> Summary:

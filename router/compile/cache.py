@@ -29,7 +29,7 @@ from router.lang.expr.trees import map_leaves
 from router.lang.query.query import compile_query
 from router.trust.capabilities import CapabilityUse, Confinement, Refusal
 
-FORMAT = 13
+FORMAT = 14
 
 
 def cache_path(agent: Path, key: str) -> Path:
@@ -167,6 +167,7 @@ def to_ir(policy: CompiledPolicy) -> dict[str, Any]:
             "commands": list(policy.commands), "virtual_models": list(policy.virtual_models),
             "tools": list(policy.tools), "bus_events": list(policy.bus_events),
             "question_events": dict(policy.question_events), "model_choice": dict(policy.model_choice),
+            "prices": {ref: dict(price) for ref, price in policy.prices.items()},
             "skills": list(policy.skills), "env_names": sorted(policy.env_names),
             "transient_state": sorted(policy.transient_state), "project_data": list(policy.project_data),
             "file_refs": [list(f) for f in policy.file_refs],
@@ -289,6 +290,7 @@ def from_ir(data: dict[str, Any]) -> CompiledPolicy:
         commands=tuple(data["commands"]), virtual_models=tuple(data["virtual_models"]),
         tools=tuple(data["tools"]), bus_events=tuple(data["bus_events"]),
         question_events=data["question_events"], model_choice=data["model_choice"],
+        prices=data["prices"],
         skills=tuple(data["skills"]), env_names=frozenset(data["env_names"]),
         transient_state=frozenset(data["transient_state"]), project_data=tuple(data["project_data"]),
         file_refs=tuple(tuple(f) for f in data["file_refs"]),

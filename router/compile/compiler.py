@@ -225,6 +225,8 @@ def _declarations(files: list[PolicyFile]) -> dict[str, Any]:
         "bus_events": tuple(b.model_dump() for b in by_name(files, "bus_events", "prompt")),
         "model_choice": {k: v for f in files if f.policy.provides.model_choice is not None
                          for k, v in f.policy.provides.model_choice.model_dump(exclude_none=True).items()},
+        "prices": {ref: price.model_dump(exclude_none=True, exclude_defaults=True) | {"local": price.local}
+                   for f in files for ref, price in f.policy.provides.prices.items()},
         "transient_state": frozenset(key for f in files for key in f.policy.transient_state),
         "project_data": tuple(dict.fromkeys(name for f in files for name in f.policy.project_data)),
         "files": tuple(files),

@@ -124,6 +124,7 @@ class CompiledPolicy:
     bus_events: tuple[dict[str, Any], ...] = ()  # event-bus protocols the bridge listens to
     question_events: Mapping[str, Any] = field(default_factory=dict)  # provides.questions, as written
     model_choice: Mapping[str, str] = field(default_factory=dict)  # provides.model_choice: field -> state key
+    prices: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # provides.prices: ref -> price
     skills: tuple[str, ...] = ()  # absolute paths of skill directories or SKILL.md files
     env_names: frozenset[str] = frozenset()
     transient_state: frozenset[str] = frozenset()  # dotted state keys never stored in the session

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -392,6 +392,32 @@ class SettingsImport(_Model):
         return self
 
 
+PerMillion = Annotated[float, Field(strict=True, ge=0)]  # a number (not a string or a bool), >= 0
+
+
+class ModelPrice(_Model):
+    """What a model costs (`provides.prices:`), USD per million tokens as Pi's models.json gives
+    them, or that it is served from the user's own machine (`local: true`: free unless priced)."""
+
+    input: PerMillion | None = Field(None, description="USD per million input tokens")
+    output: PerMillion | None = Field(None, description="USD per million output tokens")
+    cache_read: PerMillion | None = Field(None, description="USD per million tokens read from the cache")
+    cache_write: PerMillion | None = Field(None, description="USD per million tokens written to the cache")
+    local: bool = Field(False, description="served from the user's own machine: free unless a price "
+                        "is given here")
+
+    @model_validator(mode="after")
+    def _says_something(self) -> ModelPrice:
+        if not self.local and all(getattr(self, k) is None for k in PRICE_KEYS):
+            raise ValueError("a price needs at least one of " + ", ".join(PRICE_KEYS)
+                             + " (USD per million tokens), or `local: true`")
+        return self
+
+
+PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
+_MODEL_REF = re.compile(r"[^/\s]+/\S+")
+
+
 class Provides(_Model):
     """What a policy provides besides its rules (`provides:`): what the bridge registers in Pi,
     how the engine builds question events, what `router import` moves, what a model choice records.
@@ -411,6 +437,17 @@ class Provides(_Model):
                                            "moves from a JSON settings file into router.yaml")
     model_choice: ModelChoice | None = Field(None, description="what the log, telemetry and replay "
                                              "read about a turn's model choice (its tier)")
+    prices: dict[str, ModelPrice] = Field(default_factory=dict, description="per model (provider/id), "
+                                          "its price or that it is local, for replay and diff's cost "
+                                          "figures (before the registry's price)")
+
+    @field_validator("prices")
+    @classmethod
+    def _model_refs(cls, value: dict[str, ModelPrice]) -> dict[str, ModelPrice]:
+        for ref in value:
+            if not _MODEL_REF.fullmatch(ref):
+                raise ValueError(f"{ref!r} is not a model reference (provider/id, e.g. ollama/qwen3:8b)")
+        return value
 
     @field_validator("skills", mode="before")
     @classmethod

@@ -84,6 +84,38 @@ def project_policy_above(cwd: Path) -> Path | None:
     return None
 
 
+# --- a project's identity in records and telemetry (docs/security.md, "A project's name") -------
+
+PROJECT_DIGEST_CHARS = 12  # hex digits of the SHA-256 of the project's resolved root
+PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")  # a name kept as it is
+
+
+def project_identity(cwd: str | os.PathLike[str] | None) -> dict[str, str | None] | None:
+    """`{name, digest}` of the project Pi runs in (its working directory, whose `.pi/` holds the
+    project layer), None without one. `digest`: the first hex digits of the SHA-256 of the resolved
+    root path (the same project on two machines at different paths differs). `name`: the root's
+    directory name when it is a plain name (letters, digits, `._+-`, at most 64, not hidden);
+    `~` for the home directory; else None (the digest alone tells the project apart)."""
+    import hashlib
+
+    if not cwd:
+        return None
+    root = _resolved(Path(os.path.normpath(Path(cwd).absolute())))
+    digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:PROJECT_DIGEST_CHARS]
+    home = Path(os.path.normpath(Path.home().absolute()))
+    name: str | None = "~" if root in (home, _resolved(home)) else root.name
+    if name != "~" and not PLAIN_NAME.fullmatch(name or ""):
+        name = None
+    return {"name": name, "digest": digest}
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path
+
+
 # --- the decision log: `<agent dir>/router/log/decisions.jsonl` and its rotations ----------------
 
 LOG_NAME = "decisions.jsonl"

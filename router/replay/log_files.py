@@ -96,9 +96,12 @@ class Filter:
     session: str | None = None
     rule: str | None = None
     since: datetime | None = None
+    project: str | None = None  # a project's name, or the first characters of its digest
 
     def __call__(self, record: dict[str, Any]) -> bool:
         if self.session is not None and not str(record.get("session") or "").startswith(self.session):
+            return False
+        if self.project is not None and not in_project(record, self.project):
             return False
         if self.rule is not None and self.rule not in fired_ids(record) + shadow_ids(record):
             return False
@@ -107,6 +110,21 @@ class Filter:
             if moment is None or moment < self.since:
                 return False
         return True
+
+
+def project_of(record: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The record's project as (name, digest); (None, None) for a record without one."""
+    project = record.get("project")
+    if not isinstance(project, dict):
+        return None, None
+    name, digest = project.get("name"), project.get("digest")
+    return (name if isinstance(name, str) else None), (digest if isinstance(digest, str) else None)
+
+
+def in_project(record: dict[str, Any], wanted: str) -> bool:
+    """Whether the record's project is named `wanted` or its digest begins with it."""
+    name, digest = project_of(record)
+    return bool(wanted) and (name == wanted or (digest is not None and digest.startswith(wanted.lower())))
 
 
 def fired_ids(record: dict[str, Any]) -> list[str]:

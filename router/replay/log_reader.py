@@ -31,6 +31,8 @@ class Record:
     actions: tuple[dict[str, Any], ...]
     signals: dict[str, dict[str, Any]]
     model: str | None
+    policy: str | None = None  # the digest of the policy in force (`sha256:…`)
+    time: str | None = None  # when it was decided (UTC ISO)
 
 
 @dataclass
@@ -111,10 +113,11 @@ def parse_record(data: Any) -> Record | None:
     actions = _list(data.get("actions"))
     raw_signals = data.get("signals")
     signals: dict[str, Any] = raw_signals if isinstance(raw_signals, dict) else {}
-    model = data.get("model")
+    model, policy, moment = data.get("model"), data.get("policy"), data.get("time")
     return Record(session, event, seq, fired, tuple(a for a in actions if isinstance(a, dict)),
                   {str(k): v for k, v in signals.items() if isinstance(v, dict)},
-                  model if isinstance(model, str) else None)
+                  model if isinstance(model, str) else None, policy if isinstance(policy, str) else None,
+                  moment if isinstance(moment, str) else None)
 
 
 def _list(value: Any) -> list[Any]:

@@ -1,11 +1,12 @@
 """The models the replay knows (Pi's models.json) and cost estimates from their prices.
 
 Prices are USD per million tokens, as Pi's models.json gives them. Every turn's price has a
-source (PRICE_SOURCES): the registry's price, or the model being local, served from the user's
-own machine (its provider's base URL on loopback, or a provider Pi runs locally such as
-llama.cpp), which costs nothing unless the registry prices it. A cloud model without a price
-(none given, or all zeros, which is how Pi reports a missing price) has an unknown cost:
-estimates count such turns apart and never add them as 0.
+source (PRICE_SOURCES), first found first: a policy's `provides.prices` (`policy`); the policy
+declaring the model `local: true` (`local`: free); the registry's price (`registry`); the model
+being served from the user's own machine (its provider's base URL on loopback, or a provider Pi
+runs locally such as llama.cpp: `local`, free). A cloud model without a price (none given, or
+all zeros, which is how Pi reports a missing price) has an unknown cost: estimates count such
+turns apart and never add them as 0.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from router.events.normalize import model_catalog
 
 LOCAL_PROVIDERS = frozenset({"llama.cpp", "ollama", "lmstudio", "local"})
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0"})
-PRICE_SOURCES = ("registry", "local")  # where a turn's price comes from, as figures name them
+PRICE_SOURCES = ("policy", "local", "registry")  # where a turn's price comes from, as figures name them
 TOKEN_PRICES = (("input", "input"), ("output", "output"), ("cacheRead", "cache_read"),
                 ("cacheWrite", "cache_write"))
 
@@ -52,6 +53,15 @@ class Catalog:
     raw: dict[str, dict[str, Any]] = field(default_factory=dict)
     local_providers: set[str] = field(default_factory=set)
     source: str | None = None  # the models.json read, if any
+    declared: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # a policy's provides.prices
+
+    def declare(self, prices: Mapping[str, Mapping[str, Any]]) -> None:
+        """Take a policy's `provides.prices` (ref -> {input, output, cache_read, cache_write, local})."""
+        self.declared.update(prices)
+
+    def copy(self) -> Catalog:
+        """A catalog that can take another policy's prices and virtual models."""
+        return Catalog(dict(self.raw), set(self.local_providers), self.source, dict(self.declared))
 
     @property
     def normalized(self) -> dict[str, Any]:
@@ -66,7 +76,18 @@ class Catalog:
         return {"provider": provider, "id": model_id} if model_id else {"provider": "", "id": ref}
 
     def price(self, ref: str) -> dict[str, float] | None:
-        """Prices per million tokens, None when the model has none."""
+        """Prices per million tokens (the policy's, else the registry's), None when it has none."""
+        return self._declared_price(ref) or (None if self._declared_local(ref) else self._registry_price(ref))
+
+    def _declared_price(self, ref: str) -> dict[str, float] | None:
+        declared = self.declared.get(ref) or {}
+        prices = {key: float(declared[name]) for key, name in TOKEN_PRICES if declared.get(name) is not None}
+        return prices or None
+
+    def _declared_local(self, ref: str) -> bool:
+        return bool((self.declared.get(ref) or {}).get("local"))
+
+    def _registry_price(self, ref: str) -> dict[str, float] | None:
         cost = self.raw.get(ref, {}).get("cost")
         if not isinstance(cost, Mapping):
             return None
@@ -78,14 +99,17 @@ class Catalog:
         """Where the price of `ref` comes from (PRICE_SOURCES), None when it has none."""
         if not ref:
             return None
+        if self._declared_price(ref) is not None:
+            return "policy"
         if self.price(ref) is not None:
             return "registry"
         return "local" if self.is_local(ref) else None
 
     def is_local(self, ref: str) -> bool:
-        """Served from this machine: a provider on loopback, or one Pi runs locally."""
+        """Served from this machine: declared so by the policy, a provider on loopback, or one Pi
+        runs locally."""
         provider = ref.partition("/")[0]
-        return provider in self.local_providers or provider in LOCAL_PROVIDERS
+        return self._declared_local(ref) or provider in self.local_providers or provider in LOCAL_PROVIDERS
 
     def cost(self, ref: str | None, tokens: Tokens) -> float | None:
         """The estimated cost of `tokens` on `ref`: 0 on an unpriced local model, None when unknown."""
@@ -95,14 +119,17 @@ class Catalog:
         return sum(float(getattr(tokens, attr)) * prices.get(key, 0.0) for key, attr in TOKEN_PRICES) / 1e6
 
     def tier(self, ref: str | None) -> str:
-        """`cloud` (priced), `local` (a loopback or local provider without a price) or `unknown`."""
+        """`local` (declared local by the policy, or a loopback or local provider the registry does
+        not price), `cloud` (priced) or `unknown`."""
         source = self.price_source(ref)
-        return "cloud" if source == "registry" else "local" if source == "local" else "unknown"
+        if source == "local" or (ref is not None and self._declared_local(ref)):
+            return "local"
+        return "cloud" if source is not None else "unknown"
 
     def priciest(self) -> str | None:
-        """The priced model with the highest input + output price (the default baseline)."""
+        """The priced cloud model with the highest input + output price (the default baseline)."""
         priced = [(sum((self.price(ref) or {}).get(k, 0.0) for k in ("input", "output")), ref)
-                  for ref in self.raw if self.price(ref) is not None]
+                  for ref in {**self.raw, **self.declared} if self.tier(ref) == "cloud"]
         return max(priced)[1] if priced else None
 
 

@@ -70,14 +70,28 @@ def rebuild(session: SessionFile, *, question_tools: frozenset[str] = frozenset(
     `question` event between its tool_call and tool_result.
     """
     walk = _Walk(session)
-    walk.emit("session_start", {"reason": "startup", "history": {"userMessages": 0}}, turn=0)
     entries = session.entries
+    opened = False  # session_start comes after the initial model and thinking entries: it has a model
     for index, entry in enumerate(entries):
         walk.line = entry.line
+        if not opened and not _initial(walk, entry):
+            opened = _open(walk)
         _step(walk, entry, entries[index + 1] if index + 1 < len(entries) else None, question_tools)
+    if not opened:
+        _open(walk)
     _end_run(walk)
     walk.emit("session_shutdown", {"reason": "quit"})
     return walk.steps
+
+
+def _initial(walk: _Walk, entry: Entry) -> bool:
+    """A model or thinking entry before the first message: the session's starting selection."""
+    return not walk.started and entry.type in ("model_change", "thinking_level_change")
+
+
+def _open(walk: _Walk) -> bool:
+    walk.emit("session_start", {"reason": "startup", "history": {"userMessages": 0}}, turn=0)
+    return True
 
 
 def _step(walk: _Walk, entry: Entry, following: Entry | None, question_tools: frozenset[str]) -> None:

@@ -20,6 +20,7 @@ from router.engine.choices import chosen_model, chosen_tier
 from router.engine.decision import Decision, Effect, SignalOutcome
 from router.engine.interpreter import evaluate
 from router.events.normalize import normalize, registry_facts
+from router.replay.failed_compactions import with_failed_compactions
 from router.replay.log_reader import DecisionLog, Record
 from router.replay.prices import Catalog, Tokens
 from router.replay.rebuild import ANSWER, MODEL, THINKING, Step, declared_tools, rebuild
@@ -104,6 +105,7 @@ class Replayer:
 
     def __init__(self, policy: CompiledPolicy, catalog: Catalog, log: DecisionLog | None = None) -> None:
         self.policy, self.catalog, self.log = policy, catalog, log or DecisionLog()
+        catalog.declare(policy.prices)
         self.virtual = {f"{m.get('provider')}/{m.get('id')}": m for m in policy.virtual_models}
         for ref, model in self.virtual.items():
             catalog.raw.setdefault(ref, {"provider": model.get("provider"), "id": model.get("id"),
@@ -120,7 +122,10 @@ class Replayer:
     def run(self, session: SessionFile) -> SessionRun:
         result = SessionRun(session.id, session.path, problems=list(session.problems),
                             logged=session.id in self.log.sessions())
-        _Session(self, session, result).play(rebuild(session, question_tools=self.question_tools))
+        steps = rebuild(session, question_tools=self.question_tools)
+        if result.logged:
+            steps = with_failed_compactions(steps, session, self._records(session.id))
+        _Session(self, session, result).play(steps)
         if result.logged:
             result.recorded_rules.update(r for rec in self._records(session.id) for r in rec.rules)
         return result

@@ -49,7 +49,7 @@ def _models_in(paths: Sequence[Path]) -> Path | None:
 
 def replay_all(policy: CompiledPolicy, inputs: Inputs, *, progress: bool = True) -> list[SessionRun]:
     """Every session through `policy` (a progress bar on a terminal's stderr)."""
-    replayer = Replayer(policy, _copy(inputs.catalog), inputs.log)
+    replayer = Replayer(policy, inputs.catalog.copy(), inputs.log)
     bar = Progress(len(inputs.sessions), "replaying", force=False) if progress else None
     runs = []
     for run in _each(replayer, inputs.sessions):
@@ -64,8 +64,3 @@ def replay_all(policy: CompiledPolicy, inputs: Inputs, *, progress: bool = True)
 def _each(replayer: Replayer, sessions: list[SessionFile]) -> Iterator[SessionRun]:
     for session in sessions:
         yield replayer.run(session)
-
-
-def _copy(catalog: Catalog) -> Catalog:
-    """A catalog the replayer may add the policy's virtual models to."""
-    return Catalog(dict(catalog.raw), set(catalog.local_providers), catalog.source)

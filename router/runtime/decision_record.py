@@ -55,10 +55,12 @@ def event_digest(event: Mapping[str, Any], models_digest: str | None = None) -> 
 
 
 def policy_digest(policy: CompiledPolicy) -> str:
-    """The content hash of the policy in force: every file it was built from, by path and bytes."""
+    """The content hash of the policy in force: every file it was built from, by absolute path
+    and bytes (not the path as shown, which depends on the working directory of whoever loaded it,
+    so `router replay` anywhere gets the sidecar's digest for the same files)."""
     digest = hashlib.sha256()
-    for shown, source in sorted(policy.file_refs):
-        digest.update(shown.encode() + b"\0")
+    for source in sorted(source for _, source in policy.file_refs):
+        digest.update(source.encode("utf-8", "surrogateescape") + b"\0")
         try:  # a regular file only: a FIFO planted as the policy must not block the sidecar
             digest.update(read_text(Path(source)).encode("utf-8", "surrogateescape"))
         except OSError:
@@ -208,12 +210,14 @@ def build_record(*, policy: CompiledPolicy, event: Mapping[str, Any], decision: 
                  settings: LogSettings, secrets: Mapping[str, str], refused: frozenset[str] = frozenset(),
                  moment: datetime | None = None, models_digest: str | None = None,
                  has_shadow: bool | None = None, key: bytes = b"",
-                 literals: frozenset[str] | None = None) -> dict[str, Any]:
+                 literals: frozenset[str] | None = None,
+                 project: Mapping[str, str | None] | None = None) -> dict[str, Any]:
     """The decision-log record of one evaluated event (docs/observability.md); `refused`: rules
     the executor did not carry out (a confined path out of bounds), not `fired`, no actions.
     `models_digest`, `has_shadow` (whether the event type has shadow rules) and `literals` (of
     `literals_of(policy)`) are what a caller that keeps them per catalog and policy passes, so they
-    are not computed per event; `key` is the digest key of the stubs of text."""
+    are not computed per event; `key` is the digest key of the stubs of text; `project` the
+    session's `{name, digest}` (router.load.paths.project_identity)."""
     event_type = str(event.get("type") or decision.event_type)
     models = event.get("models")
     stubber = Stubber(key, literals_of(policy) if literals is None else literals, event_names(event),
@@ -230,7 +234,8 @@ def build_record(*, policy: CompiledPolicy, event: Mapping[str, Any], decision: 
     shadow = _shadow_entries(decision, applied, evaluated if fired and has_shadow else [], fired, shown)
     model = chosen_model(event, decision.effects)
     record: dict[str, Any] = {
-        "v": VERSION, "time": now_iso(moment), "session": session, "event": event_type, "seq": seq,
+        "v": VERSION, "time": now_iso(moment), "session": session,
+        **({"project": dict(project)} if project is not None else {}), "event": event_type, "seq": seq,
         "event_digest": event_digest(event, models_digest), "policy": policy_hash, "rules": rules,
         "evaluated": len(evaluated), "actions": [shown.action(e) for e in applied],
         "signals": signal_entries(policy, decision, shown),

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from router.compile.ir import CompiledPolicy
 from router.diagnostics.code_names import SIGNAL_FAILED
 from router.engine.decision import Decision, SignalOutcome
-from router.load.paths import log_dir
+from router.load.paths import log_dir, project_identity
 from router.runtime import loop
 from router.runtime.decision_log import DecisionLog, LogSettings, logged_seqs
 from router.runtime.decision_record import build_record, catalog_digest, policy_digest
@@ -25,6 +25,31 @@ from router.runtime.log_privacy import Stubber, literals_of
 
 if TYPE_CHECKING:
     from router.runtime.otel import Telemetry
+
+
+def resource_of(policy: CompiledPolicy, project: Mapping[str, str | None] | None,
+                digest: str) -> dict[str, Any]:
+    """The OpenTelemetry resource attributes of a run (docs/observability.md): the project, the
+    policy's digest, and each built-in pack with its version (the router's, and the digest of the
+    pack's file, which tells an edited checkout apart)."""
+    from router import __version__
+    from router.load.paths import packs_dir
+    from router.trust.store import bounded_sha256
+
+    found: dict[str, Any] = {"router.policy.digest": digest}
+    if project is not None:
+        found.update({f"router.project.{key}": value for key, value in project.items() if value})
+    packs = packs_dir().resolve()
+    names = []
+    for _, source in policy.file_refs:
+        path = Path(source)
+        if path.parent == packs and path.suffix == ".yaml" and path.stem not in names:
+            names.append(path.stem)
+            sha = bounded_sha256(path)
+            found[f"router.pack.{path.stem}.version"] = __version__ + (f"+{sha[:12]}" if sha else "")
+    if names:
+        found["router.packs"] = names
+    return found
 
 
 @dataclass
@@ -71,6 +96,7 @@ class Observer:
     last_of_type: dict[tuple[str, str], LastDecision] = field(default_factory=dict)  # (session, event)
     telemetry: Telemetry | None = None
     told: set[str] = field(default_factory=set)
+    projects: dict[str, dict[str, str | None] | None] = field(default_factory=dict)  # by cwd
     _log: DecisionLog | None = None
     _pending_warnings: list[str] = field(default_factory=list)  # told at the next decision
     _catalog: tuple[Any, str] | None = None  # the last model catalog and its digest
@@ -79,13 +105,30 @@ class Observer:
 
     def __post_init__(self) -> None:
         from router.runtime import otel
-        if otel.wanted(self.environ):  # only then is OpenTelemetry imported
-            started = otel.start(self.environ)
-            if isinstance(started, str):
-                self.told.add(started)
-                self._pending_warnings.append(started)
-            else:
-                self.telemetry = started
+        self.exporting = otel.wanted(self.environ)  # only then is OpenTelemetry imported; the
+        # exporters start at the hello, when the resource's project and policy are known
+        problem = otel.preload(self.environ) if self.exporting else None
+        if problem:
+            self.exporting = False
+            self.told.add(problem)
+            self._pending_warnings.append(problem)
+
+    def start_telemetry(self, policy: CompiledPolicy, cwd: str) -> None:
+        """Start the exporters, when wanted and not started yet, with the resource of a run in
+        `cwd` under `policy` (the sidecar's hello; else the first decision)."""
+        if self.exporting and self.telemetry is None:
+            self._start_telemetry(policy, self.project(cwd))
+
+    def _start_telemetry(self, policy: CompiledPolicy, project: Mapping[str, str | None] | None) -> None:
+        """Start the exporters with the resource of this run: its project, policy and packs."""
+        from router.runtime import otel
+        started = otel.start(self.environ, resource_of(policy, project, self.policy_hash(policy)))
+        if isinstance(started, str):
+            self.exporting = False
+            self.told.add(started)
+            self._pending_warnings.append(started)
+        else:
+            self.telemetry = started
 
     def facts(self, policy: CompiledPolicy) -> PolicyFacts:
         """What every record of `policy` shares, worked out once per policy in force."""
@@ -119,6 +162,12 @@ class Observer:
                 self._log.failing, self._log.refused = before.failing, before.refused
         return self._log
 
+    def project(self, cwd: str) -> dict[str, str | None] | None:
+        """The `{name, digest}` of the project in `cwd` (worked out once per directory)."""
+        if cwd not in self.projects:
+            self.projects[cwd] = project_identity(cwd)
+        return self.projects[cwd]
+
     def next_seq(self, session: str, event_type: str) -> int:
         """The ordinal of this event type in the session; a session this sidecar has not seen yet
         (a resumed one, a restarted sidecar) continues from what the log already holds."""
@@ -141,6 +190,12 @@ class Observer:
         ended_ns = time.perf_counter_ns() if ended_ns is None else ended_ns
         session_info = event.get("session")
         session = str(session_info.get("id") or "") if isinstance(session_info, Mapping) else ""
+        cwd = session_info.get("cwd") if isinstance(session_info, Mapping) else None
+        project = self.project(str(cwd or ""))
+        if self.exporting and self.telemetry is None:
+            self._start_telemetry(policy, project)
+        warnings += self._pending_warnings
+        self._pending_warnings = []
         facts = self.facts(policy)
         settings = facts.settings
         log = self.log_for(settings) if settings.enabled else None
@@ -151,7 +206,7 @@ class Observer:
             settings=settings, secrets=secrets, refused=refused,
             models_digest=self.models_digest(event.get("models")),
             has_shadow=facts.has_shadow(str(event.get("type"))), literals=facts.literals,
-            key=log.digest_key() if log is not None and not log.refused else self._key)
+            key=log.digest_key() if log is not None and not log.refused else self._key, project=project)
         last = LastDecision(policy, event, state_before, dict(outcomes), record)
         self.last[session] = self.last_of_type[(session, record["event"])] = last
         if log is not None:

@@ -3,7 +3,9 @@
 Nothing here is imported unless an OTLP endpoint is configured with the standard environment
 variables (`OTEL_EXPORTER_OTLP_ENDPOINT`, or the per-signal `…_TRACES_ENDPOINT` /
 `…_METRICS_ENDPOINT`); `OTEL_SDK_DISABLED=true` turns it off. The exporters read the other
-standard variables themselves (headers, timeouts, `OTEL_SERVICE_NAME`, export intervals).
+standard variables themselves (headers, timeouts, export intervals); the resource is the run's
+(`resource_attributes`: service, project, policy, packs), under `OTEL_RESOURCE_ATTRIBUTES` and
+`OTEL_SERVICE_NAME`.
 Prompt text is never sent: only the record's event type, rule ids, model, tier, latency and
 policy hash.
 """
@@ -14,6 +16,7 @@ import contextlib
 import time
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import unquote
 
 ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
              "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
@@ -32,15 +35,46 @@ def wanted(environ: Mapping[str, str]) -> bool:
     return any(environ.get(name, "").strip() for name in ENDPOINTS)
 
 
-def start(environ: Mapping[str, str]) -> Telemetry | str:
-    """The exporters, or the reason there are none (a warning for the user)."""
+def start(environ: Mapping[str, str], detected: Mapping[str, Any] | None = None) -> Telemetry | str:
+    """The exporters, or the reason there are none (a warning for the user); `detected`: the
+    run's resource attributes (project, policy, packs), below what the environment sets."""
     try:
-        return Telemetry(environ)
+        return Telemetry(environ, detected or {})
     except ImportError as exc:
         return (f"OpenTelemetry is configured ({_configured(environ)}) but its packages are missing "
                 f"({exc.name or exc}): {INSTALL_HINT}")
     except Exception as exc:  # a bad endpoint or header value: the sidecar runs without telemetry
         return f"OpenTelemetry could not start: {type(exc).__name__}: {exc}"
+
+
+def preload(environ: Mapping[str, str]) -> str | None:
+    """Import the SDK and the exporters now (the costly part, at the sidecar's start, before the
+    bridge's hello arrives); the reason they cannot be, if any (a warning for the user)."""
+    try:
+        import opentelemetry.exporter.otlp.proto.http.metric_exporter
+        import opentelemetry.exporter.otlp.proto.http.trace_exporter
+        import opentelemetry.sdk.metrics
+        import opentelemetry.sdk.trace  # noqa: F401
+    except ImportError as exc:
+        return (f"OpenTelemetry is configured ({_configured(environ)}) but its packages are missing "
+                f"({exc.name or exc}): {INSTALL_HINT}")
+    return None
+
+
+def resource_attributes(environ: Mapping[str, str], detected: Mapping[str, Any]) -> dict[str, Any]:
+    """The resource: `service.name` pi-policy-router and `service.version`, then `detected`, then
+    `OTEL_RESOURCE_ATTRIBUTES` (`key=value,…`, values percent-encoded), then `OTEL_SERVICE_NAME`:
+    what the user sets wins, as the SDK orders them."""
+    from router import __version__
+
+    found: dict[str, Any] = {"service.name": SERVICE, "service.version": __version__, **detected}
+    for item in environ.get("OTEL_RESOURCE_ATTRIBUTES", "").split(","):
+        key, sep, value = item.partition("=")
+        if sep and key.strip():
+            found[key.strip()] = unquote(value.strip())
+    if environ.get("OTEL_SERVICE_NAME", "").strip():
+        found["service.name"] = environ["OTEL_SERVICE_NAME"].strip()
+    return found
 
 
 def _configured(environ: Mapping[str, str]) -> str:
@@ -50,7 +84,7 @@ def _configured(environ: Mapping[str, str]) -> str:
 class Telemetry:
     """A tracer provider and a meter provider exporting to the configured OTLP/HTTP endpoint."""
 
-    def __init__(self, environ: Mapping[str, str]) -> None:
+    def __init__(self, environ: Mapping[str, str], detected: Mapping[str, Any] | None = None) -> None:
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.metrics import MeterProvider
@@ -61,10 +95,7 @@ class Telemetry:
 
         from router import __version__
 
-        attributes: dict[str, Any] = {"service.version": __version__}
-        if not environ.get("OTEL_SERVICE_NAME"):
-            attributes["service.name"] = SERVICE
-        resource = Resource.create(attributes)
+        resource = Resource.create(resource_attributes(environ, detected or {}))
         self.tracer_provider = TracerProvider(resource=resource)
         self.tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
         self.meter_provider = MeterProvider(

@@ -211,6 +211,8 @@ class Engine:
         self.registry = registry_facts(params.get("registry"))
         restored = params.get("state")
         diagnostics = self.load()
+        if self.policy is not None:  # the exporters with this run's resource, before any decision
+            self.observer.start_telemetry(self.policy, str(self.cwd))
         lean.settle()
         self.restore(restored if isinstance(restored, dict) else {})
         warnings = [_render(d) for d in diagnostics if d.severity == "error"][:5] + self.notices()
@@ -229,7 +231,7 @@ class Engine:
 
     def shutdown_ms(self) -> int:
         """How long the bridge waits for `shutdown`'s answer: enough for the telemetry flush."""
-        return SHUTDOWN_MS + (2 * TELEMETRY_FLUSH_MS if self.observer.telemetry is not None else 0)
+        return SHUTDOWN_MS + (2 * TELEMETRY_FLUSH_MS if self.observer.exporting else 0)
 
     def shutdown(self) -> dict[str, Any]:
         """`shutdown`: the last decision recorded and the telemetry exported, then the answer (the

@@ -252,3 +252,21 @@ def test_session_ids_keep_the_widest_shared_prefix_in_any_order() -> None:
     for n in range(20_000):  # a log of many sessions: neighbours only, not every pair
         many.add(f"01a2{n:08d}")
     assert many.short("01a200019999") == "01a200019999"
+
+
+def test_log_shows_and_filters_the_project_by_name_or_digest_prefix(tmp_path: Path) -> None:
+    directory = tmp_path / "log"
+    shop = {"name": "shop-api", "digest": "3f2a9c1e0b7d"}
+    hidden = {"name": None, "digest": "9b01d4aa5e6f"}
+    write_log(directory, record(0, project=shop), record(1, session="s-bbbb2222", project=hidden),
+              record(2, session="s-cccc3333"))  # an older record, without a project
+    lines = router("log", "--log", str(directory)).stdout.splitlines()
+    assert [line.split()[1:3] for line in lines] == [["s-aaaa11", "shop-api"], ["s-bbbb22", "9b01d4aa"],
+                                                     ["s-cccc33", "-"]]
+    by_name = router("log", "--log", str(directory), "--project", "shop-api", "--format", "json")
+    assert [json.loads(line)["project"] for line in by_name.stdout.splitlines()] == [shop]
+    by_digest = router("log", "--log", str(directory), "--project", "9B01")
+    assert [line.split()[1] for line in by_digest.stdout.splitlines()] == ["s-bbbb22"]
+    assert router("log", "--log", str(directory), "--project", "shop").stdout == ""  # a name is exact
+    without = router("log", "--log", str(directory), "--session", "s-cccc")
+    assert without.stdout.split()[2] == "input#2"  # no project in the log shown: no column

@@ -64,9 +64,11 @@ def test_replay_reads_back_a_real_session_with_its_decision_log(rig: RouterRig) 
     session = run_pi(rig)
     live = live_log(rig)
     assert {r["session"] for r in live} == {session}
+    assert {r["project"]["name"] for r in live} == {rig.work.name}  # type: ignore[index]
     done = rig.router("replay", str(rig.session_dir), "--log", str(rig.agent / "router" / "log"),
                       "-f", "json")
     assert done.returncode == 0, done.stderr
+    assert "recorded under policy" not in done.stderr  # the same policy: the recorded digest
     body = json.loads(done.stdout)
     assert (body["sessions"], body["turns"]) == (1, 3)
     assert body["rules"] == {"only-read": 2, "local-otherwise": 1, "cloud-for-hard": 1}

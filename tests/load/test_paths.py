@@ -121,3 +121,25 @@ def test_project_policy_above_finds_the_nearest_parents_file(tmp_path: Path) -> 
     assert paths.project_policy_above(inner / "src") == inner / ".pi" / "router.yaml"
     assert paths.project_policy_above(inner) is None  # it has its own: nothing above is missed
     assert [name for name, _ in paths.layer_paths(inner / "src", agent=tmp_path / "agent")] == ["pack"]
+
+
+def test_a_projects_identity_is_its_plain_name_and_a_digest_of_its_resolved_root(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import hashlib
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    root = tmp_path / "work" / "shop-api"
+    root.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(root)
+    found = paths.project_identity(str(root))
+    assert found == {"name": "shop-api",
+                     "digest": hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:12]}
+    assert paths.project_identity(str(tmp_path / "link")) == found  # the resolved root
+    assert paths.project_identity(str(tmp_path / "home")) == {
+        "name": "~", "digest": hashlib.sha256(str((tmp_path / "home").resolve()).encode()).hexdigest()[:12]}
+    for odd in (".secret-plans", "two words", "x" * 65, "naïve"):
+        (tmp_path / odd).mkdir()
+        other = paths.project_identity(str(tmp_path / odd))
+        assert other is not None and other["name"] is None and len(other["digest"] or "") == 12
+    assert paths.project_identity("") is None and paths.project_identity(None) is None

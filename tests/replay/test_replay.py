@@ -193,6 +193,79 @@ def test_diff_reports_exactly_the_turns_that_change(corpus: Path) -> None:
     assert "| `s1` | 1 | model | fake/local | fake/cloud |" in markdown
 
 
+PRICED_BY_POLICY = """
+provides:
+  prices:
+    fake/cloud: {input: 1, output: 10}
+    fake/local: {input: 0.5, output: 0.5, local: true}
+"""
+
+
+def test_a_policys_prices_come_before_the_registrys(corpus: Path) -> None:
+    _, total = replay(corpus, CLOUD_FOR_HARD + PRICED_BY_POLICY)
+    # 1000 in + 100 out: fake/cloud at $1/$10 per million (not the registry's $3/$15) = $0.002,
+    # fake/local at $0.5/$0.5 = $0.00055 per turn, both priced by the policy
+    assert total.estimated.to_dict() == {"usd": 0.0031, "turns": 3, "unknown_turns": 0,
+                                         "priced_by": {"policy": 3}}
+    assert total.estimated.text() == "$0.003100 [3 policy]"
+    assert dict(total.tiers) == {"local": 2, "cloud": 1}  # declared local, though priced
+
+
+def test_diff_prices_each_side_with_its_own_policys_prices(corpus: Path) -> None:
+    old, _ = replay(corpus, CLOUD_FOR_HARD)
+    new, _ = replay(corpus, CLOUD_FOR_HARD.replace("'hard' in text", "'notes' in text")
+                    + "provides:\n  prices:\n    fake/cloud: {input: 1, output: 10}\n")
+    result = diff.compare("old", "new", old, new)
+    # new: turns 1 and 2 on fake/cloud at the policy's $0.002, turn 3 local (free);
+    # old: turn 3 on fake/cloud at the registry's $0.0045
+    assert result.new_cost.to_dict() == {"usd": 0.004, "turns": 3, "unknown_turns": 0,
+                                         "priced_by": {"local": 1, "policy": 2}}
+    assert result.delta == pytest.approx(-0.0005)
+    assert "new $0.004000 [1 local (free), 2 policy]" in diff.render_text(result)
+
+
+
+def test_session_start_has_the_sessions_model_so_the_deepseek_pack_starts(tmp_path: Path) -> None:
+    (SessionWriter().start("deepseek/deepseek-chat").user("hello").assistant("deepseek/deepseek-chat")
+     ).write(tmp_path / "sessions")
+    write_models(tmp_path / "models.json")
+    _, total = replay(tmp_path, "version: 1\nuse: [deepseek]\n")
+    assert total.rules["ds-start"] == 1
+
+
+def at(entry_time: str, item: dict[str, Any]) -> dict[str, Any]:
+    return {**item, "time": entry_time}
+
+
+def test_failed_compactions_are_rebuilt_from_the_decision_log(tmp_path: Path) -> None:
+    # entries at 10:00:01 … 10:00:09; Pi wrote no entry for either failure
+    writer = (SessionWriter().start("fake/local").user("one").assistant("fake/local")
+              .user("two").assistant("fake/local").user("three").assistant("fake/local"))
+    writer.write(tmp_path / "sessions")
+    write_models(tmp_path / "models.json")
+    log = write_log(tmp_path / "log" / "decisions.jsonl", [
+        # the bridge compacted after the first answer, and the next prompt came with no compaction:
+        at("2026-01-01T10:00:05.500Z", record("s1", "agent_settled", 0,
+                                              actions=[{"action": "compact", "params": {}}])),
+        at("2026-01-01T10:00:06.500Z", record("s1", "input", 1)),
+        # Pi's own compaction failed after the second answer (a rule of the recorded policy saw it)
+        at("2026-01-01T10:00:08.200Z", record("s1", "compaction_failed", 0)),
+    ])
+    runs, total = replay(tmp_path, """
+        version: 1
+        rules:
+          - {id: ours, on: compaction_failed, when: "by_router and reason == 'manual'", do: [{notify: x}]}
+          - {id: pis, on: compaction_failed, when: "not by_router", do: [{notify: y}]}
+    """, log=log)
+    assert (total.rules["ours"], total.rules["pis"]) == (1, 1)
+    [run] = runs
+    failed = [r for r in run.records if r["event"] == "compaction_failed"]
+    assert [r["turn"] for r in failed] == [1, 2]  # after the answer each followed
+    anyone = "version: 1\nrules:\n  - {id: any, on: compaction_failed, do: [{notify: z}]}\n"
+    _, unlogged = replay(tmp_path, anyone)
+    assert unlogged.rules["any"] == 0  # without the log nothing says a compaction failed
+
+
 # --- the console script ---------------------------------------------------------------------
 
 def router(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

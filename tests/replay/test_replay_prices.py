@@ -53,3 +53,31 @@ def test_money_counts_turns_by_source_and_keeps_unknown_apart() -> None:
     registry_only = Money()
     registry_only.add(0.5)
     assert registry_only.text() == "$0.5000"
+
+
+def test_a_policys_price_comes_first_then_its_local_then_the_registry(tmp_path: Path) -> None:
+    models = catalog(tmp_path)
+    models.declare({"cloud/big": {"input": 1.0, "output": 5.0, "local": False},  # beats the registry
+                    "cloud/free-tier": {"local": True},  # declared local: free, though not on loopback
+                    "home/priced": {"local": True},  # declared local beats the registry's price
+                    "home/small": {"input": 0.5, "local": True},  # a local model the policy prices
+                    "mine/new": {"output": 10.0, "local": False}})  # a model the registry lacks
+    expected = {"cloud/big": ("policy", 0.0015, "cloud"), "cloud/free-tier": ("local", 0.0, "local"),
+                "home/priced": ("local", 0.0, "local"), "home/small": ("policy", 0.0005, "local"),
+                "mine/new": ("policy", 0.001, "cloud")}
+    for ref, (source, cost, tier) in expected.items():
+        assert (models.price_source(ref), models.cost(ref, TOKENS), models.tier(ref)) == \
+            (source, pytest.approx(cost), tier), ref
+    assert models.priciest() == "mine/new"  # cloud models only: a priced local one is no baseline
+    assert models.copy().declared == models.declared
+
+
+def test_money_names_the_policy_as_a_source() -> None:
+    money = Money()
+    for value, source in ((0.01, "policy"), (0.0, "local"), (0.02, "registry")):
+        money.add(value, source)
+    assert money.to_dict()["priced_by"] == {"local": 1, "policy": 1, "registry": 1}
+    assert money.text() == "$0.0300 [1 local (free), 1 policy, 1 registry]"
+    policy_only = Money()
+    policy_only.add(0.5, "policy")
+    assert policy_only.text() == "$0.5000 [1 policy]"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -91,6 +92,23 @@ def test_a_decision_writes_one_record_in_the_contract_format(rig: Rig) -> None:
     assert record["shadow"][0]["would"] == [{"action": "model", "params": {"ref": "fake/small"},
                                             "rule": "try-small"}]
     assert isinstance(record["latency_ms"], float) and "text" not in record
+    assert record["project"] == {"name": "w", "digest": hashlib.sha256(b"/w").hexdigest()[:12]}
+
+
+def test_a_record_carries_the_full_session_id_and_the_projects_plain_name_only(rig: Rig,
+                                                                              tmp_path: Path) -> None:
+    plain, hidden = tmp_path / "shop-api", tmp_path / ".acme merger"
+    session = "01a23305-7c1d-7000-8000-00000000beef"  # a UUIDv7: its first 8 characters are a time
+    for cwd in (plain, hidden):
+        cwd.mkdir()
+        ctx = {**event()["ctx"], "cwd": str(cwd), "sessionId": session}
+        rig.event({**event(session=session), "ctx": ctx})
+    first, second = records(rig.agent)
+    assert first["session"] == second["session"] == session
+    assert first["project"]["name"] == "shop-api"
+    assert second["project"]["name"] is None  # a hidden or odd name is left out; the digest stays
+    assert second["project"]["digest"] == hashlib.sha256(str(hidden).encode()).hexdigest()[:12]
+    assert "acme" not in (rig.agent / "router" / "log" / "decisions.jsonl").read_text()
 
 
 def test_prompt_text_and_environment_values_stay_out_by_default(rig: Rig) -> None:

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -121,11 +123,11 @@ def receiver() -> Iterator[Receiver]:
     found.close()
 
 
-def event(text: str | None, seq_session: str = "s-otel") -> dict[str, Any]:
+def event(text: str | None, seq_session: str = "s-otel", cwd: str = "/w") -> dict[str, Any]:
     payload: dict[str, Any] = {"text": text, "source": "rpc"} if text is not None else {
         "toolName": "bash", "toolCallId": "c1", "input": {"command": "ls"}}
     return {"type": "input" if text is not None else "tool_call", "payload": payload,
-            "ctx": {"cwd": "/w", "sessionId": seq_session, "model": {"provider": "fake", "id": "m1"}}}
+            "ctx": {"cwd": cwd, "sessionId": seq_session, "model": {"provider": "fake", "id": "m1"}}}
 
 
 def serve(tmp_path: Path, env: dict[str, str], events: list[dict[str, Any]], *,
@@ -198,6 +200,38 @@ def test_a_span_and_metrics_per_decision_reach_the_otlp_receiver(tmp_path: Path,
     assert SECRET_PROMPT.encode() not in receiver.raw and b"the secret" not in receiver.raw
 
 
+def test_the_resource_names_the_project_policy_and_packs_under_what_the_environment_sets(
+        tmp_path: Path, receiver: Receiver) -> None:
+    import hashlib
+
+    from router import __version__
+
+    serve(tmp_path, {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+                     "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=ci,team=pay%20ments,"
+                                                 "service.name=ignored-by-service-name",
+                     "OTEL_SERVICE_NAME": "routers-of-team-a"},
+          [event("hello", cwd=str(tmp_path / "proj"))])
+    assert receiver.got_spans.wait(30) and receiver.got_metrics.wait(30)
+    [resource, *_] = receiver.resources
+    assert resource["service.name"] == "routers-of-team-a"  # OTEL_SERVICE_NAME wins, as in the SDK
+    assert resource["service.version"] == __version__
+    assert (resource["deployment.environment"], resource["team"]) == ("ci", "pay ments")
+    assert resource["router.project.name"] == "proj"
+    root = str((tmp_path / "proj").resolve()).encode()
+    assert resource["router.project.digest"] == hashlib.sha256(root).hexdigest()[:12]
+    span = attributes(receiver.spans[0].attributes)
+    assert resource["router.policy.digest"] == span["router.policy"]
+    assert resource["router.packs"] == ["default"]
+    assert resource["router.pack.default.version"].startswith(__version__ + "+")
+    by_default = Receiver()
+    try:
+        serve(tmp_path, {"OTEL_EXPORTER_OTLP_ENDPOINT": by_default.endpoint}, [event("hello")])
+        assert by_default.got_spans.wait(30)
+        assert by_default.resources[0]["service.name"] == "pi-policy-router"
+    finally:
+        by_default.close()
+
+
 def test_everything_is_exported_before_shutdown_is_answered(tmp_path: Path, receiver: Receiver) -> None:
     # a `pi -p` run: Pi exits right after session_shutdown and the bridge kills the sidecar; long
     # export intervals, so only the flush on `shutdown` can have sent them
@@ -249,3 +283,28 @@ def test_a_missing_extra_is_one_warning_and_decisions_go_on(tmp_path: Path) -> N
     assert [a["fired"] for a in answers] == [["note"], ["note"]]
     warned = [w for a in answers for w in a["warnings"] if "OpenTelemetry" in w]
     assert len(warned) == 1 and "pip install 'pi-policy-router[otel]'" in warned[0]
+
+
+def test_resource_attributes_order_ours_then_the_environments() -> None:
+    from router.runtime.otel import resource_attributes
+
+    found = resource_attributes({"OTEL_RESOURCE_ATTRIBUTES": " team = a%2Cb , bad, =x, router.packs=mine"},
+                                {"router.packs": ["default"], "router.project.name": "shop"})
+    assert found["team"] == "a,b" and found["router.packs"] == "mine"  # what the user sets wins
+    assert found["service.name"] == "pi-policy-router" and found["router.project.name"] == "shop"
+    assert "bad" not in found and "" not in found
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(st.characters(blacklist_characters=",=%"), min_size=1, max_size=12)
+                       .filter(lambda k: k.strip() == k and k != ""),
+                       st.text(max_size=20), max_size=5))
+def test_percent_encoded_resource_attributes_come_back_as_given(pairs: dict[str, str]) -> None:
+    from urllib.parse import quote
+
+    from router.runtime.otel import resource_attributes
+
+    text = ",".join(f"{k}={quote(v, safe='')}" for k, v in pairs.items())
+    found = resource_attributes({"OTEL_RESOURCE_ATTRIBUTES": text}, {})
+    for key, value in pairs.items():
+        assert found[key] == value  # encoded, even whitespace is kept
