@@ -322,6 +322,10 @@ def pi_env(
             # no warm sidecar outlives a test: the tests of the warm start turn it on in a
             # directory of their own (tests/e2e/test_bridge_warm.py)
             "ROUTER_WARM": "0",
+            # the sidecar's start is the slow side of the bridge's hello deadline (2 s in the
+            # product): on a loaded machine Python's start alone can take longer, so a test waits
+            # for the hello; the tests of that deadline set it back themselves
+            "ROUTER_BRIDGE_HELLO_TIMEOUT_MS": "60000",
         }
     )
     if llama_base_url is not None:

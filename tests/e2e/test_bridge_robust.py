@@ -64,6 +64,7 @@ def test_a_sidecar_that_never_says_hello_fails_open_at_once(rig: RouterRig, tmp_
     silent.write_text("import sys, time\nsys.stdin.read()\ntime.sleep(60)\n")  # reads, never answers
     env = router_env(rig.agent, rig.install)
     env["ROUTER_SERVE"] = json.dumps([sys.executable, str(silent)])
+    env["ROUTER_BRIDGE_HELLO_TIMEOUT_MS"] = "2000"  # the product's own deadline, under test here
     rig.policy(ONLY_READ)
     rig.fake.script.push(Reply(text="answered anyway"))
     rpc = rig.rpc(env=env)

@@ -43,9 +43,11 @@ def cached_models(entry: Path) -> list[str]:
     return [m["id"] for m in declared["virtual_models"]]
 
 
-def gated_env(rig: RouterRig, gate: Path) -> dict[str, str]:
+def gated_env(rig: RouterRig, gate: Path, hello_ms: int = 1500) -> dict[str, str]:
+    """The rig's environment with a sidecar that answers only while `gate` is absent; a held run
+    gives up on the hello after `hello_ms` (an open gate keeps the rig's long wait)."""
     serve = [sys.executable, str(GATED), str(gate)]
-    return {**rig.env, "ROUTER_SERVE": json.dumps(serve), "ROUTER_BRIDGE_HELLO_TIMEOUT_MS": "1500"}
+    return {**rig.env, "ROUTER_SERVE": json.dumps(serve), "ROUTER_BRIDGE_HELLO_TIMEOUT_MS": str(hello_ms)}
 
 
 def test_first_run_writes_the_cache_and_the_second_routes_with_it(rig: RouterRig) -> None:
@@ -68,12 +70,12 @@ def test_cached_virtual_model_is_registered_before_the_sidecar_answers(rig: Rout
                                                                        tmp_path: Path) -> None:
     gate = tmp_path / "gate"
     rig.policy(routing("auto", "fake/fake-cloud"))
-    env = gated_env(rig, gate)
     rig.fake.script.push(Reply(text="one"), Reply(text="two"))
-    assert rig.print("--model", "router/auto", "hello", env=env).returncode == 0  # writes the cache
+    first = rig.print("--model", "router/auto", "hello", env=gated_env(rig, gate, hello_ms=60000))
+    assert first.returncode == 0, first.stderr  # writes the cache
 
     gate.write_text("hold")  # the same sidecar command, which now never says hello
-    held = rig.print("--model", "router/auto", "hello again", env=env)
+    held = rig.print("--model", "router/auto", "hello again", env=gated_env(rig, gate))
 
     assert held.returncode == 0, held.stderr  # Pi resolved router/auto: registered from the cache
     assert "the policy engine did not start" in held.stderr

@@ -287,7 +287,8 @@ def test_sidecar_never_answers_hello(rig: RouterRig, case: Case) -> None:
     case.describe("never answers `hello` (print mode)", group="sidecar")
     case.tries = 1
     started = time.perf_counter()
-    done = rig.print("hello", env=fake_sidecar_env(rig, "silent"), timeout=90)
+    env = {**fake_sidecar_env(rig, "silent"), "ROUTER_BRIDGE_HELLO_TIMEOUT_MS": "2000"}  # the product's
+    done = rig.print("hello", env=env, timeout=90)
     case.measured(started, time.perf_counter())
 
     assert done.returncode == 0, done.stderr
