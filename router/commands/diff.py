@@ -11,7 +11,9 @@ from pathlib import Path
 
 from router.commands.git_revision import Revision, RevisionError, is_revision, read_revision
 from router.commands.replay import Options as Options
-from router.commands.replay import load_policy, read_inputs, warn_problems
+from router.commands.replay import load_policy as load_policy
+from router.commands.replay import read_inputs as read_inputs
+from router.commands.replay import warn_problems as warn_problems
 from router.compile import policy_changes
 from router.compile.ir import CompiledPolicy
 from router.load.loader import PolicyFile
