@@ -65,7 +65,7 @@ def replay(
     _finish(*command.run(options, policy_files=policy or [], fmt=fmt))
 
 
-@_command("router diff main:.pi/router.yaml .pi/router.yaml --sessions sessions/ --format markdown")
+@_command("router diff main:.pi/router.yaml .pi/router.yaml --sessions dir/ -f markdown")
 def diff(
     old: Annotated[str, typer.Argument(metavar="OLD", help="policy file or git revision (REV:PATH)")],
     new: Annotated[str, typer.Argument(metavar="NEW", help="policy file or git revision (REV:PATH)")],
