@@ -54,6 +54,7 @@ class Plan:
     ref: str | None = None  # the new ref (None: the same ref, fetched again)
     frozen: str | None = None  # the ref a `# frozen:` comment names
     note: str = ""
+    stays: bool = False  # a commit pin (or frozen at the newest release): not even fetched again
 
     @property
     def moves(self) -> bool:
@@ -127,7 +128,7 @@ def run(options: Options, *, cwd: Path, agent: Path) -> tuple[int, str]:
         rewrites = rewritten(plans)
     except use_entry.RewriteError as exc:
         return 1, f"error: {redact_text(str(exc))}"
-    refresh = frozenset(p.key for p in plans if not p.moves and not p.note)
+    refresh = frozenset(p.key for p in plans if not p.moves and not p.stays)
     git = GitSources(fetch=True, refresh=refresh, moves={p.key: p.ref for p in plans if p.moves and p.ref},
                      write=not options.dry_run)
     after_files, diagnostics = load_layers(layers, git=git)
@@ -188,10 +189,12 @@ def plan(key: str, entries: list[tuple[Path, str]], options: Options, cache: Cac
             frozen = None  # a tag or branch that happens to look like a commit id
         elif frozen is None or version(frozen) is None:
             result.note = f"pinned to commit {spec.ref}: stays (`router update --to REF` moves it)"
+            result.stays = True
             return result
     target = options.to or _release(frozen or spec.ref, spec, cache)
     if frozen is not None and target is None:
         result.note = f"frozen at {frozen}, the newest release: up to date"
+        result.stays = True
         return result
     if options.freeze or (frozen is not None and options.to is None):
         named = target or spec.ref or "HEAD"
@@ -230,7 +233,7 @@ def rewritten(plans: list[Plan]) -> dict[Path, tuple[str, list[use_entry.Edited]
 
 def _report(p: Plan, old: SourceState, new: SourceState | None,
             rewrites: dict[Path, tuple[str, list[use_entry.Edited]]]) -> str:
-    if p.note and new is None:
+    if p.stays or (p.note and new is None):
         return f"{p.key}: {p.note}"
     if new is None:
         return f"{p.key}: not updated (see the errors above)"
