@@ -164,7 +164,7 @@ def test_help_documents_the_exit_codes(team: TeamRepo) -> None:
 
 def test_only_policy_files_of_the_revision_are_read(team: TeamRepo, monkeypatch: pytest.MonkeyPatch) -> None:
     (team.path / "big.bin").write_bytes(b"\0" * 1024)
-    (team.path / "notes.md").write_text("not a policy\n")
+    (team.path / "notes.txt").write_text("not a policy\n")
     (team.path / "docs").mkdir()
     (team.path / "docs" / "link.yaml").symlink_to("/etc/passwd")
     team.commit("other files")  # with the sessions and models.json the fixture wrote
