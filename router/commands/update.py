@@ -23,6 +23,7 @@ from router.commands import use_entry
 from router.compile import policy_changes
 from router.diagnostics.diagnostic import render_text
 from router.load.git_cache import Cache
+from router.load.git_lock import lock_path
 from router.load.git_releases import branches, looks_like_commit, newest, tags, version
 from router.load.git_source import GitOrigin, GitSources, emit_notes
 from router.load.git_spec import GIT_PREFIX, GitSourceError, GitSpec, is_git, parse, redact, redact_text
@@ -109,6 +110,9 @@ def run(options: Options, *, cwd: Path, agent: Path) -> tuple[int, str]:
     before_files, _ = load_layers(layers, git=quiet)
     emit_notes(quiet)
     before = sources(before_files)
+    named = local_entries(before_files)
+    for key, entries in named.items():  # a source refused as locked (its lock is what to move)
+        before.setdefault(key, SourceState(key, "", lock_path(entries[0][0])))
     keys = [k for k in before if options.wanted is None or matches(k, options.wanted)]
     if options.wanted is not None and not keys:
         known = ", ".join(sorted(before)) or "none"
@@ -116,7 +120,6 @@ def run(options: Options, *, cwd: Path, agent: Path) -> tuple[int, str]:
                    f"(the policy's git sources: {known})")
     if not keys:
         return 0, "no git sources in the layered policy: nothing to update"
-    named = local_entries(before_files)
     if options.to is not None and len([k for k in keys if k in named]) > 1:
         return USAGE, ("error: --to moves one source, and several match: name one of "
                        + ", ".join(k for k in keys if k in named))
@@ -245,7 +248,8 @@ def _report(p: Plan, old: SourceState, new: SourceState | None,
     body = policy_changes.render_lines(changes) or ["  (no rule, var or setting changed)"]
     edits = [f"  {display_path(path)}:{e.line}: use: {redact_text(e.old)} -> {redact_text(e.new)}"
              for path, (_, found) in rewrites.items() for e in found if (path, e.old) in p.entries]
-    return "\n".join([f"{head}: {old.commit[:7]} -> {new.commit[:7]} ({where})", *body, *edits])
+    was = old.commit[:7] or "(refused)"
+    return "\n".join([f"{head}: {was} -> {new.commit[:7]} ({where})", *body, *edits])
 
 
 def _prune(git: GitSources, files: list[PolicyFile]) -> list[str]:

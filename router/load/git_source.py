@@ -187,7 +187,8 @@ class GitSources:
         self._fetch(spec, commit)
         if self.cache._commit(repo_dir(spec, self.cache.root) / "repo.git", commit) is None:
             raise GitSourceError(UNAVAILABLE, f"{spec.key}: the repository no longer has the locked commit "
-                                 f"{commit[:7]}", f"`router update {spec.key}` locks what the ref names now")
+                                 f"{commit[:7]}", f"`router update {spec.key} --to {spec.ref or 'HEAD'}` "
+                                 "locks what the ref names now")
         self._reachable(spec, commit, lock_file)
         return self.cache.export(spec, commit)
 

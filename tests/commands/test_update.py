@@ -187,3 +187,19 @@ def test_sessions_show_the_decisions_the_release_changes(tmp_path: Path, repo: T
     assert "1 sessions, 2 turns, 2 changed" in out
     assert "  model: fake/local -> fake/cloud" in out and "  model: fake/cloud -> fake/local" in out
     assert "delta +$0.000000 over 2 turns" not in out and "cost: old" in out
+
+
+def test_a_refused_lock_is_moved_by_the_command_its_error_names(tmp_path: Path) -> None:
+    from tests.load.test_gitsrc_confined import fork_commit, locked_at
+
+    repo = make_repo(tmp_path)
+    project, key = locked_at(tmp_path, repo, fork_commit(repo))
+    refused = project.router("lint")
+    assert refused.returncode == 1 and f"`router update {key} --to v1`" in refused.stdout
+
+    done = project.router("update", key, "--to", "v1")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith(f"{key}: (refused) -> {repo.git('rev-parse', 'v1')[:7]} (.pi/router.lock)")
+    assert project.lock["sources"][key]["commit"] == repo.git("rev-parse", "v1")  # type: ignore[index]
+    assert project.router("lint").returncode == 0
