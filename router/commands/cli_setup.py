@@ -99,7 +99,7 @@ def update(
     to: Annotated[str | None, typer.Option(
         "--to", metavar="REF", help="move to this tag, branch or commit (one source)")] = None,
     freeze: Annotated[bool, typer.Option(
-        "--freeze", help="write the commit, with `# frozen: <ref>` after the entry")] = False,
+        "--freeze", help="write the commit, with `# frozen: REF` after the entry")] = False,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="show what would change; write no policy file and no lock")] = False,
     sessions: Annotated[list[Path] | None, typer.Option(
