@@ -59,6 +59,10 @@ SLOW_MODULES = frozenset({
     "tests/project/test_static.py",
     "tests/runtime/test_deadline.py",
     "tests/project/test_regen.py",
+    "tests/commands/test_diff.py",
+    "tests/commands/test_update.py",
+    "tests/runtime/test_git_cache_trust.py",
+    "tests/project/test_team_week.py",
 })
 
 

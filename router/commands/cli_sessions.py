@@ -65,7 +65,7 @@ def replay(
     _finish(*command.run(options, policy_files=policy or [], fmt=fmt))
 
 
-@_command("router diff main:.pi/router.yaml .pi/router.yaml --sessions sessions/")
+@_command("router diff main:.pi/router.yaml .pi/router.yaml --sessions dir/ -f markdown")
 def diff(
     old: Annotated[str, typer.Argument(metavar="OLD", help="policy file or git revision (REV:PATH)")],
     new: Annotated[str, typer.Argument(metavar="NEW", help="policy file or git revision (REV:PATH)")],
@@ -74,7 +74,7 @@ def diff(
     log: LogOption = None,
     fmt: Annotated[str, _format_option("text", "markdown", "json")] = "text",
     fail_on_change: Annotated[bool, typer.Option(
-        "--fail-on-change", help="exit 1 when any turn changes")] = False,
+        "--fail-on-change", hidden=True, help="kept for scripts: a change always exits 1")] = False,
     session: SessionOption = None,
     models: ModelsOption = None,
     baseline: BaselineOption = None,
@@ -84,15 +84,19 @@ def diff(
 ) -> None:
     """Compare two policies on recorded sessions, turn by turn.
 
-    Shows each turn whose model, tools, compaction or answer changes, and the cost delta.
+    Shows the rules, vars and settings the two differ in, each turn whose model, tools, compaction
+    or answer changes, and the cost delta. REV:PATH reads the tree at REV (the files PATH uses and
+    the lock committed there). Exit 0: nothing changed; 1: a turn or how often a rule fires
+    changed; 2: no comparison (a usage mistake, a side that does not compile, no sessions).
     """
     from router.commands import diff as command
 
+    del fail_on_change  # a change exits 1 with or without it
     if not sessions:
         raise UsageMistake("diff needs recorded sessions", "router diff OLD NEW --sessions PATH")
     options = command.Options(list(sessions), log=log, session=session, models=models, baseline=baseline,
                               html=html)
-    _finish(*command.run(old, new, options, fmt=fmt, fail_on_change=fail_on_change))
+    _finish(*command.run(old, new, options, fmt=fmt))
 
 
 def _log_records(log: Path | None, since: str | None) -> tuple[list[dict[str, Any]], str]:

@@ -92,17 +92,35 @@ def untrust(directory: Directory = None) -> None:
     _finish(*command.untrust(directory or Path.cwd(), agent_dir()))
 
 
-@_command("router update git+https://github.com/acme/policies.git")
-def update(source: Annotated[str | None, typer.Argument(
-        metavar="SOURCE", help="a git source (its URL or lock key; default: all of them)")] = None) -> None:
-    """Move git sources to what their refs name now.
+@_command("router update --dry-run --sessions ~/.pi/agent/sessions")
+def update(
+    source: Annotated[str | None, typer.Argument(
+        metavar="SOURCE", help="a git source (its URL or lock key; default: all of them)")] = None,
+    to: Annotated[str | None, typer.Option(
+        "--to", metavar="REF", help="move to this tag, branch or commit (one source)")] = None,
+    freeze: Annotated[bool, typer.Option(
+        "--freeze", help="write the commit, with `# frozen: REF` after the entry")] = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="show what would change; write no policy file and no lock")] = False,
+    sessions: Annotated[list[Path] | None, typer.Option(
+        "--sessions", metavar="PATH",
+        help="also show the recorded decisions that change (repeatable)")] = None,
+    models: Annotated[Path | None, typer.Option(
+        "--models", metavar="FILE", help="Pi's models.json for prices (default: the agent dir's)")] = None,
+) -> None:
+    """Move git sources to their newest release and show what it changes.
 
-    Fetches again, rewrites router.lock and lists the rules added, removed and changed.
+    A source on a version tag moves to the newest version tag; on a branch or another tag it is
+    fetched again; pinned to a commit it stays (unless --to). Rewrites the `use:` entry in place
+    and router.lock, drops lock entries nothing uses, and lists the rules added, removed and
+    changed, and the vars and settings changed (with the rules that read each var).
     """
     from router.commands import update as command
     from router.load.paths import agent_dir
 
-    _finish(*command.run(source, cwd=Path.cwd(), agent=agent_dir()))
+    options = command.Options(source, to=to, freeze=freeze, dry_run=dry_run,
+                              sessions=tuple(sessions or ()), models=models)
+    _finish(*command.run(options, cwd=Path.cwd(), agent=agent_dir()))
 
 
 @_command("router packs")

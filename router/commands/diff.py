@@ -1,71 +1,88 @@
-"""`router diff OLD NEW --sessions PATH...`: two policies on the same recorded sessions."""
+"""`router diff OLD NEW --sessions PATH...`: two policies on the same recorded sessions.
+
+Exit codes: 0 nothing changed, 1 a turn or how often a rule fires changed, 2 no comparison (a
+usage mistake, a side that cannot be read or does not compile, no sessions)."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from router.commands import report
+from router.commands.git_revision import Revision, RevisionError, is_revision, read_revision
 from router.commands.replay import Options as Options
-from router.commands.replay import baseline_of, load_policy, read_inputs, warn_problems
+from router.commands.replay import baseline_of
+from router.commands.replay import load_policy as load_policy
+from router.commands.replay import read_inputs as read_inputs
+from router.commands.replay import warn_problems as warn_problems
+from router.compile import policy_changes
 from router.compile.ir import CompiledPolicy
+from router.load.loader import PolicyFile
 from router.replay import diff
 from router.replay.report_data import from_runs
 from router.replay.runner import SessionRun
 from router.replay.sources import Inputs, replay_all
 
 RENDER = {"text": diff.render_text, "markdown": diff.render_markdown, "json": diff.render_json}
+UNCHANGED, CHANGED, CANNOT_COMPARE = 0, 1, 2
 
 
-def run(old: str, new: str, options: Options, *, fmt: str, fail_on_change: bool) -> tuple[int, str]:
+@dataclass(frozen=True)
+class Side:
+    """One compiled side of a comparison and how its files are named."""
+
+    label: str
+    policy: CompiledPolicy
+    revision: Revision | None = None
+
+    def snapshot(self) -> policy_changes.Snapshot:
+        revision = self.revision
+
+        def name(f: PolicyFile) -> str:
+            found = revision.label(f.source) if revision is not None and f.source is not None else None
+            return found or f.path
+
+        return policy_changes.snapshot(self.policy.files, name)
+
+
+def run(old: str, new: str, options: Options, *, fmt: str) -> tuple[int, str]:
     inputs = read_inputs(options)
     if not inputs.sessions:
         warn_problems(inputs, [])
-        return 1, "error: no Pi session files found in " + ", ".join(str(p) for p in options.paths)
-    runs, policies = [], []
+        where = ", ".join(str(p) for p in options.paths)
+        return CANNOT_COMPARE, f"error: no Pi session files found in {where}"
     with tempfile.TemporaryDirectory(prefix="router-diff-") as scratch:
+        sides = []
         for index, spec in enumerate((old, new)):
-            path, problem = policy_file(spec, Path(scratch) / str(index))
-            if path is None:
-                return 1, f"error: {problem}"
-            policy, errors = load_policy([path])
-            if policy is None:
-                return 1, f"error: {spec} does not compile:\n{errors}"
-            runs.append(replay_all(policy, inputs, progress=options.progress))
-            policies.append(policy)
-    warn_problems(inputs, runs[1])
-    result = diff.compare(old, new, runs[0], runs[1])
+            side, problem = load_side(spec, Path(scratch) / str(index))
+            if side is None:
+                return CANNOT_COMPARE, f"error: {problem}"
+            sides.append(side)
+        result, runs = compared(sides[0], sides[1], options, inputs)
     if options.html is not None:
-        failed = _write_html(options.html, options, inputs, runs[1], policies[1], result)
+        failed = _write_html(options.html, options, inputs, runs, sides[1].policy, result)
         if failed:
-            return 1, failed
-    return (1 if fail_on_change and result.changed else 0), RENDER[fmt](result)
+            return CANNOT_COMPARE, failed
+    return (CHANGED if result.changed else UNCHANGED), RENDER[fmt](result)
 
 
-def policy_file(spec: str, scratch: Path) -> tuple[Path | None, str]:
-    """A policy file for `spec`: an existing path as it is, else `REV:PATH` read with `git show`
-    (an argument list, no shell) into `scratch`."""
-    path = Path(spec)
-    if path.is_file():
-        return path, ""
-    revision, sep, inner = spec.partition(":")
-    if not sep or not revision or not inner:
-        return None, (f"{spec}: no such policy file (a git revision is written REV:PATH, "
-                      "e.g. main:.pi/router.yaml)")
-    try:
-        shown = subprocess.run(["git", "show", "--end-of-options", spec], capture_output=True, timeout=30,
-                               check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, f"{spec}: cannot run git: {exc}"
-    if shown.returncode != 0:
-        reason = shown.stderr.decode("utf-8", "replace").strip().splitlines()
-        return None, f"{spec}: git show failed: {reason[-1] if reason else f'exit {shown.returncode}'}"
-    scratch.mkdir(parents=True, exist_ok=True)
-    target = scratch / Path(inner).name
-    target.write_bytes(shown.stdout)
-    return target, ""
+def compare(old: Side, new: Side, options: Options, inputs: Inputs | None = None) -> diff.Comparison:
+    """Both sides replayed on the sessions and compared, with what their files differ in
+    (`router update --sessions` shows a release the same way)."""
+    return compared(old, new, options, inputs)[0]
+
+
+def compared(old: Side, new: Side, options: Options,
+             inputs: Inputs | None = None) -> tuple[diff.Comparison, list[SessionRun]]:
+    """The comparison and the new side's runs (the HTML page shows them)."""
+    inputs = inputs if inputs is not None else read_inputs(options)
+    runs = [replay_all(side.policy, inputs, progress=options.progress) for side in (old, new)]
+    warn_problems(inputs, runs[1])
+    result = diff.compare(old.label, new.label, runs[0], runs[1])
+    result.policy = policy_changes.compare(old.snapshot(), new.snapshot())
+    return result, runs[1]
 
 
 def _write_html(path: Path, options: Options, inputs: Inputs, runs: list[SessionRun],
@@ -80,3 +97,32 @@ def _write_html(path: Path, options: Options, inputs: Inputs, runs: list[Session
     if problem is None:
         print(report.written(path, figures), file=sys.stderr)
     return problem
+
+
+def load_side(spec: str, scratch: Path) -> tuple[Side | None, str]:
+    """`spec` compiled: a policy file, or `REV:PATH` read from the tree at REV (with its files and
+    the lock committed there) into `scratch`."""
+    revision = None
+    path = Path(spec)
+    if is_revision(spec):
+        try:
+            revision = read_revision(spec, scratch)
+        except RevisionError as exc:
+            return None, str(exc)
+        path = revision.path
+    elif not path.is_file():
+        return None, (f"{spec}: no such policy file (a git revision is written REV:PATH, "
+                      "e.g. main:.pi/router.yaml)")
+    policy, errors = load_policy([path])
+    if policy is None:
+        return None, f"{spec} does not compile:\n{_relabel(errors, revision)}"
+    return Side(spec, policy, revision), ""
+
+
+def _relabel(text: str, revision: Revision | None) -> str:
+    """Diagnostics of a revision's copy name `REV:path`, not the scratch directory."""
+    if revision is None:
+        return text
+    root = str(revision.root.resolve())
+    return text.replace(root + "/", f"{revision.revision}:").replace(str(revision.root) + "/",
+                                                                      f"{revision.revision}:")

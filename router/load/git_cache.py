@@ -176,8 +176,8 @@ class Cache:
         ref = spec.ref or "HEAD"
         raise GitSourceError(UNAVAILABLE, f"{_show(lock_file)} pins {spec.key} at commit {commit[:12]}, "
                              f"which is not {ref} ({tip[:12]}) nor reachable from it: the lock is refused",
-                             f"`router update {spec.key}` locks what {ref} names now (review it, then "
-                             f"trust again), or restore {_show(lock_file)} from a version you trust")
+                             f"`router update {spec.key} --to {ref}` locks what {ref} names now (review "
+                             f"it, then trust again), or restore {_show(lock_file)} from a version you trust")
 
     def _commit(self, mirror: Path, name: str) -> str | None:
         try:

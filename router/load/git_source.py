@@ -61,6 +61,8 @@ class GitSources:
 
     fetch: bool = False
     refresh: frozenset[str] | None = None  # source keys `router update` moves (None: none)
+    moves: dict[str, str] = field(default_factory=dict)  # `router update`: source key -> the new ref
+    write: bool = True  # False: never write a lock (`router update --dry-run`)
     cache: Cache = field(default_factory=Cache)
     locks: dict[Path, Lock] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -80,9 +82,12 @@ class GitSources:
     def resolve(self, entry: str, lock_file: Path) -> tuple[Path, GitOrigin]:
         """The cached file a `use:` entry names and its origin; GitSourceError when unavailable."""
         spec = parse(entry)
+        moved = spec.key in self.moves
+        if moved:
+            spec = GitSpec(spec.url, self.moves[spec.key], spec.path)
         lock = self.lock(lock_file)
         locked = lock.entry(spec.key)
-        if locked is not None and not self._refreshing(spec.key):
+        if locked is not None and not moved and not self._refreshing(spec.key):
             commit = str(locked["commit"])
             tree = self.cache.tree(spec, commit)
             if tree is None:
@@ -146,7 +151,7 @@ class GitSources:
 
     def save(self) -> None:
         """Write the locks that changed (only when fetching: the sidecar never writes one)."""
-        if not self.fetch:
+        if not self.fetch or not self.write:
             return
         for lock in self.locks.values():
             if lock.changed:
@@ -169,7 +174,8 @@ class GitSources:
         previous = lock.entry(spec.key)
         if previous is None or previous.get("commit") != commit:
             lock.pin(spec, commit)
-            self.notes.append(f"locked {spec.key} at {commit[:7]} in {_show(lock_file)}")
+            done = "locked" if self.write else "would lock"
+            self.notes.append(f"{done} {spec.key} at {commit[:7]} in {_show(lock_file)}")
         return tree, commit
 
     def _export(self, spec: GitSpec, commit: str, lock_file: Path) -> Path:
@@ -181,7 +187,8 @@ class GitSources:
         self._fetch(spec, commit)
         if self.cache._commit(repo_dir(spec, self.cache.root) / "repo.git", commit) is None:
             raise GitSourceError(UNAVAILABLE, f"{spec.key}: the repository no longer has the locked commit "
-                                 f"{commit[:7]}", f"`router update {spec.key}` locks what the ref names now")
+                                 f"{commit[:7]}", f"`router update {spec.key} --to {spec.ref or 'HEAD'}` "
+                                 "locks what the ref names now")
         self._reachable(spec, commit, lock_file)
         return self.cache.export(spec, commit)
 

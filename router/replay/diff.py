@@ -7,6 +7,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from router.compile.policy_changes import PolicyChanges, render_lines
+from router.compile.policy_changes import render_markdown as policy_markdown
 from router.replay.runner import SessionRun, Turn
 from router.replay.summary import Money, usd
 
@@ -43,6 +45,7 @@ class Comparison:
     delta_usd: float = 0.0  # over the turns priced on both sides
     priced_both: int = 0
     unpriced: int = 0  # turns with an unknown price on either side
+    policy: PolicyChanges | None = None  # what the two policies' files differ in, when compared
 
     @property
     def changed(self) -> bool:
@@ -96,8 +99,10 @@ def _change(run: SessionRun, a: Turn, b: Turn) -> Change | None:
 # --- rendering --------------------------------------------------------------------------------
 
 def render_text(result: Comparison) -> str:
-    lines = [f"old: {result.old}", f"new: {result.new}",
-             f"{result.sessions} sessions, {result.turns} turns, {len(result.changes)} changed", ""]
+    lines = [f"old: {result.old}", f"new: {result.new}"]
+    if result.policy is not None:
+        lines += [f"policy: {result.policy.counts()}", *render_lines(result.policy)]
+    lines += [f"{result.sessions} sessions, {result.turns} turns, {len(result.changes)} changed", ""]
     for change in result.changes:
         lines.append(f"session {change.session} turn {change.turn} ({change.path}:{change.line}):")
         for aspect, (old, new) in change.changes.items():
@@ -114,9 +119,15 @@ def render_text(result: Comparison) -> str:
 
 
 def render_markdown(result: Comparison) -> str:
+    """A pull-request comment: the summary line, the rules, vars and settings that changed, the
+    turns that change (per session, with its cost delta), the rules that fire differently."""
+    policy = f" {result.policy.counts()}." if result.policy is not None else ""
+    delta = "" if result.delta is None else f" Cost delta {_signed(result.delta)}."
     lines = [f"### Policy diff: `{result.old}` → `{result.new}`", "",
              f"{result.sessions} sessions, {result.turns} turns replayed, "
-             f"**{len(result.changes)} changed**.", ""]
+             f"**{len(result.changes)} changed**.{policy}{delta}", ""]
+    if result.policy is not None:
+        lines += policy_markdown(result.policy)
     if result.changes:
         lines += ["| session | turn | what | old | new | cost Δ |", "|---|---|---|---|---|---|"]
         for change in result.changes:
@@ -125,11 +136,26 @@ def render_markdown(result: Comparison) -> str:
                 lines.append(f"| `{change.session[:13]}` | {change.turn} | {aspect} | {_cell(aspect, old)} | "
                              f"{_cell(aspect, new)} | {cost} |")
         lines.append("")
+        lines += ["| session | turns changed | cost Δ |", "|---|---|---|"]
+        lines += [f"| `{session[:13]}` | {count} | {cost} |" for session, count, cost in _per_session(result)]
+        lines.append("")
     if result.rules:
         lines += ["| rule | fired (old) | fired (new) |", "|---|---|---|",
                   *(f"| `{r}` | {a} | {b} |" for r, (a, b) in result.rules.items()), ""]
     lines.append(_cost_line(result).replace("cost:", "**Cost:**", 1))
     return "\n".join(lines)
+
+
+def _per_session(result: Comparison) -> list[tuple[str, int, str]]:
+    """(session, turns changed, the cost delta of those turns) in the order the changes come."""
+    counts: dict[str, list[Any]] = {}
+    for change in result.changes:
+        entry = counts.setdefault(change.session, [0, 0.0, False])
+        entry[0] += 1
+        if change.cost_delta is not None:
+            entry[1] += change.cost_delta
+            entry[2] = True
+    return [(s, n, _signed(d) if priced else "unknown") for s, (n, d, priced) in counts.items()]
 
 
 def render_json(result: Comparison) -> str:
@@ -139,7 +165,19 @@ def render_json(result: Comparison) -> str:
             "cost": {"old": result.old_cost.to_dict(), "new": result.new_cost.to_dict(),
                      "delta_usd": None if result.delta is None else round(result.delta, 6),
                      "delta_turns": result.priced_both, "unpriced_turns": result.unpriced}}
+    if result.policy is not None:
+        body["policy"] = policy_json(result.policy)
     return json.dumps(body, indent=2, ensure_ascii=False, default=str)
+
+
+def policy_json(changes: PolicyChanges) -> dict[str, Any]:
+    """The rules, vars and settings that changed, as JSON."""
+    rules = {"added": changes.added, "removed": changes.removed, "changed": changes.changed}
+    body: dict[str, Any] = {kind: [{"id": r, "where": w} for r, w in found] for kind, found in rules.items()}
+    body["vars"] = [{"name": v.name, "old": v.old, "new": v.new, "read_by": list(v.readers)}
+                    for v in changes.vars]
+    body["settings"] = [{"name": s.name, "old": s.old, "new": s.new} for s in changes.settings]
+    return body
 
 
 def _cost_line(result: Comparison) -> str:

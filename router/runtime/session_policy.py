@@ -29,6 +29,7 @@ from router.load.paths import display_path, packs_dir
 from router.load.paths import project_policy as project_file
 from router.trust.capabilities import Refusal, refusal_of
 from router.trust.store import (
+    GitLocked,
     ProjectContent,
     TrustDecision,
     decide,
@@ -82,7 +83,7 @@ def load_session_policy(cwd: Path, agent: Path, *, extra: Sequence[Path] = (),
         return SessionPolicy(policy, diagnostics, none, _watched(policy, agent, extra, cwd), last)
     checked = None
     if approved is None:  # `--approve` applies what is there: it is parsed to be applied
-        pre = precheck(cwd, records, git_tree_file)
+        pre = precheck(cwd, records, git_tree_file, locked_sha(cwd))
         if not pre.applies:  # nothing of the project is parsed
             base, diagnostics, last = _base(cwd, agent, extra)
             listed = _listed(cwd, records)
@@ -118,6 +119,28 @@ def git_tree_file(key: str, commit: str, inside: str) -> Path | None:
     except GitSourceError:
         return None
     return tree / inside if tree.is_dir() else None
+
+
+def locked_sha(cwd: Path) -> GitLocked:
+    """store.GitLocked for the project's `.pi/router.lock` (read once, on the first question)."""
+    from router.load.git_lock import Lock, lock_path
+    from router.load.git_spec import GitSourceError
+
+    lock: list[Lock | None] = []
+
+    def locked(key: str, commit: str, inside: str) -> str | None:
+        if not lock:
+            try:
+                lock.append(Lock.read(lock_path(project_file(cwd))))
+            except GitSourceError:
+                lock.append(None)
+        entry = lock[0].entry(key) if lock[0] is not None else None
+        if entry is None or entry.get("commit") != commit:
+            return None
+        sha = entry.get("files", {}).get(inside)
+        return sha if isinstance(sha, str) else None
+
+    return locked
 
 
 def _listed(cwd: Path, records: Mapping[str, Any]) -> ProjectContent | None:

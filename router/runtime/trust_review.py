@@ -15,7 +15,7 @@ from router.compile.capability_analysis import capability_report
 from router.compile.ir import CompiledPolicy
 from router.diagnostics.diagnostic import Diagnostic, render_text
 from router.load.paths import project_policy as project_file
-from router.runtime.session_policy import git_tree_file, load_with_project
+from router.runtime.session_policy import git_tree_file, load_with_project, locked_sha
 from router.trust.store import ProjectContent, TrustDecision, TrustStore, TrustStoreError, decide, precheck
 
 
@@ -126,7 +126,8 @@ def list_trusted(agent: Path) -> tuple[int, str]:
     rows = []
     for root in sorted(projects):
         record = projects[root] if isinstance(projects[root], dict) else {}
-        state = precheck(Path(root), projects, git_tree_file)  # nothing of a project is parsed
+        # nothing of a project is parsed
+        state = precheck(Path(root), projects, git_tree_file, locked_sha(Path(root)))
         now = "missing" if not project_file(Path(root)).is_file() else _listed(state)
         rows.append(f"{root}  sha256 {str(record.get('sha256', ''))[:12]}  "
                     f"trusted {record.get('trusted_at', '?')}  ({now})")
@@ -157,6 +158,9 @@ def _listed(state: TrustDecision) -> str:
         return "unchanged"
     if state.cause == "unlisted":
         return "needs trust again: trusted by an older router"
+    if state.tampered is not None:
+        return (f"off: the cached {state.cause} does not match the lock "
+                f"(delete {state.tampered}, then `router lint`)")
     if state.cause is not None:
         return f"off until `router lint` fetches {state.cause}"
     return "changed since trusted"

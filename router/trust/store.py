@@ -64,7 +64,10 @@ class TrustDecision:
     digest: str | None = None
     cause: str | None = None
     """Why content the user trusted is not applied, when no edit is the reason: `unlisted` (a
-    record of an older router, without its files), or the git source missing from the cache."""
+    record of an older router, without its files), or the git source missing from the cache (or,
+    with `tampered`, the file of a git source whose cached copy does not match the lock)."""
+    tampered: Path | None = None
+    """With a git cause: the cached tree whose copy differs from the lock (to delete and fetch again)."""
     checked: frozenset[tuple[str, str]] = field(default=frozenset(), compare=False, repr=False)
     """After a `trusted` precheck: (name, SHA-256) of the files it hashed, the only bytes the loader
     may parse."""
@@ -78,6 +81,8 @@ class TrustDecision:
         """The status-line text while the project policy is off."""
         if self.cause == "unlisted":
             return "router: project policy needs trust again"
+        if self.tampered is not None:
+            return "router: project policy off (git cache does not match the lock)"
         if self.cause is not None:
             return "router: project policy off (run router lint)"
         return {"untrusted": "router: project policy not trusted",
@@ -91,6 +96,11 @@ class TrustDecision:
             return (f"{policy} is not applied: it was trusted by an older router that did not record "
                     f"which files the trust covers; review it, then run `{command}` again "
                     "(or /policy trust in Pi)")
+        if self.tampered is not None:
+            return (f"{policy} is not applied: the cached copy of {self.cause} does not match "
+                    f"{self.root / '.pi' / 'router.lock'} (the cache was changed after it was fetched); "
+                    f"delete {self.tampered} and run `router lint` in {_quote(self.root)} to fetch it "
+                    "again; your trust stays as it is")
         if self.cause is not None:
             return (f"{policy} is not applied: {self.cause} is not in this machine's git cache (the "
                     f"policy engine never fetches); run `router lint` in {_quote(self.root)} to "
@@ -181,6 +191,10 @@ GitTree = Callable[[str, str, str], "Path | None"]
 """(source key, commit, path in the repository) → the cached file, None when that commit is not in
 the cache (router/runtime/session_policy.py gives one: the trust stage reads no git cache itself)."""
 
+GitLocked = Callable[[str, str, str], "str | None"]
+"""(source key, commit, path in the repository) → the SHA-256 the project's lock records for that
+file at that commit, None when it records none (only to say why trust fails, never to apply)."""
+
 
 def recorded_path(root: Path, name: str, git: GitTree | None = None) -> tuple[Path | None, str | None]:
     """Where the file a record names lives, and for a git source's file whose commit is not in the
@@ -193,7 +207,8 @@ def recorded_path(root: Path, name: str, git: GitTree | None = None) -> tuple[Pa
     return path, None if path is not None else f"{key} (commit {commit[:7]})"
 
 
-def precheck(root: Path, records: Mapping[str, Any], git: GitTree | None = None) -> TrustDecision:
+def precheck(root: Path, records: Mapping[str, Any], git: GitTree | None = None,
+             locked: GitLocked | None = None) -> TrustDecision:
     """The trust decision from the bytes of the files the record lists, before anything is parsed.
 
     `trusted` means those files hold exactly the trusted bytes (`checked`: the loader then parses
@@ -210,17 +225,44 @@ def precheck(root: Path, records: Mapping[str, Any], git: GitTree | None = None)
         first = project_content(base, [(".pi/router.yaml", raw or "unreadable")])
         return TrustDecision("changed", base, first.digest, cause="unlisted")
     hashes: list[tuple[str, str]] = []
+    as_locked: list[tuple[str, str]] = []  # a git source's file as its lock records it
     missing: str | None = None
+    unlocked = False  # a missing file the lock has no SHA-256 for: its cache state is all we know
+    tampered: tuple[str, Path] | None = None
     for name in names:
         path, absent = recorded_path(base, name, git)
         missing = missing or absent
-        hashes.append((name, (bounded_sha256(path) if path is not None else None) or "unreadable"))
+        sha = (bounded_sha256(path) if path is not None else None) or "unreadable"
+        expected = _locked_sha(name, locked)
+        if path is not None and expected not in (None, sha) and tampered is None:
+            tampered = _tampered(name, path)
+        unlocked = unlocked or (absent is not None and expected is None)
+        hashes.append((name, sha))
+        as_locked.append((name, expected or sha))
     digest = ProjectContent(base, tuple(hashes)).digest
     if digest == record.get("sha256"):
         return TrustDecision("trusted", base, digest, checked=frozenset(hashes))
-    if missing is not None and raw is not None and (".pi/router.yaml", raw) in hashes:
+    cache_only = ProjectContent(base, tuple(as_locked)).digest == record.get("sha256")
+    if tampered is not None and cache_only:
+        return TrustDecision("changed", base, digest, cause=tampered[0], tampered=tampered[1])
+    if missing is not None and (cache_only or (unlocked and raw is not None)):
         return TrustDecision("changed", base, digest, cause=missing)
     return TrustDecision("changed", base, digest)
+
+
+def _locked_sha(name: str, locked: GitLocked | None) -> str | None:
+    """The SHA-256 the lock records for a git source's file `name`; None for another file."""
+    found = _GIT_NAME.fullmatch(name)
+    return locked(*found.groups()) if found is not None and locked is not None else None
+
+
+def _tampered(name: str, path: Path) -> tuple[str, Path]:
+    """`path of key (commit …)` of a git source's file and the cached tree it is in."""
+    found = _GIT_NAME.fullmatch(name)
+    assert found is not None  # a name with a locked SHA-256 is a git source's
+    key, commit, inside = found.groups()
+    tree = Path(str(path)[: -len(inside)].rstrip("/"))
+    return f"{inside} of {key} (commit {commit[:7]})", tree
 
 
 class TrustStore:

@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).parent.parent.parent
 ROUTER = Path(sys.executable).parent / "router"
 COMMANDS = ["lint", "explain", "test", "schema", "init", "install", "doctor", "serve", "import", "docs",
-            "replay", "diff", "eval",
+            "replay", "diff", "eval", "update",
             "version"]
 BOXES = re.compile("[╭╮╰╯│─]")
 NOISE = re.compile(r"<\w+(\[\w+\])?>|\[default:|\b(TEXT|INTEGER|BOOLEAN|FLOAT|FILENAME)\b|--no-(?!color)")

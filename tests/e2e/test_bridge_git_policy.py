@@ -8,6 +8,8 @@ waits for the user's trust again and Pi says so.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.e2e import helpers_router
@@ -53,3 +55,20 @@ def test_a_trusted_project_runs_the_pinned_team_rule_until_an_update_needs_trust
     third = rig.print("review")
     assert set(rig.fake.chat_requests()[2].tools) >= BUILTIN
     assert "changed since you trusted it" in third.stderr
+
+
+def test_a_tampered_cache_entry_is_named_in_pi_with_its_fix_not_as_a_change_of_trust(rig: RouterRig) -> None:
+    repo = make_repo(rig.tmp / "repos")
+    write_policy(rig.work / ".pi" / "router.yaml", f'use: ["{repo.source()}"]\n')
+    assert rig.router("lint").returncode == 0
+    assert rig.router("trust", "--yes").returncode == 0
+    [cached] = (Path(rig.env["XDG_CACHE_HOME"]) / "pi-policy-router" / "git").glob("*/trees/*/team.yaml")
+    cached.write_text(cached.read_text().replace("only: [read]", "only: [read, bash]"))
+
+    done = rig.print("review")
+
+    assert done.returncode == 0, done.stderr
+    assert set(rig.fake.chat_requests()[0].tools) >= BUILTIN  # the team's rule is not applied
+    assert f"the cached copy of team.yaml of git+{repo.url}@v1" in done.stderr
+    assert "does not match" in done.stderr and "`router lint`" in done.stderr
+    assert "changed since you trusted it" not in done.stderr

@@ -104,7 +104,7 @@ def test_a_moved_tag_changes_nothing_until_router_update_shows_what_changed(
     assert lines[0] == f"git+{repo.url}@v1: {first[:7]} -> {second[:7]} (.pi/router.lock)"
     assert f"  + rule team-new ({repo.path}@{second[:7]}:team.yaml:9)" in lines
     assert f"  ~ rule team-read-only ({repo.path}@{second[:7]}:team.yaml:4)" in lines
-    assert "  - rule team-no-force-push" in lines
+    assert f"  - rule team-no-force-push (was {repo.path}@{first[:7]}:base.yaml:3)" in lines
     entry = project.lock["sources"][f"git+{repo.url}@v1"]  # type: ignore[index]
     assert entry["commit"] == second and set(entry["files"]) == {"team.yaml", "base.yaml"}
     assert '["read", "grep"]' in explain(project)

@@ -331,7 +331,7 @@ def test_cli_diff_of_a_git_revision_and_fail_on_change(corpus: Path) -> None:
     assert body["cost"]["new"] == {"usd": 0.0, "turns": 3, "unknown_turns": 0, "priced_by": {"local": 3}}
     assert "delta -$0.004500 over 3 turns" in done.stdout
     missing = router("diff", "nope:policy.yaml", "policy.yaml", "--sessions", "sessions", cwd=corpus)
-    assert missing.returncode == 1 and "nope:policy.yaml: git show failed" in missing.stdout
+    assert missing.returncode == 2 and "nope:policy.yaml: no such revision 'nope'" in missing.stdout
 
 
 def test_cli_eval_values_and_located_errors(tmp_path: Path) -> None:
