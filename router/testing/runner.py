@@ -36,6 +36,7 @@ from router.load.model import Example, Expectation
 from router.load.paths import agent_dir, display_path
 from router.load.source import SourceDoc, read_source
 from router.load.validation import validation_diagnostics
+from router.testing.coverage import Coverage, coverage
 from router.trust.capabilities import project_area
 
 NOT_GIVEN = "not computed in a test: pack signal '{name}' has no value under `signals:`"
@@ -80,10 +81,15 @@ class TestReport:
     policies: list[list[PolicyFile]] = field(default_factory=list)  # the layered or given policies
     tests: list[tuple[Path, list[PolicyFile]]] = field(default_factory=list)  # test file, its policy
     not_loaded: list[dict[str, str]] = field(default_factory=list)  # see commands.policy_note
+    counted: list[tuple[str, str]] = field(default_factory=list)  # (file, rule id) coverage counts
 
     @property
     def failed(self) -> int:
         return sum(1 for r in self.results if not r.passed)
+
+    def coverage(self) -> Coverage:
+        """The rules the cases and examples exercised, of those counted, per file."""
+        return coverage(self.counted, (rule_id for r in self.results for rule_id in r.fired))
 
 
 @dataclass(frozen=True)
