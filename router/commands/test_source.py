@@ -47,14 +47,26 @@ def checkout(entry: str, cache: Cache | None = None) -> tuple[Checkout, list[str
     try:
         cache.fetch(spec)
     except GitSourceError as exc:
-        if not (repo_dir(spec, cache.root) / "repo.git" / "HEAD").is_file():
+        commit = _cached(cache, spec)
+        if commit is None:
             raise
         notes.append(f"warning: {exc.message}; testing the cached copy of {spec.ref or 'HEAD'}")
-    commit = cache.resolve(spec)
+    else:
+        commit = cache.resolve(spec)
     tree = cache.export(spec, commit)
     origin = GitOrigin(spec.key, spec.repo, commit, spec.path, tree, tree / "router.lock")
     GitSources(cache=cache).file(origin)  # a file of the commit, not a link, not outside it
     return Checkout(spec, commit, tree), notes
+
+
+def _cached(cache: Cache, spec: GitSpec) -> str | None:
+    """The commit the cache's mirror has for the ref (None when it was never fetched)."""
+    if not (repo_dir(spec, cache.root) / "repo.git" / "HEAD").is_file():
+        return None
+    try:
+        return cache.resolve(spec)
+    except GitSourceError:
+        return None
 
 
 def tests_of(root: Path, policy: Path) -> list[Path]:
