@@ -103,7 +103,7 @@ def eval_(
 
 TestPaths = Annotated[list[str] | None, typer.Argument(
     metavar="PATH|SOURCE", help="test files, policy files or directories, or one git source "
-    "git+<url>@<ref>#<file> (default: the layered policy's tests)", show_default=False)]
+    "git+URL@REF#FILE (default: the layered policy's tests)", show_default=False)]
 
 
 @_command("router test --packs", name="test")
