@@ -19,6 +19,8 @@ from router.diagnostics.diagnostic import Diagnostic, Span, has_errors, render_t
 from router.diagnostics.errors import SourceError
 from router.load.loader import PolicyFile, describe_files
 from router.load.paths import display_path, packs_dir
+from router.testing.coverage import Coverage
+from router.testing.coverage import coverage as count_coverage
 from router.testing.runner import (
     CaseResult,
     TestReport,
@@ -158,7 +160,7 @@ def render(report: TestReport, *, fmt: str, coverage: bool = False) -> str:
 
         return junit(report)
     if fmt == "json":
-        extra = {"coverage": report.coverage().to_dict()} if coverage else {}
+        extra = {"coverage": rule_coverage(report).to_dict()} if coverage else {}
         return json.dumps({
             "results": [r.to_dict() for r in report.results],
             "passed": len(report.results) - report.failed, "failed": report.failed,
@@ -181,7 +183,7 @@ def render(report: TestReport, *, fmt: str, coverage: bool = False) -> str:
     total = len(report.results)
     lines += [f"PASS: {total - report.failed}/{total}", f"FAIL: {report.failed}/{total}"]
     if coverage:
-        lines += report.coverage().lines()
+        lines += rule_coverage(report).lines()
     if report.unexercised:
         lines.append("rules no test exercised:")
         lines += [f"  {r.id} ({r.file}:{r.span.line})" for r in report.unexercised]
@@ -194,6 +196,11 @@ def notes(report: TestReport) -> list[str]:
     lines += [f"tests: {display_path(path)} against {describe_files(files)}" if files
               else f"tests: {display_path(path)} (does not load)" for path, files in report.tests]
     return list(dict.fromkeys(lines)) + policy_note.warning_lines(report.not_loaded)
+
+
+def rule_coverage(report: TestReport) -> Coverage:
+    """The rules the cases and examples exercised, of those the run counts, per file."""
+    return count_coverage(report.counted, (rule_id for r in report.results for rule_id in r.fired))
 
 
 def _all_files(report: TestReport) -> list[list[PolicyFile]]:
@@ -225,15 +232,15 @@ def run(paths: list[Path], *, cwd: Path, fmt: str = "text", packs: bool = False,
     if fmt != "json":
         policy_note.emit(notes(report))
     if fmt == "junit" and coverage:
-        policy_note.emit(report.coverage().lines())
+        policy_note.emit(rule_coverage(report).lines())
     missing = no_tests_message(report)
     if fmt == "text" and missing is not None:
         text = f"{text}\nerror: {missing.message}\n  help: {missing.help}"
     elif fmt == "junit" and missing is not None:
         policy_note.emit([f"error: {missing.message}"])
     code = exit_code(report)
-    if min_coverage is not None and report.coverage().below(min_coverage):
-        gate = report.coverage().gate_line(min_coverage)
+    if min_coverage is not None and rule_coverage(report).below(min_coverage):
+        gate = rule_coverage(report).gate_line(min_coverage)
         if fmt == "text":
             text = f"{text}\n{gate}"
         else:

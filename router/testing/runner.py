@@ -36,7 +36,6 @@ from router.load.model import Example, Expectation
 from router.load.paths import agent_dir, display_path
 from router.load.source import SourceDoc, read_source
 from router.load.validation import validation_diagnostics
-from router.testing.coverage import Coverage, coverage
 from router.trust.capabilities import project_area
 
 NOT_GIVEN = "not computed in a test: pack signal '{name}' has no value under `signals:`"
@@ -86,10 +85,6 @@ class TestReport:
     @property
     def failed(self) -> int:
         return sum(1 for r in self.results if not r.passed)
-
-    def coverage(self) -> Coverage:
-        """The rules the cases and examples exercised, of those counted, per file."""
-        return coverage(self.counted, (rule_id for r in self.results for rule_id in r.fired))
 
 
 @dataclass(frozen=True)
