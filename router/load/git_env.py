@@ -43,6 +43,7 @@ PROTECT = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c",
 
 BATCH_SSH = "ssh -o BatchMode=yes"
 WORKDIR = "/"
+CONFIG_TIMEOUT_S = 10.0  # reading the user's gitconfig is local: a hang is not worth a fetch's time
 MAX_LINES = 20
 MAX_CHARS = 2000
 
@@ -63,7 +64,8 @@ def ssh_configured(exe: str, environ: Mapping[str, str], timeout: float) -> bool
     env = git_env(environ, ssh_configured=True)
     try:
         done = subprocess.run([exe, *PROTECT, "config", "--get", "core.sshCommand"], env=env, cwd=WORKDIR,
-                              capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+                              capture_output=True, timeout=min(timeout, CONFIG_TIMEOUT_S),
+                              stdin=subprocess.DEVNULL, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return done.returncode == 0 and bool(done.stdout.strip())
