@@ -101,17 +101,44 @@ def eval_(
     _finish(*command.run(expression, event, jmespath=jmespath, state=state))
 
 
+TestPaths = Annotated[list[str] | None, typer.Argument(
+    metavar="PATH|SOURCE", help="test files, policy files or directories, or one git source "
+    "git+URL@REF#FILE (default: the layered policy's tests)", show_default=False)]
+
+
 @_command("router test --packs", name="test")
-def test_(paths: Paths = None, fmt: Annotated[str, _format_option("text", "json", "junit")] = "text",
+def test_(paths: TestPaths = None, fmt: Annotated[str, _format_option("text", "json", "junit")] = "text",
           packs: Annotated[bool, typer.Option(
-              "--packs", help="also run the built-in packs' own tests")] = False) -> None:
+              "--packs", help="also run the built-in packs' own tests")] = False,
+          coverage: Annotated[bool, typer.Option(
+              "--coverage", help="report the rules the tests exercised, of all, per file")] = False,
+          min_coverage: Annotated[float | None, typer.Option(
+              "--min-coverage", metavar="PERCENT", show_default=False,
+              help="fail (exit 1) below this percentage of rules exercised (implies --coverage)")] = None,
+          ) -> None:
     """Run the project's tests and its rules' inline examples.
 
-    Runs .pi/*.test.yaml, the user's router.test.yaml and every rule's inline examples.
+    Runs .pi/*.test.yaml, the user's router.test.yaml and every rule's inline examples; given a
+    git source, the tests of that policy in the commit its ref names.
     """
     from router.commands import test as command
+    from router.load.git_spec import is_git
 
-    _finish(*command.run(paths or [], cwd=Path.cwd(), fmt=fmt, packs=packs))
+    if min_coverage is not None and not 0 <= min_coverage <= 100:
+        raise UsageMistake(f"--min-coverage {min_coverage:g} is not a percentage",
+                           "give a number from 0 to 100: --min-coverage 80")
+    given = paths or []
+    sources = [p for p in given if is_git(p)]
+    if sources:
+        if len(given) > 1:
+            raise UsageMistake("router test takes one git source, alone",
+                               "router test 'git+https://host/team.git@v2#team.yaml' (one run per source)")
+        from router.commands import test_source
+
+        _finish(*test_source.run(sources[0], fmt=fmt, packs=packs, coverage=coverage,
+                                 min_coverage=min_coverage))
+    _finish(*command.run([Path(p) for p in given], cwd=Path.cwd(), fmt=fmt, packs=packs, coverage=coverage,
+                         min_coverage=min_coverage))
 
 
 @_command("router schema event")

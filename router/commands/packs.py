@@ -20,7 +20,8 @@ def rows() -> list[dict[str, str | None]]:
         if problem is None and pack.name in taken:
             problem = "shadowed by the pack of the same name listed above"
         taken.add(pack.name)
-        found.append({"name": pack.name, "source": f"distribution {pack.distribution} ({pack.value})",
+        source = f"distribution {pack.distribution} {pack.version} ({pack.value})"
+        found.append({"name": pack.name, "source": source,
                       "path": display_path(pack.path) if pack.path else None, "problem": problem})
     return found
 

@@ -19,6 +19,8 @@ from router.diagnostics.diagnostic import Diagnostic, Span, has_errors, render_t
 from router.diagnostics.errors import SourceError
 from router.load.loader import PolicyFile, describe_files
 from router.load.paths import display_path, packs_dir
+from router.testing.coverage import Coverage
+from router.testing.coverage import coverage as count_coverage
 from router.testing.runner import (
     CaseResult,
     TestReport,
@@ -124,16 +126,19 @@ class _Runner:
                     self.report.results.append(result)
 
     def unexercised(self, *, packs: bool) -> None:
+        """Count the rules coverage is about (not the built-in packs' without `packs`), each once,
+        and list those no case or example fired."""
         fired = {rule_id for result in self.report.results for rule_id in result.fired}
         listed: set[tuple[str, str]] = set()
         for policy in self.policies():
             pack_files = {f.path for f in policy.files if f.layer == "pack"}
             for rule in policy.rules:
-                skip = rule.id in fired or (not packs and rule.file in pack_files)
-                if skip or (rule.file, rule.id) in listed:
+                if (not packs and rule.file in pack_files) or (rule.file, rule.id) in listed:
                     continue
                 listed.add((rule.file, rule.id))
-                self.report.unexercised.append(rule)
+                self.report.counted.append((rule.file, rule.id))
+                if rule.id not in fired:
+                    self.report.unexercised.append(rule)
 
     def policies(self) -> list[CompiledPolicy]:
         return [loaded.policy for loaded in self.seen.values() if loaded.policy is not None]
@@ -147,13 +152,15 @@ def _broken(where: str, diagnostics: list[Diagnostic], what: str) -> CaseResult:
     return CaseResult(what, span, False, [problem])
 
 
-def render(report: TestReport, *, fmt: str) -> str:
-    """The report as text (one line per case, diffs, a summary), JSON or JUnit XML."""
+def render(report: TestReport, *, fmt: str, coverage: bool = False) -> str:
+    """The report as text (one line per case, diffs, a summary), JSON or JUnit XML; with
+    `coverage`, the rule coverage too (text and JSON; JUnit's goes to stderr in `run`)."""
     if fmt == "junit":
         from router.commands.junit import render as junit
 
         return junit(report)
     if fmt == "json":
+        extra = {"coverage": rule_coverage(report).to_dict()} if coverage else {}
         return json.dumps({
             "results": [r.to_dict() for r in report.results],
             "passed": len(report.results) - report.failed, "failed": report.failed,
@@ -163,6 +170,7 @@ def render(report: TestReport, *, fmt: str) -> str:
             "tests": [{"path": display_path(path), "files": policy_note.files_json(files)}
                       for path, files in report.tests],
             "not_loaded": report.not_loaded,
+            **extra,
         }, indent=2, ensure_ascii=False)
     lines = []
     errors = [d for d in report.diagnostics if d.severity == "error"]
@@ -174,6 +182,8 @@ def render(report: TestReport, *, fmt: str) -> str:
         lines += [f"  {line}" for problem in result.problems for line in problem.splitlines()]
     total = len(report.results)
     lines += [f"PASS: {total - report.failed}/{total}", f"FAIL: {report.failed}/{total}"]
+    if coverage:
+        lines += rule_coverage(report).lines()
     if report.unexercised:
         lines.append("rules no test exercised:")
         lines += [f"  {r.id} ({r.file}:{r.span.line})" for r in report.unexercised]
@@ -186,6 +196,11 @@ def notes(report: TestReport) -> list[str]:
     lines += [f"tests: {display_path(path)} against {describe_files(files)}" if files
               else f"tests: {display_path(path)} (does not load)" for path, files in report.tests]
     return list(dict.fromkeys(lines)) + policy_note.warning_lines(report.not_loaded)
+
+
+def rule_coverage(report: TestReport) -> Coverage:
+    """The rules the cases and examples exercised, of those the run counts, per file."""
+    return count_coverage(report.counted, (rule_id for r in report.results for rule_id in r.fired))
 
 
 def _all_files(report: TestReport) -> list[list[PolicyFile]]:
@@ -206,15 +221,29 @@ def no_tests_message(report: TestReport) -> Diagnostic | None:
                            "(`router test --packs` runs the built-in packs' own tests)")
 
 
-def run(paths: list[Path], *, cwd: Path, fmt: str = "text", packs: bool = False) -> tuple[int, str]:
-    """Run and render; a text report gets its `policy:`/`tests:` lines and warnings on stderr."""
+def run(paths: list[Path], *, cwd: Path, fmt: str = "text", packs: bool = False, coverage: bool = False,
+        min_coverage: float | None = None) -> tuple[int, str]:
+    """Run and render; a text report gets its `policy:`/`tests:` lines and warnings on stderr.
+    `coverage` (implied by `min_coverage`) reports the rule coverage; under `min_coverage`
+    percent the run fails with a line that says so."""
     report = run_tests(paths, cwd=cwd, packs=packs)
-    text = render(report, fmt=fmt)
+    coverage = coverage or min_coverage is not None
+    text = render(report, fmt=fmt, coverage=coverage)
     if fmt != "json":
         policy_note.emit(notes(report))
+    if fmt == "junit" and coverage:
+        policy_note.emit(rule_coverage(report).lines())
     missing = no_tests_message(report)
     if fmt == "text" and missing is not None:
         text = f"{text}\nerror: {missing.message}\n  help: {missing.help}"
     elif fmt == "junit" and missing is not None:
         policy_note.emit([f"error: {missing.message}"])
-    return exit_code(report), text
+    code = exit_code(report)
+    if min_coverage is not None and rule_coverage(report).below(min_coverage):
+        gate = rule_coverage(report).gate_line(min_coverage)
+        if fmt == "text":
+            text = f"{text}\n{gate}"
+        else:
+            policy_note.emit([gate])
+        code = 1
+    return code, text

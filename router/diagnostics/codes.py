@@ -48,7 +48,9 @@ _ENTRIES = [
              "A file is not read: a project's test or data file (`.pi/*.test.yaml`, a `project_data:` "
              "file) whose symbolic links lead outside the project or into a `.git` directory, or any "
              "file of `/proc` or `/sys` (or a file that reports no size yet gives bytes). "
-             "Nothing of it is read or quoted; the diagnostic names the file and where it leads.",
+             "Nothing of it is read or quoted; the diagnostic names the file and where it leads. "
+             "A pip-installed pack's `use:` of a file outside its own package directory (or of a git "
+             "source) is refused the same way: the rest of the pack loads.",
              "A cloned repository could link `.pi/ci.test.yaml` to `~/.git-credentials` or to "
              "`/proc/self/environ`, and `router lint` in CI would print your token or your whole "
              "environment into a public log.",

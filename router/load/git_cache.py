@@ -15,7 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from router.load.git_spec import UNAVAILABLE, GitSourceError, GitSpec, redact_text
+from router.load.git_env import PROTECT, WORKDIR, git_env, git_message, ssh_configured
+from router.load.git_spec import UNAVAILABLE, GitSourceError, GitSpec
 from router.load.git_spec import show as _show
 
 GIT_TIMEOUT_S = 120.0
@@ -41,18 +42,23 @@ def tree_dir(spec: GitSpec, commit: str, root: Path | None = None) -> Path:
 
 
 class Git:
-    """Runs the system's `git`: an argument list, no prompt, a timeout, credentials never shown."""
+    """Runs the system's `git`: an argument list, no prompt, no hook, a timeout, credentials never
+    shown; with the user's gitconfig and the part of the environment a fetch needs (git_env.py)."""
 
     def __init__(self, timeout: float = GIT_TIMEOUT_S) -> None:
         self.timeout = timeout
+        self._ssh: bool | None = None  # whether the user's gitconfig chooses the ssh command
 
-    def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in ("GIT_SSH_COMMAND",
-                                                                                          "GIT_SSH")}
-        env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": "", "LC_ALL": "C",
-                    "GIT_ALLOW_PROTOCOL": "https:ssh:file", "GIT_CONFIG_NOSYSTEM": "1"})
-        env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
-        return env
+    def env(self, args: list[str] | None = None) -> dict[str, str]:
+        """The environment of `git <args>`; a fetch asks the user's gitconfig for `core.sshCommand`
+        once (ssh gets BatchMode unless the user chose their own ssh)."""
+        exe = shutil.which("git")
+        if args is not None and "fetch" in args and self._ssh is None and exe is not None:
+            self._ssh = ssh_configured(exe, os.environ, self.timeout)
+        return git_env(os.environ, bool(self._ssh))
+
+    def _argv(self, exe: str, args: list[str]) -> list[str]:
+        return [exe, *PROTECT, *args]
 
     def run(self, args: list[str], *, what: str, binary: bool = False) -> Any:
         """Run `git <args>`; its stdout (bytes with `binary`); GitSourceError saying `what` failed."""
@@ -61,16 +67,13 @@ class Git:
             raise GitSourceError(UNAVAILABLE, f"{what}: git is not installed (git sources need it)",
                                  "install git, or vendor the policy file into the project")
         try:
-            done = subprocess.run([exe, *args], env=self.env(), capture_output=True, timeout=self.timeout,
-                                  stdin=subprocess.DEVNULL, check=False)
+            done = subprocess.run(self._argv(exe, args), env=self.env(args), capture_output=True,
+                                  timeout=self.timeout, stdin=subprocess.DEVNULL, check=False, cwd=WORKDIR)
         except subprocess.TimeoutExpired:
             raise GitSourceError(UNAVAILABLE, f"{what}: git did not finish within {self.timeout:.0f} s",
                                  "check the network and the URL, then run the command again") from None
         if done.returncode != 0:
-            problem = done.stderr.decode("utf-8", "replace").strip().splitlines()
-            reason = redact_text("; ".join(line.strip() for line in problem[-3:]))
-            reason = reason or f"exit {done.returncode}"
-            raise GitSourceError(UNAVAILABLE, f"{what}: {reason}")
+            raise GitSourceError(UNAVAILABLE, f"{what}: {git_message(done.stderr, done.returncode)}")
         return done.stdout if binary else done.stdout.decode("utf-8", "replace")
 
 
@@ -80,8 +83,9 @@ class Git:
         if exe is None:
             raise GitSourceError(UNAVAILABLE, f"{what}: git is not installed (git sources need it)")
         try:
-            return subprocess.run([exe, *args], env=self.env(), capture_output=True, timeout=self.timeout,
-                                  stdin=subprocess.DEVNULL, check=False).returncode
+            return subprocess.run(self._argv(exe, args), env=self.env(args), capture_output=True,
+                                  timeout=self.timeout, stdin=subprocess.DEVNULL, check=False,
+                                  cwd=WORKDIR).returncode
         except subprocess.TimeoutExpired:
             raise GitSourceError(UNAVAILABLE, f"{what}: git did not finish within {self.timeout:.0f} s",
                                  "check the network and the URL, then run the command again") from None
@@ -91,8 +95,8 @@ class Git:
         exe = shutil.which("git")
         if exe is None:
             raise GitSourceError(UNAVAILABLE, "git is not installed (git sources need it)")
-        return subprocess.Popen([exe, *args], env=self.env(), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        return subprocess.Popen(self._argv(exe, args), env=self.env(args), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=WORKDIR)
 
 
 def _drain(process: subprocess.Popen[bytes], limit: int = 1 << 20) -> None:
@@ -120,7 +124,7 @@ class Cache:
     """The bare mirrors and exported trees under `root`."""
 
     def __init__(self, root: Path | None = None, git: Git | None = None) -> None:
-        self.root = root or cache_root()
+        self.root = (root or cache_root()).absolute()  # git runs in `/`: every path it gets is absolute
         self.git = git or Git()
 
     def fetch(self, spec: GitSpec, commit: str | None = None) -> None:

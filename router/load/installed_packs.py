@@ -30,6 +30,33 @@ class InstalledPack:
     distribution: str
     value: str
     problem: str | None = None
+    version: str = "?"
+
+    def origin(self) -> PackOrigin | None:
+        """Where the pack's file comes from, for provenance (None for a pack that is not usable)."""
+        if self.path is None:
+            return None
+        return PackOrigin(self.distribution, self.version, self.path.parent, self.path.name)
+
+
+@dataclass(frozen=True)
+class PackOrigin:
+    """A file of an installed pack: its distribution and version, the package directory, the file
+    in it. Such a file `use:`s only files of the same directory (router/load/loader.py)."""
+
+    distribution: str
+    version: str
+    directory: Path
+    path: str
+
+    @property
+    def label(self) -> str:
+        """`distribution==version:path`, as provenance names the file (never a site-packages path)."""
+        return f"{self.distribution}=={self.version}:{self.path}"
+
+    def inside(self, relative: str) -> PackOrigin:
+        """The origin of another file of the same package directory."""
+        return PackOrigin(self.distribution, self.version, self.directory, relative)
 
 
 def installed_packs() -> list[InstalledPack]:
@@ -38,22 +65,23 @@ def installed_packs() -> list[InstalledPack]:
     return sorted(found, key=lambda p: (p.name, p.distribution))
 
 
-def installed_pack(name: str) -> Path | None:
-    """The file of the installed pack `name`, None when no distribution offers a usable one."""
+def installed_pack(name: str) -> InstalledPack | None:
+    """The installed pack `name`, None when no distribution offers a usable one."""
     for ep in entry_points(group=GROUP, name=name):
         pack = _pack(ep)
         if pack.path is not None:
-            return pack.path
+            return pack
     return None
 
 
 def _pack(ep: EntryPoint) -> InstalledPack:
     dist = ep.dist.name if ep.dist is not None else "?"
+    version = ep.dist.version if ep.dist is not None else "?"
     directory, problem = _directory(ep.value)
     path = directory / f"{ep.name}.yaml" if directory is not None else None
     if path is not None and not path.is_file():
         problem, path = f"{path} does not exist", None
-    return InstalledPack(ep.name, path, dist, ep.value, problem)
+    return InstalledPack(ep.name, path, dist, ep.value, problem, version)
 
 
 def _directory(value: str) -> tuple[Path | None, str | None]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from router.diagnostics.code_names import (
+    FILE_REFUSED,
     GIT_SOURCE_UNAVAILABLE,
     INVALID_VALUE,
     TOO_LARGE,
@@ -30,7 +31,7 @@ from router.load.file_reading import read_text, refused_read
 from router.load.git_lock import lock_path
 from router.load.git_source import GitOrigin, GitSources, emit_notes
 from router.load.git_spec import GitSourceError, is_git, parse, redact_text
-from router.load.installed_packs import installed_pack
+from router.load.installed_packs import PackOrigin, installed_pack
 from router.load.model import Policy
 from router.load.paths import agent_dir, display_path, layer_paths, pack_names, packs_dir
 from router.load.source import SourceDoc, parse_source
@@ -67,6 +68,7 @@ class PolicyFile:
     used_by: str | None = None  # the display path of the file whose `use:` loaded this one
     root: Path | None = None  # the project directory of a project-layer file
     origin: GitOrigin | None = None  # the git source, commit and file it was read from
+    package: PackOrigin | None = None  # the installed distribution (and version) it comes from
 
     @property
     def pack(self) -> str | None:
@@ -82,7 +84,7 @@ class PolicyFile:
     def to_dict(self) -> dict[str, str | None]:
         return {"path": str(self.source or self.path), "display": self.path, "layer": self.layer,
                 "pack": self.pack, "used_by": self.used_by,
-                "origin": self.origin.label if self.origin else None}
+                "origin": self.origin.label if self.origin else self.package.label if self.package else None}
 
 
 def describe_files(files: Iterable[PolicyFile]) -> str:
@@ -158,7 +160,8 @@ class _Loader:
         self.diagnostics.append(refusal.diagnostic())
 
     def load(self, path: Path, layer: str, via: Span | None, root: Path | None = None, *,
-             used_by: str | None = None, origin: GitOrigin | None = None, lock: Path | None = None) -> None:
+             used_by: str | None = None, origin: GitOrigin | None = None, lock: Path | None = None,
+             package: PackOrigin | None = None) -> None:
         lock = lock or lock_path(path)
         resolved = path.resolve()
         if resolved in self._active:
@@ -169,7 +172,7 @@ class _Loader:
         if resolved in self._done:
             return
         try:
-            doc = self._read(path, layer, origin, root)
+            doc = self._read(path, layer, origin, root, package)
             if doc is None:
                 return
             if origin is not None:
@@ -186,16 +189,18 @@ class _Loader:
             return
         self._active.append(resolved)
         for index, entry in enumerate(policy.use):
-            self._use(entry, doc, path, layer, root, origin, lock, doc.span(("use", index)))
+            self._use(entry, doc, path, layer, root, (origin, package), lock, doc.span(("use", index)))
         self._active.pop()
         self._done.add(resolved)
         group = policy.group or (path.stem if layer == "pack" else "main")
-        self.files.append(PolicyFile(doc.path, doc, policy, layer, group, resolved, used_by, root, origin))
+        self.files.append(PolicyFile(doc.path, doc, policy, layer, group, resolved, used_by, root, origin,
+                                     package))
 
-    def _read(self, path: Path, layer: str, origin: GitOrigin | None, root: Path | None) -> SourceDoc | None:
+    def _read(self, path: Path, layer: str, origin: GitOrigin | None, root: Path | None,
+              package: PackOrigin | None = None) -> SourceDoc | None:
         """The parsed file (SourceError when it is not YAML, or read through a link out of its
         project); None for project bytes `admit` refuses: they are never parsed."""
-        display = origin.label if origin else display_path(path)
+        display = origin.label if origin else package.label if package else display_path(path)
         text = read_text(path, display=display,
                          within=_area(root) if root is not None and origin is None else None)
         sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -209,8 +214,12 @@ class _Loader:
         return replace(doc, sha256=sha)
 
     def _use(self, entry: str, doc: SourceDoc, path: Path, layer: str, root: Path | None,
-             origin: GitOrigin | None, lock: Path, span: Span) -> None:
+             origins: tuple[GitOrigin | None, PackOrigin | None], lock: Path, span: Span) -> None:
         """Load one `use:` entry of the file at `path`: a git source, a file or a pack."""
+        origin, package = origins
+        if package is not None and (is_git(entry) or _is_path(entry)):
+            self._use_in_package(entry, doc, path, package, span)
+            return
         if is_git(entry):
             self._use_git(entry, doc, layer, root, lock, span)
             return
@@ -235,13 +244,35 @@ class _Loader:
             if problem is not None:
                 self.refuse(entry, layer, f"{entry} {problem}", span)
                 return
-        target = self._resolve_use(entry, path.parent, span)
-        if target is None:
+        resolved = self._resolve_use(entry, path.parent, span)
+        if resolved is None:
             return
+        target, installed = resolved
         if _is_pack_file(target) or not _is_path(entry):  # a name: a built-in or a pip-installed pack
-            self.load(target, "pack", span, used_by=doc.path)
+            self.load(target, "pack", span, used_by=doc.path, package=installed)
         else:
             self.load(target, layer, span, root, used_by=doc.path, origin=inner, lock=lock)
+
+    def _use_in_package(self, entry: str, doc: SourceDoc, path: Path, package: PackOrigin,
+                        span: Span) -> None:
+        """A file `use:`d by an installed pack's file: one of the same package directory, or refused."""
+        where = f"{package.distribution} {package.version}"
+        if is_git(entry):
+            self.refuse(redact_text(entry), "pack", f"the installed pack {where} names a git source",
+                        span, code=FILE_REFUSED, help="an installed pack uses its own files and packs by "
+                        "name; a git source belongs in the policy that uses the pack")
+            return
+        named = path.parent / Path(entry).expanduser()
+        real = Path(os.path.realpath(named))
+        if not real.is_relative_to(Path(os.path.realpath(package.directory))):
+            self.refuse(entry, "pack", f"{entry} is outside the package directory of {where}", span,
+                        code=FILE_REFUSED, help="an installed pack uses only files of its own package "
+                        "directory (and packs by name)")
+            return
+        resolved = self._resolve_use(entry, path.parent, span)
+        if resolved is not None:
+            inner = package.inside(real.relative_to(os.path.realpath(package.directory)).as_posix())
+            self.load(resolved[0], "pack", span, used_by=doc.path, package=inner)
 
     def _use_git(self, entry: str, doc: SourceDoc, layer: str, root: Path | None, lock: Path,
                  span: Span) -> None:
@@ -275,7 +306,8 @@ class _Loader:
             self.diagnostics.extend(validation_diagnostics(exc, doc, Policy))
             return None
 
-    def _resolve_use(self, entry: str, base: Path, span: Span) -> Path | None:
+    def _resolve_use(self, entry: str, base: Path, span: Span) -> tuple[Path, PackOrigin | None] | None:
+        """The file a `use:` entry names (and, for an installed pack, where it comes from)."""
         if _is_path(entry):
             target = base / Path(entry).expanduser()
             if not entry.endswith(YAML_SUFFIXES):
@@ -284,16 +316,16 @@ class _Loader:
                     help="policy files end in .yaml or .yml; other files are never read as policies"))
                 return None
             if target.is_file():
-                return target
+                return target, None
             self.diagnostics.append(Diagnostic(USE_NOT_FOUND, f"`use:` file not found: {entry}", span,
                                                help=f"paths are relative to {base}"))
             return None
         candidate = packs_dir() / f"{entry}.yaml"
         if candidate.is_file():
-            return candidate
+            return candidate, None
         installed = installed_pack(entry)
-        if installed is not None:
-            return installed
+        if installed is not None and installed.path is not None:
+            return installed.path, installed.origin()
         from router.diagnostics.suggest import did_you_mean
         from router.load.installed_packs import installed_packs
 

@@ -80,6 +80,7 @@ class TestReport:
     policies: list[list[PolicyFile]] = field(default_factory=list)  # the layered or given policies
     tests: list[tuple[Path, list[PolicyFile]]] = field(default_factory=list)  # test file, its policy
     not_loaded: list[dict[str, str]] = field(default_factory=list)  # see commands.policy_note
+    counted: list[tuple[str, str]] = field(default_factory=list)  # (file, rule id) coverage counts
 
     @property
     def failed(self) -> int:

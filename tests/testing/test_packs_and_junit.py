@@ -69,7 +69,7 @@ def test_a_pip_installed_pack_is_listed_and_usable_by_name(tmp_path: Path) -> No
     unknown = make_project(tmp_path / "other").router("packs", "--format", "json")
 
     (row,) = [line for line in listing.stdout.splitlines() if line.startswith("acme")]
-    assert "distribution acme-router-policies (acme_router_policies)" in row
+    assert "distribution acme-router-policies 0.1 (acme_router_policies)" in row
     assert row.endswith(str(tmp_path / "site" / "acme_router_policies" / "acme.yaml"))
     assert lint.returncode == 0, lint.stdout + lint.stderr
     assert "decision: 1 action from rule acme-careful" in explained.stdout
