@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
-from router.actions.signal_kinds import kind_names
+from router.actions.signals import kind_names
+from router.actions.signals import registry as signal_registry
 
 
 class _Model(BaseModel):
@@ -26,158 +35,50 @@ class EnvVar(_Model):
     description: str | None = None
 
 
-class ClassifyQuestion(_Model):
-    """One classifier question, asked in the same call as the others."""
-
-    type: Literal["choice", "bool", "score"] = "choice"
-    instructions: str
-    criteria: dict[str, str] | str | None = None
-    when: str | None = Field(None, description="expression: ask only when true")
+SIGNAL_KINDS = kind_names()  # the registry: one file per kind in router/actions/signals/
 
 
-class ClassifySignal(_Model):
-    """Ask a classifier model of Pi's registry (one call, several questions)."""
-
-    model: str = Field(description="template: classifier model ref, e.g. llama.cpp/Kev-9B")
-    questions: dict[str, ClassifyQuestion]
-    state: dict[str, Any] = Field(default_factory=dict, description="templates: the state shown")
-    timeout_ms: int | str = 4000
-    max_retries: int = 0
-
-
-class ChildSignal(_Model):
-    """Run a tool-less child `pi --print …` and read its stdout."""
-
-    prompt: str = Field(description="template: written to the child's stdin (never its command line)")
-    system_prompt: str | None = Field(None, description="template: passed to the child in a private file")
-    provider: str | None = None
-    model: str | None = None
-    pi_bin: str | None = Field(None, description="template: the pi binary (default: pi on PATH)")
-    timeout_ms: int | str = 45000
-
-
-class CompleteSignal(_Model):
-    """Ask a chat model of Pi's registry in-process (faster than a child process)."""
-
-    prompt: str
-    system_prompt: str | None = None
-    model: str | None = Field(None, description="template: model ref (default: the session model)")
-    timeout_ms: int | str = 45000
-
-
-class LoadSignal(_Model):
-    """Read a JSON file: the value under `key` (as `save` stores it), or the whole document.
-
-    A missing file reads as null; a leading byte order mark is skipped. A file that is not JSON
-    (comments and trailing commas included) fails the signal: `signal_errors.<name>` names
-    file:line:col and what is wrong."""
-
-    file: str = Field(description="template: the JSON file")
-    key: str | None = Field(None, description="template: the key; none reads the whole document")
-
-
-class RecordsSignal(_Model):
-    """Read the records of a JSONL file written by `audit` (newest last), within `days`."""
-
-    file: str = Field(description="template: the JSONL file")
-    days: float | str | None = Field(None, description="only records whose timestamp is this recent")
-    limit: int = Field(100000, ge=1, description="at most this many (the newest)")
-
-
-class SlotSignal(_Model):
-    """Take one of `max` machine-wide slots (a lock file per slot under `dir`); released by the
-    `release` action or when the process ends. Waits up to `wait_ms`; the value is the slot
-    number, or null when none freed up in time."""
-
-    dir: str = Field(description="template: the directory of the slot locks")
-    max: int | str = Field(description="template: how many slots exist")
-    name: str = Field("turn", description="the handle `release` names")
-    wait_ms: int | str = 30000
-
-
-class ProbeQuestion(_Model):
-    """The one question a probe asks a classifier (any answer proves it works)."""
-
-    instructions: str = Field(description="template: what the classifier is asked")
-    criteria: dict[str, str] | str = Field(description="the answers it may give, each with its "
-                                           "meaning (or a template that gives that object)")
-
-
-class ProbeSignal(_Model):
-    """Check models live: a classifier call or a tiny completion each; a list of results.
-
-    The policy words both calls: `prompt` is what each chat model is sent, `question` what the
-    classifier is asked (each required when the signal names models, or a classifier)."""
-
-    classifier: str | None = Field(None, description="template: a classifier model ref")
-    models: list[str] | str = Field(default_factory=list, description="template: chat model refs")
-    prompt: str | None = Field(None, description="template: the completion each chat model gets")
-    question: ProbeQuestion | None = Field(None, description="the classifier's question")
-    timeout_ms: int | str = 10000
-
+class _OneSource(_Model):
     @model_validator(mode="after")
-    def _worded(self) -> ProbeSignal:
-        if self.models and self.prompt is None:
-            raise ValueError("a probe of chat models needs `prompt` (what each model is sent), "
-                             "e.g. prompt: Reply with the single word OK.")
-        if self.classifier is not None and self.question is None:
-            raise ValueError("a probe of a classifier needs `question: {instructions, criteria}`")
+    def _one_source(self) -> _OneSource:
+        sources = [n for n in SIGNAL_KINDS if getattr(self, n, None) is not None]
+        if len(sources) != 1:
+            raise ValueError(f"a signal needs exactly one of {', '.join(SIGNAL_KINDS)}; "
+                             f"got {', '.join(sources) or 'none'}")
         return self
 
 
-class ReadSignal(_Model):
-    """Read the last non-empty lines of a text file (a list of strings; empty when missing)."""
-
-    file: str = Field(description="template: the file")
-    tail: int = Field(10, ge=1, le=10000, description="how many lines")
-
-
-class AskSignal(_Model):
-    """Ask the user through Pi's UI (select or input); null when cancelled or without a UI."""
-
-    select: list[str] | str | None = Field(None, description="options to choose from (template)")
-    title: str = ""
-    placeholder: str | None = None
-    timeout_ms: int | str = 300000
-
-
-class WhichSignal(_Model):
-    """The path of a program, as the `child` signal finds `pi`: a name without a slash is looked
-    up on PATH (the signal fails when it is not there); a path is returned as it is (`~` expanded)."""
-
-    name: str = Field(description="template: a program name (e.g. pi) or a path")
-
-
-SIGNAL_KINDS = kind_names()  # the registry: router/actions/signal_kinds.py
-
-
-class Signal(_Model):
+class _SignalFields(_OneSource):
     """A value computed lazily, at most once per event. Exactly one source."""
 
     description: str | None = None
     expr: str | None = Field(None, description="expression over the event")
-    classify: ClassifySignal | None = None
-    child: ChildSignal | None = None
-    complete: CompleteSignal | None = None
-    load: LoadSignal | None = None
-    read: ReadSignal | None = None
-    records: RecordsSignal | None = None
-    slot: SlotSignal | None = None
-    probe: ProbeSignal | None = None
-    ask: AskSignal | None = None
-    which: WhichSignal | None = None
     transform: str | None = Field(None, description="expression over `result`; a failure falls back")
     fallback: str | None = Field(None, description="expression used when the source fails")
     let: dict[str, str] = Field(default_factory=dict, description="local bindings: name -> expression, "
                                 "in order; plain names in this signal's expressions and templates")
 
-    @model_validator(mode="after")
-    def _one_source(self) -> Signal:
-        sources = [n for n in SIGNAL_KINDS if getattr(self, n) is not None]
-        if len(sources) != 1:
-            raise ValueError(f"a signal needs exactly one of {', '.join(SIGNAL_KINDS)}; "
-                             f"got {', '.join(sources) or 'none'}")
-        return self
+
+def _signal_model() -> type[_SignalFields]:
+    """`Signal`: the common fields and, after `expr`, one optional field per kind of the registry,
+    its request model built from the kind's `<Kind>Signal` class."""
+    from router.actions._build import model_of
+
+    common = {name: (info.annotation, info) for name, info in _SignalFields.model_fields.items()}
+    kinds = {name: (model_of(params) | None, None) for name, spec in signal_registry().items()
+             if (params := spec.params) is not None}
+    order = ["description", "expr", *kinds, "transform", "fallback", "let"]
+    fields: dict[str, Any] = {name: kinds.get(name) or common[name] for name in order}
+    base: Any = _OneSource  # the fields are all given: the common ones and the kinds'
+    model: Any = create_model("Signal", __base__=base, __doc__=_SignalFields.__doc__, __module__=__name__,
+                              **fields)
+    return cast("type[_SignalFields]", model)
+
+
+if TYPE_CHECKING:
+    Signal = _SignalFields  # a kind's request is read by name: getattr(signal, kind)
+else:
+    Signal = _signal_model()
 
 
 class Example(_Model):
