@@ -119,16 +119,16 @@ const CASES: Record<ActionName, (r: Rig) => Promise<void>> = {
 	compact: async (r) => {
 		await apply(r, { action: "compact", params: { instructions: "keep the plan", abort: false } });
 		assert.equal(r.ui.compacts.length, 1); // idle: at once
-		assert.equal(r.state.routerCompaction, true);
+		assert.equal(r.state.apply.routerCompaction, true);
 		const busy = rig({ idle: false });
 		await apply(busy, { action: "compact", params: { instructions: null, abort: false } });
 		assert.equal(busy.ui.compacts.length, 0);
-		assert.equal(typeof busy.state.compactionQueued, "function"); // runs at agent_settled
-		busy.state.compactionQueued?.();
+		assert.equal(typeof busy.state.apply.compactionQueued, "function"); // runs at agent_settled
+		busy.state.apply.compactionQueued?.();
 		assert.equal(busy.ui.compacts.length, 1);
 		const failing = rig({ compactThrows: true });
 		await apply(failing, { action: "compact", params: { abort: true } });
-		assert.equal(failing.state.routerCompaction, false);
+		assert.equal(failing.state.apply.routerCompaction, false);
 		assert.deepEqual(failing.forwarded, [["compaction_failed",
 			{ reason: "manual", byRouter: true, errorMessage: "no model to compact with", aborted: false }]]);
 	},

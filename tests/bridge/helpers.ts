@@ -3,9 +3,8 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { PiApi, ExtensionContext, PiModel } from "../../router/bridge/types.js";
 import { Sidecar } from "../../router/bridge/transport.mjs";
-import { createState } from "../../router/bridge/state.mjs";
 import type { BridgeState } from "../../router/bridge/types.js";
-import { connect } from "../../router/bridge/index.mjs";
+import { connect, createState } from "../../router/bridge/index.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const FAKE_SIDECAR = path.join(here, "fake_sidecar.mjs");
@@ -104,7 +103,7 @@ export function applyState(pi: PiApi, ctx: ExtensionContext | null): BridgeState
 
 /** Stop a state's sidecar and restarts (every test ends with this: no process outlives it). */
 export function stop(state: BridgeState): void {
-	state.stopping = true;
-	if (state.restartTimer) clearTimeout(state.restartTimer);
+	state.lifecycle.stopping = true;
+	if (state.lifecycle.restartTimer) clearTimeout(state.lifecycle.restartTimer);
 	state.sidecar.stop();
 }
