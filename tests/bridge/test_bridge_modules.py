@@ -122,13 +122,14 @@ def test_each_module_owns_its_state() -> None:
     assert re.findall(r"readonly (\w+):", declared[1]) == list(PARTS)
     index = (BRIDGE_DIR / "index.mjs").read_text(encoding="utf-8")
     for part, module in PARTS.items():
-        assert re.search(rf"^export function {part}State\(\)", (BRIDGE_DIR / module).read_text(encoding="utf-8"),
-                         re.M), module
+        source = (BRIDGE_DIR / module).read_text(encoding="utf-8")
+        assert re.search(rf"^export function {part}State\(\)", source, re.M), module
         assert f"{part}: {part}State()" in index, part
     for path in sorted(BRIDGE_DIR.glob("*.mjs")):
         for match in WRITE.finditer(path.read_text(encoding="utf-8")):
             part = match[1] or match[3]
-            assert PARTS.get(part, path.name) == path.name, f"{path.name} writes state.{part}.{match[2] or match[4]}"
+            field = match[2] or match[4]
+            assert PARTS.get(part, path.name) == path.name, f"{path.name} writes state.{part}.{field}"
 
 
 def test_the_ownership_check_sees_a_write() -> None:
