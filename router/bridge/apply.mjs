@@ -63,6 +63,13 @@ export const ACTIONS = {
 			if (env.ctx?.hasUI) env.ctx.ui.setStatus(String(p.key), p.text ?? undefined);
 		},
 	},
+	widget: {
+		fields: { key: true, lines: true, placement: true },
+		apply: (p, env) => {
+			const lines = p.lines == null ? undefined : Array.isArray(p.lines) ? p.lines.map(String) : String(p.lines).split("\n");
+			if (env.ctx?.hasUI) env.ctx.ui.setWidget(String(p.key), lines, { placement: p.placement === "below" ? "belowEditor" : "aboveEditor" });
+		},
+	},
 	follow_up: {
 		fields: { text: true, custom_type: true, hidden: true, deliver: true, details: true },
 		apply: (p, env) => env.state.pi.sendMessage(

@@ -111,6 +111,15 @@ const CASES: Record<ActionName, (r: Rig) => Promise<void>> = {
 		await apply(r, { action: "status", params: { key: "mine", text: "[ON]" } }, { action: "status", params: { key: "mine", text: null } });
 		assert.deepEqual(r.ui.statuses, [["mine", "[ON]"], ["mine", undefined]]);
 	},
+	widget: async (r) => {
+		await apply(r, { action: "widget", params: { key: "plan", lines: ["1. tests", "2. docs"], placement: "above" } },
+			{ action: "widget", params: { key: "plan", lines: "done\nnext", placement: "below" } }, { action: "widget", params: { key: "plan", lines: null } });
+		assert.deepEqual(r.ui.widgets, [["plan", ["1. tests", "2. docs"], { placement: "aboveEditor" }],
+			["plan", ["done", "next"], { placement: "belowEditor" }], ["plan", undefined, { placement: "aboveEditor" }]]);
+		const headless = rig({ hasUI: false });
+		await apply(headless, { action: "widget", params: { key: "plan", lines: ["x"] } });
+		assert.deepEqual(headless.ui.widgets, []); // print and json modes: nothing shown
+	},
 	follow_up: async (r) => {
 		await apply(r, { action: "follow_up", params: { text: "Continue.", custom_type: "router-follow-up", hidden: true, deliver: "steer", details: { n: 1 } } });
 		assert.deepEqual(r.fake.calls, [["sendMessage",

@@ -62,19 +62,21 @@ export interface FakeCtx {
 	ctx: ExtensionContext;
 	notices: [string, string | undefined][];
 	statuses: [string, string | undefined][];
+	widgets: [string, string[] | undefined, unknown][];
 	compacts: unknown[];
 	idle: boolean;
 }
 
 /** A context with a UI (`hasUI`) that records notifications, statuses and compactions. */
 export function fakeCtx(options: { hasUI?: boolean; idle?: boolean; compactThrows?: boolean } = {}): FakeCtx {
-	const fake: FakeCtx = { ctx: undefined as unknown as ExtensionContext, notices: [], statuses: [], compacts: [], idle: options.idle ?? true };
+	const fake: FakeCtx = { ctx: undefined as unknown as ExtensionContext, notices: [], statuses: [], widgets: [], compacts: [], idle: options.idle ?? true };
 	const models = [model("fake", "local"), model("fake", "cloud")];
 	fake.ctx = {
 		cwd: process.cwd(), mode: "rpc", hasUI: options.hasUI ?? true,
 		ui: {
 			notify: (text: string, level?: string) => void fake.notices.push([text, level]),
 			setStatus: (key: string, text: string | undefined) => void fake.statuses.push([key, text]),
+			setWidget: (key: string, lines: string[] | undefined, options: unknown) => void fake.widgets.push([key, lines, options]),
 		},
 		modelRegistry: { find: (provider: string, id: string) => models.find((m) => m.provider === provider && m.id === id), getAvailable: () => models },
 		sessionManager: { getBranch: () => [], getSessionId: () => "s1", getSessionFile: () => undefined },
