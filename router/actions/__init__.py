@@ -15,7 +15,7 @@ router/bridge/apply.ts.
 The files import no pydantic: the sidecar's start path, which reads what it needs from the compiled
 policy, imports an action's file to run its handler and never loads pydantic. The registry (`ACTIONS`,
 `registry()`) builds the parameter models on first use (router/actions/_registry.py).
-Signal kinds have their registry in `router/actions/signal_kinds.py`.
+Signal kinds are one file each too, in router/actions/signals/ (their registry is there).
 """
 
 from __future__ import annotations

@@ -29,16 +29,21 @@ class FieldInfo:
     """A field's default and description (a plain class: a dataclass costs ~1 ms to create, on
     the sidecar's first effect)."""
 
-    __slots__ = ("default", "description")
+    __slots__ = ("bounds", "default", "description")
 
-    def __init__(self, default: Any = REQUIRED, description: str | None = None) -> None:
+    def __init__(self, default: Any = REQUIRED, description: str | None = None,
+                 bounds: dict[str, Any] | None = None) -> None:
         self.default = default
         self.description = description
+        self.bounds = bounds or {}
 
 
-def Field(default: Any = REQUIRED, *, description: str | None = None) -> Any:
-    """A field's default and its description (the action reference's "meaning" column)."""
-    return FieldInfo(default, description)
+def Field(default: Any = REQUIRED, *, description: str | None = None, ge: float | None = None,
+          le: float | None = None) -> Any:
+    """A field's default, its description (the reference's "meaning" column) and the bounds of a
+    number (`ge`, `le`)."""
+    bounds = {name: value for name, value in (("ge", ge), ("le", le)) if value is not None}
+    return FieldInfo(default, description, bounds)
 
 
 def show(value: object) -> str:

@@ -40,7 +40,8 @@ def _build(cls: type[Params]) -> type[BaseModel]:
     for name in hints:
         default = cls.__dict__.get(name, REQUIRED)
         if isinstance(default, FieldInfo):
-            namespace[name] = PydanticField(default.default, description=default.description)
+            namespace[name] = PydanticField(default.default, description=default.description,
+                                            **default.bounds)
         elif default is not REQUIRED:
             namespace[name] = default
     check = cls.__dict__.get("check")

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 Describe = Callable[[Any], str]
 Runs = Literal["interpreter", "executor", "bridge"]
 RUNS: tuple[Runs, ...] = ("interpreter", "executor", "bridge")
-NOT_ACTIONS = frozenset({"signal_kinds"})  # modules of the package that declare no action
+NOT_ACTIONS = frozenset({"signals"})  # the package of the signal kinds (a folder: listed by name)
 
 
 @dataclass(frozen=True)

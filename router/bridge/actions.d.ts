@@ -123,6 +123,13 @@ export interface TrustParams {
 	remember: boolean;
 }
 
+/** `widget`: Show lines of text in a widget above (or below) Pi's editor, under `key`; `lines: null` removes it. A widget stays until a rule replaces or removes it (a status-bar entry holds one short text; a widget holds a few lines, such as a plan or what a guard counted). Without a UI (print and json modes) nothing is shown. */
+export interface WidgetParams {
+	key: string;
+	lines: string[] | string | null;
+	placement: "above" | "below";
+}
+
 /** One setting of a `panel`. */
 export interface PanelItem {
 	key: string;
@@ -156,6 +163,7 @@ export interface ActionParams {
 	thinking: ThinkingParams;
 	tools: ToolsParams;
 	trust: TrustParams;
+	widget: WidgetParams;
 }
 
 export type ActionName = keyof ActionParams;

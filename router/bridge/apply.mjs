@@ -63,6 +63,13 @@ export const ACTIONS = {
 			if (env.ctx?.hasUI) env.ctx.ui.setStatus(String(p.key), p.text ?? undefined);
 		},
 	},
+	widget: {
+		fields: { key: true, lines: true, placement: true },
+		apply: (p, env) => {
+			const lines = p.lines == null ? undefined : Array.isArray(p.lines) ? p.lines.map(String) : String(p.lines).split("\n");
+			if (env.ctx?.hasUI) env.ctx.ui.setWidget(String(p.key), lines, { placement: p.placement === "below" ? "belowEditor" : "aboveEditor" });
+		},
+	},
 	follow_up: {
 		fields: { text: true, custom_type: true, hidden: true, deliver: true, details: true },
 		apply: (p, env) => env.state.pi.sendMessage(
@@ -149,11 +156,11 @@ function picked(params, fields) {
  * @returns {void}
  */
 function reportUnknown(state, name) {
-	if (state.unknownActions.has(name)) {
+	if (state.apply.unknownActions.has(name)) {
 		logLine(`router: unknown action ${name} skipped`);
 		return;
 	}
-	state.unknownActions.add(name);
+	state.apply.unknownActions.add(name);
 	warn(state, `router: the engine sent the unknown action '${name}'; skipped (is the bridge as new as the engine? run \`router install\`)`);
 }
 
@@ -195,12 +202,12 @@ function applyTools(state, params) {
  * Whether a compaction is the one a `compact` action started: `ctx.compact()` reports reason
  * "manual". Pi's own threshold or overflow compaction can start in the gap while the aborted
  * run winds down; it is not the router's, and it does not clear the flag.
- * @param {ApplyState} state
+ * @param {ApplyState} apply
  * @param {string} reason
  * @returns {boolean}
  */
-export function isRouters(state, reason) {
-	return state.routerCompaction && reason === "manual";
+export function isRouters(apply, reason) {
+	return apply.routerCompaction && reason === "manual";
 }
 
 /**
@@ -212,22 +219,22 @@ function compact(env, params) {
 	const { state, ctx } = env;
 	if (!ctx) return;
 	const run = () => {
-		state.routerCompaction = true;
+		state.apply.routerCompaction = true;
 		try {
 			ctx.compact({
 				customInstructions: params.instructions ?? undefined,
-				onComplete: () => (state.routerCompaction = false),
-				onError: () => (state.routerCompaction = false),
+				onComplete: () => (state.apply.routerCompaction = false),
+				onError: () => (state.apply.routerCompaction = false),
 			});
 		} catch (error) {
 			// a synchronous throw never reaches session_compact_failed: report it the same way
-			state.routerCompaction = false;
+			state.apply.routerCompaction = false;
 			logLine(`ctx.compact failed: ${errorText(error)}`);
 			void state.forward("compaction_failed", { reason: "manual", byRouter: true, errorMessage: errorText(error), aborted: false }, ctx);
 		}
 	};
 	if (params.abort || attempt(() => ctx.isIdle(), false)) run();
-	else state.compactionQueued = run;
+	else state.apply.compactionQueued = run;
 }
 
 // --- the hooks' answers to Pi, from the replies -------------------------------------------------
@@ -350,4 +357,32 @@ export function inputAnswer(replies, text) {
 export function trustAnswer(replies) {
 	const trust = replies?.trust;
 	return trust ? { trusted: trust.trusted ?? "undecided", remember: !!trust.remember } : { trusted: "undecided" };
+}
+
+/**
+ * No compaction of the router's running or queued (the apply part of the bridge's state).
+ * @returns {ApplyState}
+ */
+export function applyState() {
+	return { routerCompaction: false, compactionQueued: null, unknownActions: new Set() };
+}
+
+/**
+ * The compaction a `compact` action queued for an idle agent, taken (null when none is queued).
+ * @param {ApplyState} apply
+ * @returns {(() => void) | null}
+ */
+export function takeQueuedCompaction(apply) {
+	const run = apply.compactionQueued;
+	apply.compactionQueued = null;
+	return run;
+}
+
+/**
+ * The router's compaction ended (done or failed).
+ * @param {ApplyState} apply
+ * @returns {void}
+ */
+export function compactionEnded(apply) {
+	apply.routerCompaction = false;
 }

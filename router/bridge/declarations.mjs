@@ -5,7 +5,7 @@
  */
 /**
  * @import { ModelRoute, ModelRouteRequest } from "@earendil-works/pi-coding-agent"
- * @import { BridgeState, CommandDeclaration, Declarations, ExtensionContext, PiModel, ThinkingLevel, ToolDeclaration, VirtualModelDeclaration } from "./types.js"
+ * @import { BridgeState, DeclarationsState, CommandDeclaration, Declarations, ExtensionContext, PiModel, ThinkingLevel, ToolDeclaration, VirtualModelDeclaration } from "./types.js"
  */
 import { findModel, toolAnswer } from "./apply.mjs";
 import { excerpt } from "./branch.mjs";
@@ -19,15 +19,15 @@ import { attempt, isObject, modelInfo, textOf } from "./util.mjs";
  * @returns {void}
  */
 export function declare(state, declared) {
-	state.subscribed = /** @type {Set<string>} */ (new Set(declared.events ?? []));
-	state.failure = isFailureMap(declared.failure) ? declared.failure : null;
-	if (typeof declared.excerpt_entries === "number") state.excerptEntries = declared.excerpt_entries;
+	state.declarations.subscribed = /** @type {Set<string>} */ (new Set(declared.events ?? []));
+	state.declarations.failure = isFailureMap(declared.failure) ? declared.failure : null;
+	if (typeof declared.excerpt_entries === "number") state.declarations.excerptEntries = declared.excerpt_entries;
 	listenToQuestionnaires(state, declared.bus_events ?? []);
 	for (const command of declared.commands ?? []) registerCommand(state, command);
 	for (const tool of declared.tools ?? []) registerTool(state, tool);
 	for (const model of declared.virtual_models ?? []) registerVirtualModel(state, model);
-	state.skillPaths = (declared.skills ?? []).map(String);
-	if (state.subscribed.has("dialog")) patchUi(state, state.ctx);
+	state.declarations.skillPaths = (declared.skills ?? []).map(String);
+	if (state.declarations.subscribed.has("dialog")) patchUi(state, state.ctx);
 }
 
 /**
@@ -44,8 +44,8 @@ function isFailureMap(value) {
  * @returns {void}
  */
 function registerCommand(state, command) {
-	if (state.registered.commands.has(command.name)) return;
-	state.registered.commands.add(command.name);
+	if (state.declarations.registered.commands.has(command.name)) return;
+	state.declarations.registered.commands.add(command.name);
 	const items = (command.completions ?? []).map((c) =>
 		typeof c === "string" ? { value: c, label: c } : { value: String(c.value), label: String(c.label ?? c.value), description: c.description },
 	);
@@ -73,15 +73,15 @@ function registerCommand(state, command) {
  * @returns {void}
  */
 function registerTool(state, tool) {
-	if (state.registered.tools.has(tool.name)) return;
-	state.registered.tools.add(tool.name);
+	if (state.declarations.registered.tools.has(tool.name)) return;
+	state.declarations.registered.tools.add(tool.name);
 	state.pi.registerTool({
 		name: tool.name, label: tool.label ?? tool.name, description: tool.description,
 		promptSnippet: tool.prompt_snippet ?? undefined, promptGuidelines: tool.guidelines ?? [],
 		parameters: tool.parameters, executionMode: tool.sequential ? "sequential" : "parallel",
 		async execute(_id, params, signal, _update, ctx) {
 			const replies = await state.forward("question", {
-				toolName: tool.name, source: "tool", input: params, excerpt: excerpt(ctx, state.excerptEntries),
+				toolName: tool.name, source: "tool", input: params, excerpt: excerpt(ctx, state.declarations.excerptEntries),
 			}, ctx, { signal });
 			if (signal?.aborted) return { content: [{ type: "text", text: "aborted" }], details: {}, isError: true };
 			return toolAnswer(replies, tool.no_answer);
@@ -96,8 +96,8 @@ function registerTool(state, tool) {
  */
 function registerVirtualModel(state, model) {
 	const ref = `${model.provider}/${model.id}`;
-	if (state.registered.models.has(ref)) return;
-	state.registered.models.add(ref);
+	if (state.declarations.registered.models.has(ref)) return;
+	state.declarations.registered.models.add(ref);
 	state.pi.registerVirtualModel({
 		provider: model.provider, id: model.id, name: model.name ?? ref, thinkingLevels: model.thinking_levels,
 		contextWindow: model.context_window ?? undefined, maxTokens: model.max_tokens ?? undefined,
@@ -166,4 +166,18 @@ async function route(state, model, request) {
  */
 function firstPhysical(state) {
 	return attempt(() => state.ctx?.modelRegistry.getAvailable() ?? [], []).find((m) => m.api !== "pi-virtual");
+}
+
+/** The excerpt size until the hello says what the policy declares (the engine's neutral default, router/events/questions.py). */
+export const DEFAULT_EXCERPT_ENTRIES = 10;
+
+/**
+ * Nothing declared yet (the declarations part of the bridge's state).
+ * @returns {DeclarationsState}
+ */
+export function declarationsState() {
+	return {
+		subscribed: new Set(), skillPaths: [], excerptEntries: DEFAULT_EXCERPT_ENTRIES, failure: null,
+		registered: { commands: new Set(), tools: new Set(), models: new Set() },
+	};
 }

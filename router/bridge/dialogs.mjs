@@ -4,7 +4,7 @@
  * and the engine's own `ask` request, which always goes to Pi's native dialogs.
  */
 /**
- * @import { AskParams, BridgeState, BusEventDeclaration, ExtensionContext, ExtensionUIContext, NativeUi, PatchedUi } from "./types.js"
+ * @import { AskParams, BridgeState, DialogsState, BusEventDeclaration, ExtensionContext, ExtensionUIContext, NativeUi, PatchedUi } from "./types.js"
  */
 import { answerValue } from "./apply.mjs";
 import { excerpt } from "./branch.mjs";
@@ -29,7 +29,7 @@ export function patchUi(state, ctx) {
 		select: ui.select.bind(ui), confirm: ui.confirm.bind(ui), input: ui.input.bind(ui), editor: ui.editor.bind(ui),
 		custom: typeof ui.custom === "function" ? ui.custom.bind(ui) : null,
 	};
-	state.nativeUi = native;
+	state.dialogs.nativeUi = native;
 	/**
 	 * @template T
 	 * @param {string} kind
@@ -38,7 +38,7 @@ export function patchUi(state, ctx) {
 	 * @returns {Promise<T>}
 	 */
 	const ask = async (kind, payload, fallback) => {
-		const replies = await state.forward("dialog", { kind, ...payload, excerpt: excerpt(state.ctx, state.excerptEntries) }, state.ctx);
+		const replies = await state.forward("dialog", { kind, ...payload, excerpt: excerpt(state.ctx, state.declarations.excerptEntries) }, state.ctx);
 		const value = answerValue(replies);
 		return value !== undefined ? (/** @type {T} */ (value)) : fallback();
 	};
@@ -51,8 +51,8 @@ export function patchUi(state, ctx) {
 		const nativeCustom = native.custom;
 		if (nativeCustom) {
 			ui.custom = /** @type {ExtensionUIContext["custom"]} */ (async (...args) => {
-				const decided = state.pendingCustom;
-				state.pendingCustom = null;
+				const decided = state.dialogs.pendingCustom;
+				state.dialogs.pendingCustom = null;
 				const value = decided ? await decided : undefined;
 				return value !== undefined && value !== null ? value : nativeCustom(...args);
 			});
@@ -80,22 +80,22 @@ export function listenToQuestionnaires(state, declared) {
 	for (const bus of declared) {
 		if (bus.protocol !== "questionnaire") continue;
 		const prompt = bus.prompt;
-		if (!state.registered.busEvents.has(prompt)) {
-			state.registered.busEvents.add(prompt);
+		if (!state.dialogs.busEvents.has(prompt)) {
+			state.dialogs.busEvents.add(prompt);
 			attempt(() => state.pi.events.on(prompt, /** @param {unknown} payload */ (payload) => {
-				if (!state.subscribed.has("question")) return;
-				state.pendingCustom = state.forward("question", {
-					toolName: prompt, source: "event", input: payload, excerpt: excerpt(state.ctx, state.excerptEntries),
+				if (!state.declarations.subscribed.has("question")) return;
+				state.dialogs.pendingCustom = state.forward("question", {
+					toolName: prompt, source: "event", input: payload, excerpt: excerpt(state.ctx, state.declarations.excerptEntries),
 				}, state.ctx)
 					.then((replies) => (replies === undefined ? cancelled() : (replies.answer?.value ?? null)))
 					.catch(cancelled);
 			}), undefined);
 		}
 		const blocked = bus.blocked;
-		if (blocked && !state.registered.busEvents.has(blocked)) {
-			state.registered.busEvents.add(blocked);
+		if (blocked && !state.dialogs.busEvents.has(blocked)) {
+			state.dialogs.busEvents.add(blocked);
 			attempt(() => state.pi.events.on(blocked, /** @param {unknown} payload */ (payload) => {
-				if (isObject(payload) && payload.active === false) state.pendingCustom = null;
+				if (isObject(payload) && payload.active === false) state.dialogs.pendingCustom = null;
 			}), undefined);
 		}
 	}
@@ -108,7 +108,7 @@ export function listenToQuestionnaires(state, declared) {
  * @returns {Promise<{ value: unknown }>}
  */
 export async function askUser(state, params) {
-	const ui = state.nativeUi ?? state.ctx?.ui;
+	const ui = state.dialogs.nativeUi ?? state.ctx?.ui;
 	if (!state.ctx?.hasUI || !ui) return { value: null };
 	if (params.confirm) return { value: (await ui.confirm(String(params.title ?? ""), String(params.message ?? ""))) === true };
 	if (params.select) {
@@ -116,4 +116,12 @@ export async function askUser(state, params) {
 		return { value: (await ui.select(String(params.title ?? ""), options)) ?? null };
 	}
 	return { value: (await ui.input(String(params.title ?? ""), params.placeholder ?? undefined)) ?? null };
+}
+
+/**
+ * Pi's dialogs not patched yet (the dialogs part of the bridge's state).
+ * @returns {DialogsState}
+ */
+export function dialogsState() {
+	return { nativeUi: null, pendingCustom: null, busEvents: new Set() };
 }

@@ -65,12 +65,12 @@ export async function decide(state, type, payload, ctx,
 	options = {}) {
 	if (ctx) state.ctx = ctx;
 	// before anything is declared the engine must be asked: a rule might refuse this event
-	if (state.failure !== null && !state.subscribed.has(type)) return { replies: undefined };
-	if (!(await ensureStarted(state, state.ctx))) return { failed: state.lastFailure ?? "the policy engine is not running" };
-	if (!state.subscribed.has(type)) return { replies: undefined };
+	if (state.declarations.failure !== null && !state.declarations.subscribed.has(type)) return { replies: undefined };
+	if (!(await ensureStarted(state, state.ctx))) return { failed: state.lifecycle.lastFailure ?? "the policy engine is not running" };
+	if (!state.declarations.subscribed.has(type)) return { replies: undefined };
 	try {
 		const result = await /** @type {Promise<EventResult | null>} */ (state.sidecar.call("event", { type, payload, ctx: snapshot(state, state.ctx) },
-			state.eventTimeoutMs || EVENT_TIMEOUT_MS, options.signal));
+			state.lifecycle.eventTimeoutMs || EVENT_TIMEOUT_MS, options.signal));
 		if (result?.state !== undefined && result.state !== null) {
 			const stored = result.state;
 			attempt(() => state.pi.appendEntry(STATE_ENTRY, { state: stored }), undefined);

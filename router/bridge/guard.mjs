@@ -8,7 +8,7 @@
  * closed: a rule could have blocked it. The user's `ROUTER_FAIL_OPEN=1` opens everything.
  */
 /**
- * @import { BridgeState, FailureMode } from "./types.js"
+ * @import { BridgeState, GuardState, FailureMode } from "./types.js"
  */
 import { warn } from "./state.mjs";
 
@@ -50,7 +50,7 @@ export function refusalText(type, cause) {
  */
 export function failureMode(state, type, env = process.env) {
 	if (/^(1|true|yes)$/i.test(env.ROUTER_FAIL_OPEN ?? "")) return "open";
-	const declared = state.failure ?? SAFE_DEFAULT;
+	const declared = state.declarations.failure ?? SAFE_DEFAULT;
 	return declared[type] === "closed" ? "closed" : "open";
 }
 
@@ -64,9 +64,26 @@ export function failureMode(state, type, env = process.env) {
 export function refuseIfClosed(state, type, cause) {
 	if (failureMode(state, type) !== "closed") return null;
 	const text = refusalText(type, cause);
-	if (!state.guardTold) {
-		state.guardTold = true;
+	if (!state.guard.guardTold) {
+		state.guard.guardTold = true;
 		warn(state, `${refused(type, cause)} Guarded events are refused until the engine is back.`);
 	}
 	return text;
+}
+
+/**
+ * No refusal told yet (the guard part of the bridge's state).
+ * @returns {GuardState}
+ */
+export function guardState() {
+	return { guardTold: false };
+}
+
+/**
+ * The engine answers again: the next outage's first refusal is told again.
+ * @param {GuardState} guard
+ * @returns {void}
+ */
+export function outageOver(guard) {
+	guard.guardTold = false;
 }

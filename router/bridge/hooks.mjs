@@ -4,9 +4,9 @@
  * the actions into the hook's answer (apply.mjs). Table: docs/protocol.md, `event`.
  */
 /**
- * @import { BridgeState, ContextMessage, ExtensionContext, Replies } from "./types.js"
+ * @import { BridgeState, HooksState, ContextMessage, ExtensionContext, Replies } from "./types.js"
  */
-import { addSections, appendedPrompt, inputAnswer, isRouters, resultPatch, trustAnswer, withContextMessages } from "./apply.mjs";
+import { addSections, appendedPrompt, compactionEnded, inputAnswer, isRouters, resultPatch, takeQueuedCompaction, trustAnswer, withContextMessages } from "./apply.mjs";
 import { history } from "./branch.mjs";
 import { decide } from "./forward.mjs";
 import { refuseIfClosed } from "./guard.mjs";
@@ -70,7 +70,7 @@ function registerSessionHooks(state) {
 	});
 
 	// skills the policy ships (`skills:`): Pi asks after session_start, when hello has declared them
-	pi.on("resources_discover", async () => (state.skillPaths.length > 0 ? { skillPaths: state.skillPaths } : undefined));
+	pi.on("resources_discover", async () => (state.declarations.skillPaths.length > 0 ? { skillPaths: state.declarations.skillPaths } : undefined));
 
 	pi.on("session_shutdown", async (event, ctx) => {
 		await forward("session_shutdown", { reason: event.reason }, ctx);
@@ -107,7 +107,7 @@ function registerPromptHooks(state) {
 	});
 
 	pi.on("context", async (event, ctx) => {
-		if (!state.subscribed.has("context")) return undefined;
+		if (!state.declarations.subscribed.has("context")) return undefined;
 		const messages = /** @type {ContextMessage[]} */ (/** @type {unknown} */ ((event.messages ?? [])));
 		const replies = await forward("context", {
 			messages: messages.map((m) => ({ role: m.role, text: textOf(m.content), customType: m.customType, toolName: m.toolName })),
@@ -131,7 +131,7 @@ function registerTurnHooks(state) {
 	});
 
 	pi.on("agent_start", async () => {
-		state.toolActivity = false;
+		state.hooks.toolActivity = false;
 	});
 
 	pi.on("turn_end", async (event, ctx) => {
@@ -140,7 +140,7 @@ function registerTurnHooks(state) {
 		const content = Array.isArray(message.content) ? message.content : [];
 		const calls = content.filter((b) => (/** @type {{ type?: unknown } | null} */ (b))?.type === "toolCall").length;
 		const results = event.toolResults?.length ?? 0;
-		if (calls || results) state.toolActivity = true;
+		if (calls || results) state.hooks.toolActivity = true;
 		await forward("turn_end", {
 			turnIndex: event.turnIndex, outcome: event.outcome, toolCalls: calls, toolResults: results,
 			stopReason: message.stopReason, usage: message.usage ?? null,
@@ -149,12 +149,9 @@ function registerTurnHooks(state) {
 	});
 
 	pi.on("agent_settled", async (event, ctx) => {
-		await forward("agent_settled", { aborted: !!event.aborted, hadToolActivity: state.toolActivity }, ctx);
-		if (state.compactionQueued) {
-			const run = state.compactionQueued;
-			state.compactionQueued = null;
-			attempt(run, undefined);
-		}
+		await forward("agent_settled", { aborted: !!event.aborted, hadToolActivity: state.hooks.toolActivity }, ctx);
+		const run = takeQueuedCompaction(state.apply);
+		if (run) attempt(run, undefined);
 	});
 }
 
@@ -167,7 +164,7 @@ function registerToolHooks(state) {
 	const { pi } = state;
 
 	pi.on("tool_call", async (event, ctx) => {
-		if (state.subscribed.has("dialog")) patchUi(state, ctx);
+		if (state.declarations.subscribed.has("dialog")) patchUi(state, ctx);
 		const outcome = await decide(state, "tool_call", { toolName: event.toolName, toolCallId: event.toolCallId, input: event.input }, ctx);
 		const refused = "failed" in outcome ? refuseIfClosed(state, "tool_call", outcome.failed) : null;
 		if (refused !== null) return { block: true, reason: refused };
@@ -214,20 +211,28 @@ function registerCompactionHooks(state) {
 
 	pi.on("session_before_compact", async (event, ctx) => {
 		const replies = await forward("compaction_before", {
-			reason: event.reason, tokensBefore: event.preparation?.tokensBefore, byRouter: isRouters(state, event.reason),
+			reason: event.reason, tokensBefore: event.preparation?.tokensBefore, byRouter: isRouters(state.apply, event.reason),
 		}, ctx);
 		return replies?.cancel ? { cancel: true } : undefined;
 	});
 
 	pi.on("session_compact", async (event, ctx) => {
-		const byRouter = isRouters(state, event.reason);
-		if (byRouter) state.routerCompaction = false;
+		const byRouter = isRouters(state.apply, event.reason);
+		if (byRouter) compactionEnded(state.apply);
 		await forward("compaction_done", { reason: event.reason, byRouter, tokensBefore: event.compactionEntry?.tokensBefore }, ctx);
 	});
 
 	pi.on("session_compact_failed", async (event, ctx) => {
-		const byRouter = isRouters(state, event.reason);
-		if (byRouter) state.routerCompaction = false;
+		const byRouter = isRouters(state.apply, event.reason);
+		if (byRouter) compactionEnded(state.apply);
 		await forward("compaction_failed", { reason: event.reason, byRouter, errorMessage: event.errorMessage, aborted: !!event.aborted }, ctx);
 	});
+}
+
+/**
+ * No tool ran yet (the hooks part of the bridge's state).
+ * @returns {HooksState}
+ */
+export function hooksState() {
+	return { toolActivity: false };
 }

@@ -18,12 +18,17 @@
 /**
  * @import { BridgeState, Owner, PiApi } from "./types.js"
  */
+import { applyState } from "./apply.mjs";
+import { declarationsState } from "./declarations.mjs";
+import { dialogsState } from "./dialogs.mjs";
 import { forward } from "./forward.mjs";
-import { registerHooks } from "./hooks.mjs";
-import { handleExit, preload } from "./lifecycle.mjs";
+import { guardState } from "./guard.mjs";
+import { hooksState, registerHooks } from "./hooks.mjs";
+import { handleExit, lifecycleState, preload } from "./lifecycle.mjs";
+import { panelState } from "./panel.mjs";
 import { answerEngine } from "./requests.mjs";
-import { createState } from "./state.mjs";
 import { Sidecar } from "./transport.mjs";
+import { trustState } from "./trust.mjs";
 import { attempt, hereDir, logLine } from "./util.mjs";
 
 const OWNER = Symbol.for("pi-policy-router.bridge");
@@ -45,6 +50,20 @@ function claimProcess(pi) {
 	}
 	slot[OWNER] = { pi, dir: hereDir() };
 	return true;
+}
+
+/**
+ * A new bridge's state: what every module reads, and each module's own part, as that module creates it.
+ * @param {PiApi} pi
+ * @param {Sidecar} [sidecar]
+ * @returns {BridgeState}
+ */
+export function createState(pi, sidecar = new Sidecar()) {
+	return {
+		pi, sidecar, forward: async () => undefined, ctx: null,
+		lifecycle: lifecycleState(), declarations: declarationsState(), guard: guardState(), dialogs: dialogsState(),
+		panel: panelState(), apply: applyState(), hooks: hooksState(), trust: trustState(),
+	};
 }
 
 /**

@@ -4,12 +4,13 @@
  * the shutdown in `session_shutdown`.
  */
 /**
- * @import { BridgeState, ExtensionContext, HelloParams, HelloResult, Json, ModelInfo, RegistryFacts } from "./types.js"
+ * @import { BridgeState, LifecycleState, ExtensionContext, HelloParams, HelloResult, Json, ModelInfo, RegistryFacts } from "./types.js"
  */
 import { declare } from "./declarations.mjs";
 import { cachedDeclarations, declarationsKey, declarationsText } from "./startup.mjs";
 import { setStatus, warn } from "./state.mjs";
-import { showTrust, trustFacts } from "./trust.mjs";
+import { outageOver } from "./guard.mjs";
+import { helloAnswered, showTrust, trustFacts } from "./trust.mjs";
 import { agentDir, attempt, errorText, isObject, logLine, modelInfo } from "./util.mjs";
 
 export const PROTOCOL = 1;
@@ -31,16 +32,16 @@ const STATE_ENTRY = "pi-policy-router.state";
  * @returns {void}
  */
 export function handleExit(state, reason) {
-	state.ready = false;
-	state.lastFailure = reason;
-	if (state.preloading) {
+	state.lifecycle.ready = false;
+	state.lifecycle.lastFailure = reason;
+	if (state.lifecycle.preloading) {
 		logLine(`router: ${reason} (while loading the policy declarations)`);
 		return;
 	}
-	if (state.stopping) return;
-	state.failures += 1;
-	if (!state.outage) {
-		state.outage = true;
+	if (state.lifecycle.stopping) return;
+	state.lifecycle.failures += 1;
+	if (!state.lifecycle.outage) {
+		state.lifecycle.outage = true;
 		warn(state, `router: ${reason}; Pi continues without the policy and the router restarts`);
 		setStatus(state, "router: offline (restarting)");
 	} else {
@@ -56,8 +57,8 @@ export function handleExit(state, reason) {
  * @returns {void}
  */
 export function lostEngine(state, reason) {
-	if (!state.ready) return;
-	state.ready = false;
+	if (!state.lifecycle.ready) return;
+	state.lifecycle.ready = false;
 	state.sidecar.stop();
 	handleExit(state, reason);
 }
@@ -67,13 +68,13 @@ export function lostEngine(state, reason) {
  * @returns {void}
  */
 function scheduleRestart(state) {
-	if (state.restartTimer || state.stopping) return;
-	const delay = Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.max(0, state.failures - 1));
-	state.restartTimer = setTimeout(() => {
-		state.restartTimer = null;
+	if (state.lifecycle.restartTimer || state.lifecycle.stopping) return;
+	const delay = Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.max(0, state.lifecycle.failures - 1));
+	state.lifecycle.restartTimer = setTimeout(() => {
+		state.lifecycle.restartTimer = null;
 		void ensureStarted(state, state.ctx);
 	}, delay);
-	state.restartTimer.unref();
+	state.lifecycle.restartTimer.unref();
 }
 
 /**
@@ -82,11 +83,11 @@ function scheduleRestart(state) {
  * @returns {Promise<boolean>}
  */
 export async function ensureStarted(state, ctx) {
-	if (state.starting) return state.starting; // a hello in flight (a start, or the session's after a cached start)
-	if (state.ready) return true;
-	if (state.stopping || !ctx) return false;
-	if (!state.starting) state.starting = start(state, ctx).finally(() => (state.starting = null));
-	return state.starting;
+	if (state.lifecycle.starting) return state.lifecycle.starting; // a hello in flight (a start, or the session's after a cached start)
+	if (state.lifecycle.ready) return true;
+	if (state.lifecycle.stopping || !ctx) return false;
+	if (!state.lifecycle.starting) state.lifecycle.starting = start(state, ctx).finally(() => (state.lifecycle.starting = null));
+	return state.lifecycle.starting;
 }
 
 /**
@@ -103,10 +104,10 @@ function checkProtocol(hello) {
  * @returns {Promise<boolean>}
  */
 async function start(state, ctx) {
-	if (state.preloadFailure !== null) {
+	if (state.lifecycle.preloadFailure !== null) {
 		// the sidecar just failed to say hello at startup: Pi starts without waiting once more
-		const reason = state.preloadFailure;
-		state.preloadFailure = null;
+		const reason = state.lifecycle.preloadFailure;
+		state.lifecycle.preloadFailure = null;
 		return failedStart(state, reason);
 	}
 	try {
@@ -115,14 +116,14 @@ async function start(state, ctx) {
 		checkProtocol(hello);
 		declare(state, hello);
 		useDeadline(state, hello);
-		state.ready = true;
-		state.failures = 0;
-		state.guardTold = false;
+		state.lifecycle.ready = true;
+		state.lifecycle.failures = 0;
+		outageOver(state.guard);
 		showHelloWarnings(state, hello);
 		showTrust(state, hello.trust);
-		state.helloAnswered = true;
-		if (state.outage) {
-			state.outage = false;
+		helloAnswered(state.trust);
+		if (state.lifecycle.outage) {
+			state.lifecycle.outage = false;
 			logLine("router: sidecar back");
 			const now = state.ctx;
 			if (now?.hasUI) attempt(() => now.ui.notify("router: policy engine is back", "info"), undefined);
@@ -141,11 +142,11 @@ async function start(state, ctx) {
  * @returns {false}
  */
 function failedStart(state, reason) {
-	state.ready = false;
-	state.lastFailure = `the policy engine did not start: ${reason}`;
-	state.failures += 1;
-	if (!state.outage) {
-		state.outage = true;
+	state.lifecycle.ready = false;
+	state.lifecycle.lastFailure = `the policy engine did not start: ${reason}`;
+	state.lifecycle.failures += 1;
+	if (!state.lifecycle.outage) {
+		state.lifecycle.outage = true;
 		warn(state, `router: the policy engine did not start (${reason}); Pi continues without it`);
 		setStatus(state, "router: offline (restarting)");
 	}
@@ -164,9 +165,9 @@ function failedStart(state, reason) {
 function useDeadline(state, hello) {
 	const announced = hello.event_deadline_ms;
 	const explicit = Number(process.env.ROUTER_BRIDGE_TIMEOUT_MS) > 0;
-	if (!explicit && typeof announced === "number" && announced > 0) state.eventTimeoutMs = announced + TRANSIT_MARGIN_MS;
+	if (!explicit && typeof announced === "number" && announced > 0) state.lifecycle.eventTimeoutMs = announced + TRANSIT_MARGIN_MS;
 	const shutdownMs = hello.shutdown_ms;
-	if (typeof shutdownMs === "number" && shutdownMs > 0) state.shutdownMs = Math.min(shutdownMs, MAX_SHUTDOWN_MS);
+	if (typeof shutdownMs === "number" && shutdownMs > 0) state.lifecycle.shutdownMs = Math.min(shutdownMs, MAX_SHUTDOWN_MS);
 }
 
 /**
@@ -177,8 +178,8 @@ function useDeadline(state, hello) {
  */
 function showHelloWarnings(state, hello) {
 	for (const text of hello.warnings ?? []) {
-		if (state.shownWarnings.has(text)) continue;
-		state.shownWarnings.add(text);
+		if (state.lifecycle.shownWarnings.has(text)) continue;
+		state.lifecycle.shownWarnings.add(text);
 		warn(state, `router: ${text}`);
 	}
 }
@@ -202,12 +203,12 @@ export async function preload(state) {
 		return;
 	}
 	declare(state, cached);
-	state.fromCache = declarationsText(cached);
-	state.cachedStart = true;
+	state.lifecycle.fromCache = declarationsText(cached);
+	state.lifecycle.cachedStart = true;
 	const started = preloadHello(state, cwd, key);
-	state.starting = started;
+	state.lifecycle.starting = started;
 	void started.finally(() => {
-		if (state.starting === started) state.starting = null;
+		if (state.lifecycle.starting === started) state.lifecycle.starting = null;
 	});
 }
 
@@ -219,7 +220,7 @@ export async function preload(state) {
  * @returns {Promise<boolean>}
  */
 async function preloadHello(state, cwd, key) {
-	state.preloading = true;
+	state.lifecycle.preloading = true;
 	try {
 		state.sidecar.start(cwd);
 		/** @type {HelloParams} */
@@ -231,18 +232,17 @@ async function preloadHello(state, cwd, key) {
 		checkProtocol(hello);
 		reconcile(state, hello);
 		useDeadline(state, hello);
-		if (hello.trust?.state === "approved") state.approvedDigest = hello.trust.digest ?? null;
-		state.helloAnswered = true;
-		state.ready = true;
+		helloAnswered(state.trust, hello.trust);
+		state.lifecycle.ready = true;
 		return true;
 	} catch (error) {
 		logLine(`router: could not load the policy declarations at startup: ${errorText(error)}`);
-		state.preloadFailure = errorText(error);
-		state.ready = false;
+		state.lifecycle.preloadFailure = errorText(error);
+		state.lifecycle.ready = false;
 		state.sidecar.stop();
 		return false;
 	} finally {
-		state.preloading = false;
+		state.lifecycle.preloading = false;
 	}
 }
 
@@ -253,8 +253,8 @@ async function preloadHello(state, cwd, key) {
  * @returns {void}
  */
 function reconcile(state, hello) {
-	const cached = state.fromCache;
-	state.fromCache = null;
+	const cached = state.lifecycle.fromCache;
+	state.lifecycle.fromCache = null;
 	declare(state, hello);
 	if (cached === null || cached === declarationsText(hello)) return;
 	logLine("router: the engine's declarations differ from the cached ones; registered the engine's");
@@ -268,14 +268,14 @@ function reconcile(state, hello) {
  */
 export async function sessionStart(state, ctx) {
 	state.ctx = ctx;
-	state.stopping = false;
-	if (state.cachedStart) {
+	state.lifecycle.stopping = false;
+	if (state.lifecycle.cachedStart) {
 		// Pi goes on: this hello follows the startup hello (if still in flight), and events wait for both
-		const before = state.starting ?? Promise.resolve(true);
-		const after = before.then(() => (state.stopping ? false : sessionHello(state, ctx, true)));
-		state.starting = after;
+		const before = state.lifecycle.starting ?? Promise.resolve(true);
+		const after = before.then(() => (state.lifecycle.stopping ? false : sessionHello(state, ctx, true)));
+		state.lifecycle.starting = after;
 		void after.finally(() => {
-			if (state.starting === after) state.starting = null;
+			if (state.lifecycle.starting === after) state.lifecycle.starting = null;
 		});
 		return true;
 	}
@@ -289,14 +289,14 @@ export async function sessionStart(state, ctx) {
  * @returns {Promise<boolean>}
  */
 async function sessionHello(state, ctx, chained) {
-	if (!state.ready) return chained ? start(state, ctx) : ensureStarted(state, ctx);
+	if (!state.lifecycle.ready) return chained ? start(state, ctx) : ensureStarted(state, ctx);
 	const hello = await /** @type {Promise<HelloResult | null>} */ (state.sidecar.call("hello", await helloParams(state, ctx), HELLO_TIMEOUT_MS)).catch(() => null);
 	if (hello) {
 		declare(state, hello);
 		useDeadline(state, hello);
 		showHelloWarnings(state, hello);
 		showTrust(state, hello.trust);
-		state.helloAnswered = true;
+		helloAnswered(state.trust);
 	}
 	return true;
 }
@@ -307,10 +307,10 @@ async function sessionHello(state, ctx, chained) {
  * @returns {Promise<void>}
  */
 export async function shutdown(state) {
-	state.stopping = true;
-	if (state.restartTimer) clearTimeout(state.restartTimer);
-	if (state.ready) await state.sidecar.call("shutdown", {}, state.shutdownMs || SHUTDOWN_MS).catch(() => undefined);
-	state.ready = false;
+	state.lifecycle.stopping = true;
+	if (state.lifecycle.restartTimer) clearTimeout(state.lifecycle.restartTimer);
+	if (state.lifecycle.ready) await state.sidecar.call("shutdown", {}, state.lifecycle.shutdownMs || SHUTDOWN_MS).catch(() => undefined);
+	state.lifecycle.ready = false;
 	state.sidecar.stop();
 }
 
@@ -371,4 +371,15 @@ function restoredState(ctx) {
  */
 function availableModels(ctx) {
 	return attempt(() => ctx.modelRegistry.getAvailable(), []).map(modelInfo).filter(/** @returns {m is ModelInfo} */ (m) => m !== null);
+}
+
+/**
+ * The sidecar's life before the first start (the lifecycle part of the bridge's state).
+ * @returns {LifecycleState}
+ */
+export function lifecycleState() {
+	return {
+		eventTimeoutMs: 0, shutdownMs: 0, ready: false, outage: false, failures: 0, restartTimer: null, stopping: false, starting: null,
+		preloading: false, fromCache: null, cachedStart: false, preloadFailure: null, lastFailure: null, shownWarnings: new Set(),
+	};
 }

@@ -8,7 +8,7 @@
 /**
  * @import { Component, SettingItem, TUI } from "@earendil-works/pi-tui"
  * @import { Theme, ThemeColor } from "@earendil-works/pi-coding-agent"
- * @import { BridgeState, ExtensionContext, Item, Notice, NotifyLevel, PanelItem, PanelParams, Params, TuiKit } from "./types.js"
+ * @import { BridgeState, PanelState, ExtensionContext, Item, Notice, NotifyLevel, PanelItem, PanelParams, Params, TuiKit } from "./types.js"
  */
 import * as fs from "node:fs";
 import { createRequire } from "node:module";
@@ -119,23 +119,23 @@ function cycledJson(item, shown) {
  */
 export async function showPanel(state, params, ctx) {
 	const id = String(params.id);
-	const open = state.openPanels.get(id);
+	const open = state.panel.openPanels.get(id);
 	if (open) return open(/** @type {PanelParams} */ (params));
-	if (state.refreshing.has(id)) return; // the answer to a refresh of a panel closed meanwhile
-	const custom = state.nativeUi?.custom ?? (typeof ctx?.ui?.custom === "function" ? ctx.ui.custom.bind(ctx.ui) : null);
+	if (state.panel.refreshing.has(id)) return; // the answer to a refresh of a panel closed meanwhile
+	const custom = state.dialogs.nativeUi?.custom ?? (typeof ctx?.ui?.custom === "function" ? ctx.ui.custom.bind(ctx.ui) : null);
 	const kit = ctx?.mode === "tui" && custom ? await loadTuiKit(state) : null;
 	if (!kit || !custom) return showPanelText(params, ctx);
 	try {
 		await /** @type {Promise<undefined>} */ (custom((tui, theme, _keys, done) => {
 			const panel = panelView(state, kit, params, tui, theme, () => done(undefined));
-			state.openPanels.set(id, panel.update);
+			state.panel.openPanels.set(id, panel.update);
 			return panel.component;
 		}));
 	} catch (error) {
 		logLine(`router: panel ${id} failed (${errorText(error)}); shown as text`);
 		showPanelText(params, ctx);
 	} finally {
-		state.openPanels.delete(id);
+		state.panel.openPanels.delete(id);
 	}
 }
 
@@ -144,13 +144,13 @@ export async function showPanel(state, params, ctx) {
  * @returns {Promise<TuiKit | null>}
  */
 function loadTuiKit(state) {
-	state.tuiKit ??= importTui()
+	state.panel.tuiKit ??= importTui()
 		.then(/** @param {TuiKit} kit */ (kit) => (kit?.SettingsList && kit?.Input ? kit : null))
 		.catch(/** @param {unknown} error */ (error) => {
 			logLine(`router: @earendil-works/pi-tui cannot be imported (${errorText(error)}); panels are shown as text`);
 			return null;
 		});
-	return state.tuiKit;
+	return state.panel.tuiKit;
 }
 
 /**
@@ -293,11 +293,11 @@ async function applyChange(state, shown, item, json) {
 	const result = await state.forward("command", { name, args }, state.ctx, { notices });
 	if (result === undefined) notices.push({ text: `router: ${itemLabel(item)} was not changed: the policy engine did not answer`, level: "error" });
 	if (current.refresh !== null && current.refresh !== undefined) {
-		state.refreshing.add(String(current.id));
+		state.panel.refreshing.add(String(current.id));
 		try {
 			await state.forward("command", { name, args: String(current.refresh) }, state.ctx, { notices });
 		} finally {
-			state.refreshing.delete(String(current.id));
+			state.panel.refreshing.delete(String(current.id));
 		}
 	}
 	const worst = notices.find((n) => n.level === "error") ?? notices.find((n) => n.level === "warning");
@@ -429,4 +429,12 @@ function inputView(kit, item, theme, tui, submit, finish) {
 			input.invalidate();
 		},
 	};
+}
+
+/**
+ * No panel open (the panel part of the bridge's state).
+ * @returns {PanelState}
+ */
+export function panelState() {
+	return { tuiKit: null, openPanels: new Map(), refreshing: new Set() };
 }

@@ -3,7 +3,7 @@
  * report shown in the status line. The bridge decides nothing.
  */
 /**
- * @import { BridgeState, Json, TrustFacts, TrustReport } from "./types.js"
+ * @import { BridgeState, TrustState, Json, TrustFacts, TrustReport } from "./types.js"
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -34,7 +34,7 @@ export function trustFacts(state, argv = process.argv.slice(2)) {
 		approve: argv.includes("--approve") || argv.includes("-a"),
 		noApprove: argv.includes("--no-approve") || argv.includes("-na"),
 		settings: { defaultProjectTrust },
-		approvedDigest: state.approvedDigest, firstHello: !state.helloAnswered,
+		approvedDigest: state.trust.approvedDigest, firstHello: !state.trust.helloAnswered,
 	};
 }
 
@@ -45,10 +45,30 @@ export function trustFacts(state, argv = process.argv.slice(2)) {
  * @returns {void}
  */
 export function showTrust(state, trust) {
-	if (trust?.state === "approved" && state.approvedDigest === null) state.approvedDigest = trust.digest ?? null;
+	if (trust?.state === "approved" && state.trust.approvedDigest === null) state.trust.approvedDigest = trust.digest ?? null;
 	/** @type {string | null} */
 	const next = trust && typeof trust === "object" ? (trust.status ?? null) : null;
-	if (next === state.trustStatus) return;
-	state.trustStatus = next;
+	if (next === state.trust.trustStatus) return;
+	state.trust.trustStatus = next;
 	setStatus(state, next ?? undefined);
+}
+
+/**
+ * No trust reported, no hello answered (the trust part of the bridge's state).
+ * @returns {TrustState}
+ */
+export function trustState() {
+	return { trustStatus: null, approvedDigest: null, helloAnswered: false };
+}
+
+/**
+ * A hello was answered: later ones approve only what this one did (`report`: the startup hello's
+ * trust, whose approved digest is kept).
+ * @param {TrustState} trust
+ * @param {TrustReport | null} [report]
+ * @returns {void}
+ */
+export function helloAnswered(trust, report = null) {
+	if (report?.state === "approved") trust.approvedDigest = report.digest ?? null;
+	trust.helloAnswered = true;
 }

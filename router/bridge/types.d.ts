@@ -362,15 +362,15 @@ export interface DeclarationsState {
 	/** The event types the policy has rules for: only those are forwarded. */
 	subscribed: Set<string>;
 	skillPaths: string[];
-	registered: { commands: Set<string>; tools: Set<string>; models: Set<string>; busEvents: Set<string> };
+	registered: { commands: Set<string>; tools: Set<string>; models: Set<string> };
 	/** The excerpt size the policy declares (`excerpt_entries`). */
 	excerptEntries: number;
+	/** Per event type, `open` or `closed` when the engine cannot answer (guard.mjs reads it); null before any declaration. */
+	failure: Record<string, "open" | "closed"> | null;
 }
 
 /** What fails closed when the engine cannot answer (guard.mjs). */
 export interface GuardState {
-	/** Per event type, `open` or `closed` when the engine cannot answer (guard.mjs); null before any declaration. */
-	failure: Record<string, "open" | "closed"> | null;
 	/** A refused guarded event was told during this outage. */
 	guardTold: boolean;
 }
@@ -380,6 +380,8 @@ export interface DialogsState {
 	nativeUi: NativeUi | null;
 	/** The answer the next `ctx.ui.custom` returns (an rpiv questionnaire a rule answered). */
 	pendingCustom: Promise<unknown> | null;
+	/** The bus events a declared question or blocked event is listened on (once each). */
+	busEvents: Set<string>;
 }
 
 /** The open panels (panel.mjs). */
@@ -414,9 +416,20 @@ export interface TrustState {
 	helloAnswered: boolean;
 }
 
-/** The bridge's state: each part owned by the module that writes it (the others read it). */
-export interface BridgeState
-	extends SharedState, LifecycleState, DeclarationsState, GuardState, DialogsState, PanelState, ApplyState, HooksState, TrustState {}
+/**
+ * The bridge's state: what every module may read, and one part per module that keeps state, which
+ * that module creates and alone writes (the others read it, or call the owner's functions).
+ */
+export interface BridgeState extends SharedState {
+	readonly lifecycle: LifecycleState;
+	readonly declarations: DeclarationsState;
+	readonly guard: GuardState;
+	readonly dialogs: DialogsState;
+	readonly panel: PanelState;
+	readonly apply: ApplyState;
+	readonly hooks: HooksState;
+	readonly trust: TrustState;
+}
 
 // --- transport.mjs -------------------------------------------------------------------------------
 

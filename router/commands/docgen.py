@@ -11,7 +11,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 
 from router.actions import ACTIONS
-from router.actions.signal_kinds import SIGNAL_KINDS
+from router.actions.signals import registry as signal_registry
 from router.diagnostics.codes import CODES, render_code
 from router.events.catalog import EVENT_MODELS, Common
 from router.events.examples import EXAMPLES
@@ -130,7 +130,7 @@ def signals_page() -> str:
            "A signal is a value a rule needs that the event does not carry: computed once per event, "
            "when a rule first reads it (docs/language.md, section 8). Each kind below is one source; "
            "its request fields are templates.\n"]
-    for name, kind in SIGNAL_KINDS.items():
+    for name, kind in signal_registry().items():
         budget = f"Time budget: {kind.timeout_ms} ms" + (
             f" (the `{kind.timeout_field}` field sets it)." if kind.timeout_field else ".")
         out += [f"## `{name}`\n", kind.summary[0].upper() + kind.summary[1:] + ".\n",

@@ -176,7 +176,7 @@ def check_policy(loaded: LoadedPolicy) -> list[Check]:
 
 def check_trust(cwd: Path, agent: Path) -> list[Check]:
     """Whether Pi would apply the project policy here, and the exact way to trust it."""
-    from router.runtime.session_policy import git_tree_file, read_project_content
+    from router.runtime.project_content import git_tree_file, read_project_content
     from router.trust.store import TrustStore, TrustStoreError, decide, precheck
 
     if not (cwd / ".pi" / "router.yaml").is_file():

@@ -7,7 +7,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from router.actions import ACTIONS, signal_kinds
+from router.actions import ACTIONS
+from router.actions.signals import registry as signal_kinds
 from router.compile.capability_analysis import Owner, Param, Verdict
 from router.compile.context import Context, Entry
 from router.compile.ir import (
@@ -135,7 +136,7 @@ def owners_of(compiled_rules: list[tuple[Entry, CompiledRule]],
         params = [Param(capability, None, f"{sig.kind}.{key}", _param(sig.request, key),
                         f.doc.span(("signals", name, sig.kind, key)),
                         _through_bindings(_param(sig.request, key), sig.bindings))
-                  for key, capability in signal_kinds.SIGNAL_KINDS[sig.kind].capabilities.items()]
+                  for key, capability in signal_kinds()[sig.kind].capabilities.items()]
         owners.append(Owner("signal", name, f.layer, sig.span, ctx.reads.get(("signal", name), []), params))
     var_files = {name: f for f in files for name in f.policy.vars}
     for name, f in var_files.items():

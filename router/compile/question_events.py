@@ -21,7 +21,8 @@ from router.diagnostics.suggest import did_you_mean
 from router.lang.expr.expression import Template, compile_template
 from router.lang.expr.syntax import ExpressionSyntaxError
 from router.load.loader import PolicyFile
-from router.load.model import ConfirmOption, DialogLines, EnvVar
+from router.load.model import EnvVar
+from router.load.provides import ConfirmOption, DialogLines
 
 _TYPES: dict[str, tuple[Any, str]] = {
     "tool_name": (str, "a text"),

@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from router.actions.signals import SignalOutcome as SignalOutcome  # what a kind's file returns
 from router.diagnostics.diagnostic import Diagnostic
 
 if TYPE_CHECKING:
     from router.trust.capabilities import Confinement
-
 
 
 @dataclass(frozen=True)
@@ -39,15 +39,6 @@ class SignalRequest:
     rule_id: str | None = None  # the rule whose evaluation first needed the signal
     confined: Mapping[str, str] = field(default_factory=dict, compare=False)  # checked: capability
     confinement: Confinement | None = field(default=None, compare=False, repr=False)
-
-
-@dataclass(frozen=True)
-class SignalOutcome:
-    """What the executor got for a signal: a raw result, or the error text of its failure."""
-
-    result: Any = None
-    error: str | None = None
-    elapsed_ms: float | None = None
 
 
 @dataclass(frozen=True)

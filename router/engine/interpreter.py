@@ -17,24 +17,22 @@ from typing import Any
 
 from jmespath.exceptions import JMESPathError
 
-from router.actions import runner
-from router.compile.ir import CompiledAction, CompiledPolicy, CompiledRule, CompiledSignal
+from router.compile.ir import CompiledPolicy, CompiledRule
 from router.diagnostics.code_names import BUDGET_EXCEEDED
 from router.diagnostics.diagnostic import Diagnostic, Severity, Span
 from router.diagnostics.errors import ExpressionError
 from router.engine import rule_index
-from router.engine.decision import Decision, Effect, SignalOutcome, SignalRequest
+from router.engine.decision import Decision, Effect, SignalOutcome
+from router.engine.firing import Firing, _refusal_params, _signal_request
 from router.engine.scope import SignalErrors, SignalNeeded, Signals, lookup, show_value
 from router.engine.trace import TraceEvent, Tracer
 from router.engine.vars_memo import VarsMemo
 from router.lang.budget import DRY_RUN_BUDGET, Budget, BudgetExceeded
 from router.lang.expr.evaluator import EVALUATION_FAILURES, Evaluator, expression_error, python_error
-from router.lang.expr.expression import Expression, Template
+from router.lang.expr.expression import Expression
 from router.lang.expr.layered import Layered
-from router.lang.expr.trees import map_leaves
 from router.lang.query.query import Query
 from router.lang.truth import expression_truthy, match_truthy
-from router.trust.capabilities import Confinement, Refused, check_rendered
 
 
 def evaluate(
@@ -69,7 +67,7 @@ def evaluation_scope(policy: CompiledPolicy, event: Mapping[str, Any], *,
     return _Run(policy, event, state or {}, outcomes or {}, {}, None, policy).scope
 
 
-class _Run:
+class _Run(Firing):
     """The working data of one evaluation (never shared between evaluations)."""
 
     def __init__(self, policy: CompiledPolicy, event: Mapping[str, Any], state: Mapping[str, Any],
@@ -329,80 +327,6 @@ class _Run:
                 shown.append(f"{'.'.join(path)}=<pending>")
         return f"  [{', '.join(shown)}]" if shown else ""
 
-    # --- actions ------------------------------------------------------------------------------
-
-    def _fire(self, rule: CompiledRule) -> bool:
-        """Render and collect the rule's actions; False when the rule is refused (as if it had
-        not matched: none of its effects, and later rules of its group still run)."""
-        self.fired.append(rule.id)
-        if self.tracer:
-            verdict = "fired (shadow: recorded, not applied)" if rule.shadow else "fired"
-            self._trace("shadow" if rule.shadow else "fire", rule, f"rule {rule.id}: {verdict}", depth=1)
-        evaluator, confinement = self._evaluator(rule), self.policy.confinement
-        saved = (len(self.effects), len(self.shadowed), dict(self.state))
-        try:
-            return self._fire_actions(rule, evaluator, confinement, saved)
-        except BudgetExceeded:  # the rule failed as a whole: none of its effects
-            self._undo(rule, saved)
-            raise
-
-    def _fire_actions(self, rule: CompiledRule, evaluator: Evaluator, confinement: Confinement | None,
-                      saved: tuple[int, int, dict[str, Any]]) -> bool:
-        for action in rule.actions:
-            try:
-                params = _render(evaluator, action.params)
-            except ExpressionError as exc:
-                self._error(rule, f"action '{action.name}' skipped: {exc.message}", action.span, exc.code)
-                if action.refuses and not rule.shadow:  # a guard's refusal is never dropped
-                    self._undo(rule, saved)
-                    self._failure = f"its {action.name} action failed: {exc.message} [{exc.code}]"
-                    return False
-                continue
-            if action.confined and confinement is not None:
-                try:
-                    check_rendered(action.name, params, action.confined, confinement, resolve=False)
-                except Refused as refused:
-                    self._refuse(rule, refused, action.span, saved)
-                    return False
-            effect = Effect(action.name, params, rule.id, rule.shadow, action.confined,
-                            confinement if action.confined else None)
-            (self.shadowed if rule.shadow else self.effects).append(effect)
-            if not rule.shadow and self._apply_state(action, params) and self._bound is not None:
-                self._bound[0].forget()
-            if self.tracer:
-                self._trace("action", rule, f"then {action.name}: {action.describe(params)}",
-                            depth=2, span=action.span)
-        return True
-
-    def _apply_state(self, action: CompiledAction, params: Any) -> bool:
-        """Carry out an action that runs here (`set`, `unset`: its file's handler); whether it did."""
-        runs, handler = runner(action.name)
-        if runs != "interpreter":
-            return False
-        handler(self.state, params)
-        self.signals.state_changed()
-        return True
-
-    def _refuse(self, rule: CompiledRule, refused: Refused, span: Span,
-                saved: tuple[int, int, dict[str, Any]]) -> None:
-        """Undo what the rule did in this evaluation: none of its effects, none of its state writes."""
-        self._undo(rule, saved)
-        self.errors.append(Diagnostic(refused.code, f"rule '{rule.id}' refused: {refused.message}", span,
-                                      rule_id=rule.id))
-        if self.tracer:
-            self._trace("error", rule, f"refused [{refused.code}]: {refused.message}", depth=1, span=span)
-
-    def _undo(self, rule: CompiledRule, saved: tuple[int, int, dict[str, Any]]) -> None:
-        """None of the rule's effects of this evaluation, none of its state writes."""
-        del self.effects[saved[0]:]
-        del self.shadowed[saved[1]:]
-        if rule.id in self.fired:
-            self.fired.remove(rule.id)
-        if self.state != saved[2]:
-            self.state.clear()
-            self.state.update(saved[2])
-            self.signals.state_changed()
-
     # --- pending signals and errors -----------------------------------------------------------
 
     def _pending(self, name: str, rule: CompiledRule) -> Decision:
@@ -467,32 +391,3 @@ def _source(rule: CompiledRule, kind: str) -> str:
 def _short(source: str, limit: int = 200) -> str:
     text = " ".join(source.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _render(evaluator: Evaluator, tree: Any) -> Any:
-    return map_leaves(tree, lambda value: evaluator.render(value) if isinstance(value, Template) else value)
-
-
-def _signal_request(spec: CompiledSignal, evaluator: Evaluator, rule_id: str,
-                    confinement: Confinement | None) -> SignalRequest:
-    if spec.bindings:
-        evaluator = Evaluator(Layered(evaluator.scope, lazy=dict(spec.bindings)))
-    params = _render(evaluator, spec.request) or {}
-    questions = {}
-    for q in spec.questions:
-        if q.when is not None and not expression_truthy(evaluator.value(q.when)):
-            continue
-        questions[q.name] = {"type": q.type, "instructions": q.instructions, "criteria": q.criteria}
-    confined = spec.confined if confinement is not None else {}
-    return SignalRequest(spec.name, spec.kind, params, questions, rule_id, confined,
-                         confinement if confined else None)
-
-
-def _refusal_params(action: str, reason: str) -> dict[str, Any]:
-    """What a refusing action of a guard that failed closed carries: a block its reason, a rewritten
-    result the reason in place of the result (withheld), a cancel nothing."""
-    if action == "block":
-        return {"reason": reason}
-    if action == "rewrite_result":
-        return {"text": reason, "is_error": True}
-    return {}

@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    Field,
+    ValidationInfo,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
-from router.actions.signal_kinds import kind_names
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
+from router.actions.signals import kind_names
+from router.actions.signals import registry as signal_registry
+from router.load.model_base import _ENV_NAME, _STATE_KEY, _Model
+from router.load.provides import (
+    BusEvents,
+    Command,
+    Provides,
+    QuestionEvents,
+    SettingsImport,
+    Tool,
+    VirtualModel,
+)
 
 
 class EnvVar(_Model):
@@ -26,158 +38,50 @@ class EnvVar(_Model):
     description: str | None = None
 
 
-class ClassifyQuestion(_Model):
-    """One classifier question, asked in the same call as the others."""
-
-    type: Literal["choice", "bool", "score"] = "choice"
-    instructions: str
-    criteria: dict[str, str] | str | None = None
-    when: str | None = Field(None, description="expression: ask only when true")
+SIGNAL_KINDS = kind_names()  # the registry: one file per kind in router/actions/signals/
 
 
-class ClassifySignal(_Model):
-    """Ask a classifier model of Pi's registry (one call, several questions)."""
-
-    model: str = Field(description="template: classifier model ref, e.g. llama.cpp/Kev-9B")
-    questions: dict[str, ClassifyQuestion]
-    state: dict[str, Any] = Field(default_factory=dict, description="templates: the state shown")
-    timeout_ms: int | str = 4000
-    max_retries: int = 0
-
-
-class ChildSignal(_Model):
-    """Run a tool-less child `pi --print …` and read its stdout."""
-
-    prompt: str = Field(description="template: written to the child's stdin (never its command line)")
-    system_prompt: str | None = Field(None, description="template: passed to the child in a private file")
-    provider: str | None = None
-    model: str | None = None
-    pi_bin: str | None = Field(None, description="template: the pi binary (default: pi on PATH)")
-    timeout_ms: int | str = 45000
-
-
-class CompleteSignal(_Model):
-    """Ask a chat model of Pi's registry in-process (faster than a child process)."""
-
-    prompt: str
-    system_prompt: str | None = None
-    model: str | None = Field(None, description="template: model ref (default: the session model)")
-    timeout_ms: int | str = 45000
-
-
-class LoadSignal(_Model):
-    """Read a JSON file: the value under `key` (as `save` stores it), or the whole document.
-
-    A missing file reads as null; a leading byte order mark is skipped. A file that is not JSON
-    (comments and trailing commas included) fails the signal: `signal_errors.<name>` names
-    file:line:col and what is wrong."""
-
-    file: str = Field(description="template: the JSON file")
-    key: str | None = Field(None, description="template: the key; none reads the whole document")
-
-
-class RecordsSignal(_Model):
-    """Read the records of a JSONL file written by `audit` (newest last), within `days`."""
-
-    file: str = Field(description="template: the JSONL file")
-    days: float | str | None = Field(None, description="only records whose timestamp is this recent")
-    limit: int = Field(100000, ge=1, description="at most this many (the newest)")
-
-
-class SlotSignal(_Model):
-    """Take one of `max` machine-wide slots (a lock file per slot under `dir`); released by the
-    `release` action or when the process ends. Waits up to `wait_ms`; the value is the slot
-    number, or null when none freed up in time."""
-
-    dir: str = Field(description="template: the directory of the slot locks")
-    max: int | str = Field(description="template: how many slots exist")
-    name: str = Field("turn", description="the handle `release` names")
-    wait_ms: int | str = 30000
-
-
-class ProbeQuestion(_Model):
-    """The one question a probe asks a classifier (any answer proves it works)."""
-
-    instructions: str = Field(description="template: what the classifier is asked")
-    criteria: dict[str, str] | str = Field(description="the answers it may give, each with its "
-                                           "meaning (or a template that gives that object)")
-
-
-class ProbeSignal(_Model):
-    """Check models live: a classifier call or a tiny completion each; a list of results.
-
-    The policy words both calls: `prompt` is what each chat model is sent, `question` what the
-    classifier is asked (each required when the signal names models, or a classifier)."""
-
-    classifier: str | None = Field(None, description="template: a classifier model ref")
-    models: list[str] | str = Field(default_factory=list, description="template: chat model refs")
-    prompt: str | None = Field(None, description="template: the completion each chat model gets")
-    question: ProbeQuestion | None = Field(None, description="the classifier's question")
-    timeout_ms: int | str = 10000
-
+class _OneSource(_Model):
     @model_validator(mode="after")
-    def _worded(self) -> ProbeSignal:
-        if self.models and self.prompt is None:
-            raise ValueError("a probe of chat models needs `prompt` (what each model is sent), "
-                             "e.g. prompt: Reply with the single word OK.")
-        if self.classifier is not None and self.question is None:
-            raise ValueError("a probe of a classifier needs `question: {instructions, criteria}`")
+    def _one_source(self) -> _OneSource:
+        sources = [n for n in SIGNAL_KINDS if getattr(self, n, None) is not None]
+        if len(sources) != 1:
+            raise ValueError(f"a signal needs exactly one of {', '.join(SIGNAL_KINDS)}; "
+                             f"got {', '.join(sources) or 'none'}")
         return self
 
 
-class ReadSignal(_Model):
-    """Read the last non-empty lines of a text file (a list of strings; empty when missing)."""
-
-    file: str = Field(description="template: the file")
-    tail: int = Field(10, ge=1, le=10000, description="how many lines")
-
-
-class AskSignal(_Model):
-    """Ask the user through Pi's UI (select or input); null when cancelled or without a UI."""
-
-    select: list[str] | str | None = Field(None, description="options to choose from (template)")
-    title: str = ""
-    placeholder: str | None = None
-    timeout_ms: int | str = 300000
-
-
-class WhichSignal(_Model):
-    """The path of a program, as the `child` signal finds `pi`: a name without a slash is looked
-    up on PATH (the signal fails when it is not there); a path is returned as it is (`~` expanded)."""
-
-    name: str = Field(description="template: a program name (e.g. pi) or a path")
-
-
-SIGNAL_KINDS = kind_names()  # the registry: router/actions/signal_kinds.py
-
-
-class Signal(_Model):
+class _SignalFields(_OneSource):
     """A value computed lazily, at most once per event. Exactly one source."""
 
     description: str | None = None
     expr: str | None = Field(None, description="expression over the event")
-    classify: ClassifySignal | None = None
-    child: ChildSignal | None = None
-    complete: CompleteSignal | None = None
-    load: LoadSignal | None = None
-    read: ReadSignal | None = None
-    records: RecordsSignal | None = None
-    slot: SlotSignal | None = None
-    probe: ProbeSignal | None = None
-    ask: AskSignal | None = None
-    which: WhichSignal | None = None
     transform: str | None = Field(None, description="expression over `result`; a failure falls back")
     fallback: str | None = Field(None, description="expression used when the source fails")
     let: dict[str, str] = Field(default_factory=dict, description="local bindings: name -> expression, "
                                 "in order; plain names in this signal's expressions and templates")
 
-    @model_validator(mode="after")
-    def _one_source(self) -> Signal:
-        sources = [n for n in SIGNAL_KINDS if getattr(self, n) is not None]
-        if len(sources) != 1:
-            raise ValueError(f"a signal needs exactly one of {', '.join(SIGNAL_KINDS)}; "
-                             f"got {', '.join(sources) or 'none'}")
-        return self
+
+def _signal_model() -> type[_SignalFields]:
+    """`Signal`: the common fields and, after `expr`, one optional field per kind of the registry,
+    its request model built from the kind's `<Kind>Signal` class."""
+    from router.actions._build import model_of
+
+    common = {name: (info.annotation, info) for name, info in _SignalFields.model_fields.items()}
+    kinds = {name: (model_of(params) | None, None) for name, spec in signal_registry().items()
+             if (params := spec.params) is not None}
+    order = ["description", "expr", *kinds, "transform", "fallback", "let"]
+    fields: dict[str, Any] = {name: kinds.get(name) or common[name] for name in order}
+    base: Any = _OneSource  # the fields are all given: the common ones and the kinds'
+    model: Any = create_model("Signal", __base__=base, __doc__=_SignalFields.__doc__, __module__=__name__,
+                              **fields)
+    return cast("type[_SignalFields]", model)
+
+
+if TYPE_CHECKING:
+    Signal = _SignalFields  # a kind's request is read by name: getattr(signal, kind)
+else:
+    Signal = _signal_model()
 
 
 class Example(_Model):
@@ -248,208 +152,6 @@ class Rule(_Model):
     examples: list[Example] = Field(default_factory=list)
 
     @field_validator("on", mode="before")
-    @classmethod
-    def _listify(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value
-
-
-class Command(_Model):
-    """A slash command the bridge registers; typing it sends a `command` event."""
-
-    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
-    description: str = ""
-    completions: list[dict[str, str] | str] = Field(default_factory=list)
-
-
-RouteFallback = Literal["previous", "first_available"]
-ROUTE_FALLBACKS: tuple[RouteFallback, ...] = ("previous", "first_available")
-
-
-class VirtualModel(_Model):
-    """A virtual model the bridge registers; each request sends a `route` event."""
-
-    provider: str
-    id: str
-    name: str | None = None
-    thinking_levels: list[str] = Field(default_factory=lambda: ["off", "low", "medium", "high"])
-    context_window: int | None = None
-    max_tokens: int | None = None
-    fallback: list[RouteFallback] = Field(
-        default_factory=lambda: list(ROUTE_FALLBACKS),
-        description="where a request goes when no rule routes it (or routes it to a model Pi does "
-        "not have), tried in order: `previous` (the request's previous physical model), "
-        "`first_available` (Pi's first available model that is not virtual); none left: the "
-        "request fails")
-
-
-class Tool(_Model):
-    """An LLM tool the bridge registers; a call sends a `question` event (kind: question)."""
-
-    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$")
-    kind: Literal["question"] = "question"
-    label: str | None = None
-    description: str
-    prompt_snippet: str | None = None
-    guidelines: list[str] = Field(default_factory=list)
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object",
-                                                                 "additionalProperties": True})
-    sequential: bool = True
-    no_answer: str = Field(
-        "No rule answered this call.",
-        description="the error text the tool call returns when no rule answers it (a pack words its own)")
-
-
-class ConfirmOption(_Model):
-    """One option of a confirm dialog's question."""
-
-    value: str = Field(min_length=1)
-    label: str = Field(min_length=1)
-    description: str | None = None
-
-
-class DialogLines(_Model):
-    """Per dialog kind, the label of the line after the title (`''`: the value alone)."""
-
-    confirm: str | None = Field(None, description="before a confirm's message")
-    input: str | None = Field(None, description="before an input's placeholder")
-    editor: str | None = Field(None, description="before an editor's prefilled value")
-
-
-class QuestionEvents(_Model):
-    """How the engine builds `question` and `dialog` events (`provides.questions:`).
-
-    A text is a template over `vars` (docs/language.md, Templates): `"{vars.NAME}"`, exactly one
-    placeholder, is that var's value with its type, so a layer can change it through `vars:`; it is
-    rendered for each event. A field left out keeps the engine's neutral default."""
-
-    tool_name: str | None = Field(None, description="template: a question's tool_name when the "
-                                  "bridge names none")
-    excerpt_entries: int | str | None = Field(
-        None, description="how many of the last session entries the conversation excerpt holds "
-        "(or a template that gives that number)")
-    context_chars: int | str | None = Field(
-        None, description="the cap of `context` (characters, the last ones; or a template)")
-    confirm_options: list[ConfirmOption] | str | None = Field(
-        None, description="a confirm dialog's options (or a template that gives them)")
-    dialog_lines: DialogLines | str | None = Field(
-        None, description="per dialog kind, the label of the line after the title (or a template)")
-
-
-class ModelChoice(_Model):
-    """What the decision log, telemetry and replay read about a turn's model choice
-    (`provides.model_choice:`): the state keys the policy's rules write it to."""
-
-    tier: str | None = Field(None, description="the state key (dotted, e.g. cu.tier) a `set` action "
-                             "writes the chosen model's tier to; the log's and replay's `tier`")
-
-    @field_validator("tier")
-    @classmethod
-    def _state_key(cls, value: str | None) -> str | None:
-        if value is not None and not _STATE_KEY.fullmatch(value):
-            raise ValueError(f"{value!r} is not a state key (names joined by dots, e.g. cu.tier)")
-        return value
-
-
-class BusEvents(_Model):
-    """A protocol on Pi's event bus the bridge listens to (`bus_events:`).
-
-    `questionnaire`: an extension emits `prompt` with a questionnaire, then opens ctx.ui.custom;
-    the payload is sent as a `question` event (source `event`, tool_name the event's name) and
-    the answer a rule gives is what that custom call returns. `blocked` with `active: false`
-    drops a pending answer."""
-
-    protocol: Literal["questionnaire"] = Field(description="which protocol the bridge speaks")
-    prompt: str = Field(min_length=1, description="the bus event that carries the questionnaire")
-    blocked: str | None = Field(None, min_length=1,
-                                description="the bus event whose `active: false` drops a pending answer")
-
-
-class SettingsImport(_Model):
-    """What `router import` moves into router.yaml for this pack (`import:`): a JSON settings
-    file of Pi's agent dir, as one var (`var`) or key by key (`keys`: JSON key -> var name);
-    `use:` gains the pack."""
-
-    file: str = Field(min_length=1, description="the settings file's name in Pi's agent dir, "
-                      "e.g. pi-cuttle.json (the default source)")
-    var: str | None = Field(None, description="the var the whole JSON object becomes")
-    keys: dict[str, str] | None = Field(None, description="JSON key -> the var its value becomes")
-
-    @field_validator("file")
-    @classmethod
-    def _inside_agent_dir(cls, value: str) -> str:
-        if Path(value).is_absolute() or ".." in Path(value).parts or value.startswith("~"):
-            raise ValueError(f"{value!r} is not a file name inside Pi's agent dir")
-        return value
-
-    @model_validator(mode="after")
-    def _one_target(self) -> SettingsImport:
-        if (self.var is None) == (self.keys is None):
-            raise ValueError("an import needs exactly one of `var` (the whole file) or `keys` "
-                             "(key by key)")
-        for name in [self.var] if self.var is not None else list((self.keys or {}).values()):
-            if not _ENV_NAME.fullmatch(name):
-                raise ValueError(f"{name!r} is not a var name (letters, digits, _)")
-        return self
-
-
-PerMillion = Annotated[float, Field(strict=True, ge=0)]  # a number (not a string or a bool), >= 0
-
-
-class ModelPrice(_Model):
-    """What a model costs (`provides.prices:`), USD per million tokens as Pi's models.json gives
-    them, or that it is served from the user's own machine (`local: true`: free unless priced)."""
-
-    input: PerMillion | None = Field(None, description="USD per million input tokens")
-    output: PerMillion | None = Field(None, description="USD per million output tokens")
-    cache_read: PerMillion | None = Field(None, description="USD per million tokens read from the cache")
-    cache_write: PerMillion | None = Field(None, description="USD per million tokens written to the cache")
-    local: bool = Field(False, description="served from the user's own machine: free unless a price "
-                        "is given here")
-
-    @model_validator(mode="after")
-    def _says_something(self) -> ModelPrice:
-        if not self.local and all(getattr(self, k) is None for k in PRICE_KEYS):
-            raise ValueError("a price needs at least one of " + ", ".join(PRICE_KEYS)
-                             + " (USD per million tokens), or `local: true`")
-        return self
-
-
-PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
-_MODEL_REF = re.compile(r"[^/\s]+/\S+")
-
-
-class Provides(_Model):
-    """What a policy provides besides its rules (`provides:`): what the bridge registers in Pi,
-    how the engine builds question events, what `router import` moves, what a model choice records.
-    Each sub-key merges across the layers (by name; `questions` and `model_choice` field by field)."""
-
-    commands: list[Command] = Field(default_factory=list, description="slash commands Pi registers")
-    tools: list[Tool] = Field(default_factory=list, description="LLM tools Pi registers (question tools)")
-    virtual_models: list[VirtualModel] = Field(default_factory=list,
-                                               description="virtual models Pi registers (`route` events)")
-    skills: list[str] = Field(default_factory=list, description="Pi skill directories (or SKILL.md "
-                              "files), relative to this file, that Pi lists while the policy is loaded")
-    bus_events: list[BusEvents] = Field(default_factory=list, description="protocols on Pi's event "
-                                        "bus the bridge listens to (their events become `question` events)")
-    questions: QuestionEvents | None = Field(None, description="how question and dialog events are "
-                                             "built (wording, excerpt sizes)")
-    import_: SettingsImport | None = Field(None, alias="import", description="what `router import` "
-                                           "moves from a JSON settings file into router.yaml")
-    model_choice: ModelChoice | None = Field(None, description="what the log, telemetry and replay "
-                                             "read about a turn's model choice (its tier)")
-    prices: dict[str, ModelPrice] = Field(default_factory=dict, description="per model (provider/id), "
-                                          "its price or that it is local, for replay and diff's cost "
-                                          "figures (before the registry's price)")
-
-    @field_validator("prices")
-    @classmethod
-    def _model_refs(cls, value: dict[str, ModelPrice]) -> dict[str, ModelPrice]:
-        for ref in value:
-            if not _MODEL_REF.fullmatch(ref):
-                raise ValueError(f"{ref!r} is not a model reference (provider/id, e.g. ollama/qwen3:8b)")
-        return value
-
-    @field_validator("skills", mode="before")
     @classmethod
     def _listify(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
@@ -599,8 +301,5 @@ class Policy(_Model):
                 raise ValueError(f"{key!r} is not a state key (names joined by dots, e.g. cu.slot)")
         return value
 
-
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_STATE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*)*")
 
 Example.model_rebuild()

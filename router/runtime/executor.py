@@ -1,7 +1,8 @@
 """The executor: where the side effects of a decision are carried out.
 
-It computes external signals (each kind the executor computes is a module of router/runtime/signals/:
-classifier and completion calls through the bridge, child `pi` processes, files, slots), carries
+It computes external signals (each kind's file in router/actions/signals/ computes it, with the
+means router/runtime/signal_local.py offers: calls through the bridge, child `pi` processes,
+files, slots), carries
 out the actions that run here with their file's handler (router/actions/<name>.py: logs, audit
 records, saved values), after checking a project rule's paths, and turns the remaining effects
 into actions the bridge applies inside Pi. Failures never raise: they become warnings.
@@ -20,16 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from router.actions import runner
+from router.actions import runner, signals
 from router.actions._local import Failure, Local
 from router.actions._registry import declarations
-from router.actions.signal_kinds import SIGNAL_KINDS
 from router.diagnostics.code_names import ACTION_FAILED
 from router.engine.decision import Decision, Effect, SignalOutcome, SignalRequest
 from router.lang.functions import cap_level
-from router.runtime import loop, signals
+from router.runtime import loop
 from router.runtime.filelock import REMOVE, append_line, is_symlink_error, update_json_values
 from router.runtime.log_line import escape_line
+from router.runtime.signal_local import ExecutorLocal
 from router.trust.capabilities import (
     CAPABILITY_CODES,
     CODES,
@@ -103,15 +104,16 @@ class Executor:
 
     def signal_handlers(self) -> dict[str, Callable[[SignalRequest], Any]]:
         """The computation of each signal kind the executor runs or asks the bridge for (each
-        kind's file in router/runtime/signals/)."""
-        found = {kind: signals.computation(kind) for kind in SIGNAL_KINDS}
-        return {kind: functools.partial(compute, self) for kind, compute in found.items() if compute}
+        kind's file in router/actions/signals/)."""
+        found = {kind: signals.computation(kind) for kind in signals.registry()}
+        local = ExecutorLocal(self)
+        return {kind: functools.partial(compute, local) for kind, compute in found.items() if compute}
 
     async def _compute(self, request: SignalRequest) -> SignalOutcome:
         compute = signals.computation(request.kind)
         if compute is None:
             return SignalOutcome(error=f"unknown signal kind {request.kind!r}")
-        outcome = compute(self, request)
+        outcome = compute(ExecutorLocal(self), request)
         return await outcome if isinstance(outcome, types.CoroutineType) else outcome  # type: ignore[no-any-return]
 
     def _confine(self, request: SignalRequest) -> SignalRequest:

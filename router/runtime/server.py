@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import functools
 import os
 import sys
 import time
@@ -18,30 +17,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from router.compile.cache import compiled_for
 from router.compile.capability_analysis import refusal_warnings
 from router.compile.ir import CompiledPolicy
 from router.compile.question_settings import policy_question_settings
 from router.diagnostics.code_names import RELOAD_FAILED
 from router.diagnostics.diagnostic import Diagnostic, has_errors
-from router.engine import rule_index
 from router.engine.decision import Decision, SignalOutcome
-from router.engine.interpreter import evaluate
 from router.engine.vars_memo import VarsMemo
-from router.events.normalize import model_catalog, normalize, registry_facts
+from router.events.normalize import model_catalog, registry_facts
 from router.events.questions import DEFAULT_SETTINGS
 from router.lang.budget import (
-    DEFAULT_BUDGET,
-    EVENT_DEADLINE_MS,
-    IO_MARGIN_MS,
-    Budget,
-    BudgetLimits,
     event_deadline_ms,
 )
 from router.load.deadline import time_limit
 from router.runtime import declarations_cache, lean, loop, policy_command, protocol
 from router.runtime.connection import Connection
-from router.runtime.executor import Executor, budget_ms
+from router.runtime.engine_event import RELOAD_BUDGET_MS, EventPath
+from router.runtime.executor import Executor
 from router.runtime.observer import Observer
 from router.runtime.serve_args import ServeArgs, parse_args
 from router.runtime.session_policy import (
@@ -56,14 +48,12 @@ from router.trust.store import (
     decide,
 )
 
-MAX_SIGNALS = 16
-RELOAD_BUDGET_MS = 10000  # the bridge's wait for an event whose policy is being reloaded
 RELOAD_PARSE_S = 3.0  # a reload mid-session parses for at most this long; past it the policy in force stays
 RECHECK_MS = 5  # `router serve`: a burst event looks at the policy files at most this often (~12 µs a look)
 BURST_EVENTS = frozenset({"tool_call", "tool_result"})  # one per tool call of an assistant message
 
 
-class Engine:
+class Engine(EventPath):
     """One session's policy, state and executor."""
 
     def __init__(self, connection: Connection, *, cwd: Path, agent: Path, extra: list[Path]) -> None:
@@ -294,152 +284,11 @@ class Engine:
         taken, self.executor.notices[:] = list(self.executor.notices), []
         return taken
 
-    async def event(self, request_id: Any, params: dict[str, Any],
-                    received: float | None = None) -> dict[str, Any]:
-        """Decide one event within EVENT_DEADLINE_MS of `received` (when its line was read; now
-        if not given). A reload, or the first compile of the event type's rules from the cache,
-        is announced with a `progress` of RELOAD_BUDGET_MS first; the deadline starts after it."""
-        received = time.perf_counter() if received is None else received
-        self.after_answer()  # the earlier decisions are recorded before this one
-        before = self.policy.event_types if self.policy else ()
-        warnings: list[str] = []
-        if self.changed(str(params.get("type"))):  # a reload may compile for seconds: the bridge waits
-            self.connection.notify(protocol.PROGRESS, {"id": request_id, "budget_ms": RELOAD_BUDGET_MS})
-            warnings = self.reload()
-            received = time.perf_counter()
-        policy = self.policy
-        event_type = str(params.get("type"))
-        payload = params.get("payload")
-        if event_type == "command" and isinstance(payload, dict) and \
-                payload.get("name") == policy_command.NAME:
-            raw_ctx = params.get("ctx")
-            session = str(raw_ctx.get("sessionId") or "") if isinstance(raw_ctx, dict) else ""
-            return await policy_command.answer(self, request_id, str(payload.get("args") or ""), warnings,
-                                               session)
-        if policy is None or event_type not in policy.by_event:
-            unchanged = (policy.event_types if policy else ()) == before
-            return {"actions": [], "warnings": warnings + self.notices(),
-                    **({} if unchanged else {"declarations": self.declarations()})}
-        if isinstance(params.get("models"), list):
-            self.models = model_catalog(params["models"])
-        if not compiled_for(policy, event_type):  # a policy from the cache: compiled per event type
-            self.connection.notify(protocol.PROGRESS, {"id": request_id, "budget_ms": RELOAD_BUDGET_MS})
-            prepare(policy, event_type)
-            received = time.perf_counter()
-        started_ns = time.perf_counter_ns()
-        event = self._normalized(policy, event_type, params)
-        state_before = self.state
-        decision = await self._decide(request_id, policy, event, received)
-        trusted = self.trust.state == "trusted"
-        applied = self.executor.apply(decision)
-        self.unrecorded.append(functools.partial(
-            self.observe, policy, event, decision, state_before, dict(self.outcomes), started_ns,
-            time.perf_counter_ns(), applied.refused))
-        if trusted and event_type == "command":
-            self.keep_trust_after_own_writes(decision)
-        return self._answer(policy, decision, applied.actions, warnings + applied.warnings, before)
-
-    def _normalized(self, policy: CompiledPolicy, event_type: str, params: dict[str, Any]) -> dict[str, Any]:
-        """The event as rules see it (router/events/normalize.py); a payload the bridge cut is logged."""
-        ctx = {**(params.get("ctx") or {}), "projectTrusted": self.trust.applies}  # the engine's decision
-        event = normalize(event_type, params.get("payload") or {}, ctx,
-                          env=self.env, models=self.models, registry=self.registry,
-                          questions=policy_question_settings(policy, self.env) if event_type in
-                          ("question", "dialog") else DEFAULT_SETTINGS, cut=bool(params.get("cut")))
-        if params.get("cut"):
-            self.executor.log(f"event {event_type}: payload cut to the protocol's limits "
-                              f"({'; '.join(map(str, params['cut']))[:300]})")
-        return event
-
-    def _answer(self, policy: CompiledPolicy, decision: Decision, actions: list[Any], warnings: list[str],
-                before: Any) -> dict[str, Any]:
-        """The event's answer: the actions applied, the rules fired, the warnings, the state to
-        store when it changed, and the declarations when the event types changed (`before`)."""
-        result: dict[str, Any] = {"actions": actions, "fired": list(decision.fired),
-                                  "warnings": [self.executor.redact(w) for w in warnings]}
-        stored = self.store(decision.state)
-        if stored is not None:
-            result["state"] = stored
-        for line in self.observer.error_lines(policy, decision):
-            self.executor.log(line)
-        result["warnings"] += self.notices()
-        if (self.policy.event_types if self.policy else ()) != before:
-            result["declarations"] = self.declarations()
-        return result
-
-    def after_answer(self) -> None:
-        """Record the decisions answered since the last call (the connection calls this once an
-        answer is sent, so the decision log and telemetry never delay one); a problem there is
-        told with the next answer."""
-        while self.unrecorded:
-            self.unrecorded.popleft()()
-
-    def observe(self, policy: CompiledPolicy, event: dict[str, Any], decision: Decision,
-                state_before: dict[str, Any], outcomes: dict[str, SignalOutcome], started_ns: int,
-                ended_ns: int, refused: frozenset[str]) -> None:
-        """Log the decision and export its telemetry; a failure there never fails the event."""
-        try:
-            warnings = self.observer.observe(policy=policy, event=event, decision=decision,
-                                             state_before=state_before, outcomes=outcomes,
-                                             started_ns=started_ns, ended_ns=ended_ns,
-                                             secrets=self.executor.secrets, refused=refused)
-        except Exception as exc:  # a bug in recording must not take the decision with it
-            text = f"decision log: internal error {type(exc).__name__}: {exc}"
-            if text in self.observer.told:
-                return
-            self.observer.told.add(text)
-            warnings = [text]
-        for text in warnings:
-            self.executor.log(text)
-            self.executor.notices.append(text)
-
-    async def _decide(self, request_id: Any, policy: CompiledPolicy, event: dict[str, Any],
-                      received: float) -> Decision:
-        outcomes: dict[str, SignalOutcome] = {}
-        self.outcomes = outcomes
-        # every evaluation of the event, while signals are computed
-        budget = Budget(event_limits(received, self.deadline_ms))
-        memo = self._vars_memo(policy)
-        for _ in range(MAX_SIGNALS):
-            decision = evaluate(policy, event, state=self.state, outcomes=outcomes, budget=budget,
-                                vars_memo=memo)
-            if decision.pending is None:
-                return decision
-            pending = decision.pending
-            wait_ms = budget_ms(pending)
-            self.connection.notify(protocol.PROGRESS, {
-                "id": request_id, "budget_ms": wait_ms + 1000, "signal": pending.name})
-            outcomes[pending.name] = await self.executor.compute(pending, wait_ms / 1000)
-        self.outcomes = {**outcomes, **{n: SignalOutcome(error="too many signals") for n in policy.signals}}
-        return evaluate(policy, event, state=self.state, budget=budget, vars_memo=memo,
-                        outcomes=self.outcomes)
-
-    def _vars_memo(self, policy: CompiledPolicy) -> VarsMemo:
-        """The resolved-vars memo of `policy` (a new one when the policy changed)."""
-        if self.memo is None or self.memo.policy is not policy:
-            self.memo = VarsMemo(policy)
-        return self.memo
-
 
 SHUTDOWN_MS = 500  # what the bridge waits for `shutdown`'s answer without telemetry
 TELEMETRY_FLUSH_MS = 2000  # the longest each of the span and metric exports may take at shutdown
 
 
-def event_limits(received: float, deadline_ms: int = EVENT_DEADLINE_MS) -> BudgetLimits:
-    """The evaluation budget of an event whose line was read at `received` (perf_counter): the
-    announced deadline less the I/O margin, less what has passed since (a line that waited behind
-    another request has that much less); the per-rule limits as always (a longer deadline gives
-    each rule a proportionally longer allowance)."""
-    waited_ms = (time.perf_counter() - received) * 1000
-    rule_ms = DEFAULT_BUDGET.rule_ms * deadline_ms // EVENT_DEADLINE_MS
-    return BudgetLimits(time_ms=max(0, int(deadline_ms - IO_MARGIN_MS - waited_ms)), rule_ms=rule_ms)
-
-
-def prepare(policy: CompiledPolicy, event_type: str) -> None:
-    """Compile the event type's rules (a policy from the cache) and build their index."""
-    policy.by_event.get(event_type, ())
-    if rule_index.enabled:
-        rule_index.index_for(policy, event_type)
 
 
 def _serve(args: ServeArgs) -> int:

@@ -11,7 +11,8 @@ from typing import Any
 
 from router.compile.ir import CompiledPolicy
 from router.engine.decision import Decision
-from router.runtime.session_policy import PROJECT_SECONDS, git_tree_file, read_project_content
+from router.runtime.project_content import git_tree_file, read_project_content
+from router.runtime.session_policy import PROJECT_SECONDS
 from router.trust.store import TrustStore, TrustStoreError, bounded_sha256, recorded_path
 
 JSON_WRITES = ("save", "forget")  # the actions that change a JSON data file

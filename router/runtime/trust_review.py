@@ -15,7 +15,8 @@ from router.compile.capability_analysis import capability_report
 from router.compile.ir import CompiledPolicy
 from router.diagnostics.diagnostic import Diagnostic, render_text
 from router.load.paths import project_policy as project_file
-from router.runtime.session_policy import git_tree_file, load_with_project, locked_sha
+from router.runtime.project_content import git_tree_file, locked_sha
+from router.runtime.session_policy import load_with_project
 from router.trust.store import ProjectContent, TrustDecision, TrustStore, TrustStoreError, decide, precheck
 
 

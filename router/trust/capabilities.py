@@ -1,8 +1,8 @@
 """Capabilities by layer: what a policy may touch outside the conversation, and who may do it.
 
 Every action parameter and signal field that reaches files, the environment or processes declares
-its capability in its registry entry (router/actions/, router/actions/signal_kinds.py); the policy
-keys' capabilities are `POLICY_KEYS` here. Built-in packs, the user's
+its capability in its registry entry (an action's or a signal kind's file: router/actions/,
+router/actions/signals/); the policy keys' capabilities are `POLICY_KEYS` here. Built-in packs, the user's
 file (and what it `use:`s) and `--policy` files keep every capability. A project's
 `.pi/router.yaml` (and the project files it `use:`s) is *confined* (docs/language.md,
 "Capabilities"):

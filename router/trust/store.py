@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 STORE_VERSION = 1
 MAX_TRUSTED_BYTES = 4 * 1024 * 1024  # as router/load/source.py reads a policy file
-_GIT_NAME = re.compile(r"(git\+.+)@([0-9a-f]{40}):(.+)")  # session_policy._git_name
+_GIT_NAME = re.compile(r"(git\+.+)@([0-9a-f]{40}):(.+)")  # project_content._git_name
 
 TrustState = Literal["none", "trusted", "untrusted", "changed", "approved"]
 """none: no project policy; trusted: content trusted; untrusted: never trusted; changed: trusted

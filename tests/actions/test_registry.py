@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from router.actions import ACTIONS, RUNS, runner
-from router.actions.signal_kinds import SIGNAL_KINDS
+from router.actions import ACTIONS, RUNS, runner, signals
+from router.actions.signals import registry as signal_registry
+from router.commands.docgen import signals_page
 from router.load.model import Signal
 from router.runtime.executor import Executor
 from router.trust.capabilities import CAPABILITIES
+
+SIGNAL_KINDS = signal_registry()
 
 
 def _names(runs: str) -> set[str]:
@@ -65,5 +70,38 @@ def test_each_action_is_one_file_named_for_it_and_imports_no_pydantic() -> None:
         name: f"router.actions.{name}" for name in ACTIONS}
     code = ("import sys\nfrom router.actions._registry import declarations\ndeclarations()\n"
             "print('pydantic' in sys.modules)")
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_the_signal_registry_is_the_files_of_its_folder_each_declaring_its_own_name() -> None:
+    """A kind is its file: every file in router/actions/signals/ is a kind, named for the file,
+    and nothing else lists one (the policy model, the executor and the docs read the registry)."""
+    folder = Path(signals.__file__).parent
+    files = sorted(p.stem for p in folder.glob("*.py") if not p.name.startswith("_"))
+    assert sorted(SIGNAL_KINDS) == files and signals.kind_names()[0] == "expr"
+    assert {name: spec.module for name, spec in SIGNAL_KINDS.items()} == {
+        name: f"router.actions.signals.{name}" for name in files}
+    for name, spec in SIGNAL_KINDS.items():
+        assert (spec.params is None) == (name == "expr"), name
+        assert (signals.computation(name) is None) == (spec.runs == "interpreter"), name
+
+
+@pytest.mark.parametrize("kind", sorted(set(SIGNAL_KINDS) - {"expr"}))
+def test_the_signal_reference_comes_from_each_kinds_file(kind: str) -> None:
+    """docs/reference/signals.md's section of a kind: its file's summary, its `<Kind>Signal`
+    docstring and each of that class's fields."""
+    spec = SIGNAL_KINDS[kind]
+    page = signals_page()
+    section = page.split(f"## `{kind}`\n", 1)[1].split("\n## ", 1)[0]
+    doc = inspect.cleandoc(spec.params.__doc__ or "")
+    assert spec.summary[1:] in section and doc.splitlines()[0] in section
+    assert all(f"| `{field}`" in section for field in _signal_model(kind).model_fields), kind
+    assert _signal_model(kind).__name__ == spec.params.__name__ == signals.params_name(kind)
+
+
+def test_signal_kind_files_import_no_pydantic() -> None:
+    code = ("import sys\nfrom router.actions.signals import registry, computation\n"
+            "[computation(k) for k in registry()]\nprint('pydantic' in sys.modules)")
     out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

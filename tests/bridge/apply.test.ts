@@ -111,6 +111,15 @@ const CASES: Record<ActionName, (r: Rig) => Promise<void>> = {
 		await apply(r, { action: "status", params: { key: "mine", text: "[ON]" } }, { action: "status", params: { key: "mine", text: null } });
 		assert.deepEqual(r.ui.statuses, [["mine", "[ON]"], ["mine", undefined]]);
 	},
+	widget: async (r) => {
+		await apply(r, { action: "widget", params: { key: "plan", lines: ["1. tests", "2. docs"], placement: "above" } },
+			{ action: "widget", params: { key: "plan", lines: "done\nnext", placement: "below" } }, { action: "widget", params: { key: "plan", lines: null } });
+		assert.deepEqual(r.ui.widgets, [["plan", ["1. tests", "2. docs"], { placement: "aboveEditor" }],
+			["plan", ["done", "next"], { placement: "belowEditor" }], ["plan", undefined, { placement: "aboveEditor" }]]);
+		const headless = rig({ hasUI: false });
+		await apply(headless, { action: "widget", params: { key: "plan", lines: ["x"] } });
+		assert.deepEqual(headless.ui.widgets, []); // print and json modes: nothing shown
+	},
 	follow_up: async (r) => {
 		await apply(r, { action: "follow_up", params: { text: "Continue.", custom_type: "router-follow-up", hidden: true, deliver: "steer", details: { n: 1 } } });
 		assert.deepEqual(r.fake.calls, [["sendMessage",
@@ -119,16 +128,16 @@ const CASES: Record<ActionName, (r: Rig) => Promise<void>> = {
 	compact: async (r) => {
 		await apply(r, { action: "compact", params: { instructions: "keep the plan", abort: false } });
 		assert.equal(r.ui.compacts.length, 1); // idle: at once
-		assert.equal(r.state.routerCompaction, true);
+		assert.equal(r.state.apply.routerCompaction, true);
 		const busy = rig({ idle: false });
 		await apply(busy, { action: "compact", params: { instructions: null, abort: false } });
 		assert.equal(busy.ui.compacts.length, 0);
-		assert.equal(typeof busy.state.compactionQueued, "function"); // runs at agent_settled
-		busy.state.compactionQueued?.();
+		assert.equal(typeof busy.state.apply.compactionQueued, "function"); // runs at agent_settled
+		busy.state.apply.compactionQueued?.();
 		assert.equal(busy.ui.compacts.length, 1);
 		const failing = rig({ compactThrows: true });
 		await apply(failing, { action: "compact", params: { abort: true } });
-		assert.equal(failing.state.routerCompaction, false);
+		assert.equal(failing.state.apply.routerCompaction, false);
 		assert.deepEqual(failing.forwarded, [["compaction_failed",
 			{ reason: "manual", byRouter: true, errorMessage: "no model to compact with", aborted: false }]]);
 	},

@@ -54,7 +54,7 @@ test("a context is patched once, and one without Pi's dialogs is left alone", as
 	const patched = ctx.ui.select;
 	patchUi(state, ctx);
 	assert.equal(ctx.ui.select, patched);
-	assert.ok(state.nativeUi, "the native dialogs are kept for the engine's own `ask`");
+	assert.ok(state.dialogs.nativeUi, "the native dialogs are kept for the engine's own `ask`");
 	const bare = { cwd: "/w", hasUI: false, ui: { notify: () => {} } } as unknown as ExtensionContext;
 	patchUi(state, bare);
 	assert.deepEqual(Object.keys(bare.ui), ["notify"]);

@@ -32,7 +32,7 @@ test("a closed tool call is refused when the sidecar exits while it decides; an 
 		assert.match(answer.reason, /ROUTER_FAIL_OPEN=1/);
 		assert.ok(ctx.notices.some(([text]) => /this tool call is refused/.test(text)), "the user is told");
 		stop(state);
-		state.stopping = false;
+		state.lifecycle.stopping = false;
 		assert.equal(await input({ text: "hi", source: "interactive" }, ctx.ctx), undefined, "input fails open");
 	} finally {
 		stop(state);
@@ -53,7 +53,7 @@ test("a closed tool call is refused when the sidecar never answers it", async ()
 test("before anything is declared, a tool call the engine cannot decide is refused (the safe default)", async () => {
 	const { state, toolCall, ctx } = hooked(null);
 	try {
-		assert.equal(state.failure, null);
+		assert.equal(state.declarations.failure, null);
 		assert.equal(SAFE_DEFAULT.tool_call, "closed");
 		const answer = await toolCall(PUSH, ctx.ctx) as { block: boolean; reason: string };
 		assert.equal(answer.block, true);
@@ -75,7 +75,7 @@ test("a policy that declares tool_call open lets the tool run when the engine fa
 
 test("ROUTER_FAIL_OPEN=1 is the user's way out: nothing fails closed", () => {
 	const state = bridge(fakePi().pi, "silent");
-	state.failure = { tool_call: "closed" };
+	state.declarations.failure = { tool_call: "closed" };
 	assert.equal(failureMode(state, "tool_call", {}), "closed");
 	assert.equal(failureMode(state, "tool_call", { ROUTER_FAIL_OPEN: "1" }), "open");
 	assert.equal(failureMode(state, "input", {}), "open");

@@ -3,9 +3,8 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { PiApi, ExtensionContext, PiModel } from "../../router/bridge/types.js";
 import { Sidecar } from "../../router/bridge/transport.mjs";
-import { createState } from "../../router/bridge/state.mjs";
 import type { BridgeState } from "../../router/bridge/types.js";
-import { connect } from "../../router/bridge/index.mjs";
+import { connect, createState } from "../../router/bridge/index.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const FAKE_SIDECAR = path.join(here, "fake_sidecar.mjs");
@@ -63,19 +62,21 @@ export interface FakeCtx {
 	ctx: ExtensionContext;
 	notices: [string, string | undefined][];
 	statuses: [string, string | undefined][];
+	widgets: [string, string[] | undefined, unknown][];
 	compacts: unknown[];
 	idle: boolean;
 }
 
 /** A context with a UI (`hasUI`) that records notifications, statuses and compactions. */
 export function fakeCtx(options: { hasUI?: boolean; idle?: boolean; compactThrows?: boolean } = {}): FakeCtx {
-	const fake: FakeCtx = { ctx: undefined as unknown as ExtensionContext, notices: [], statuses: [], compacts: [], idle: options.idle ?? true };
+	const fake: FakeCtx = { ctx: undefined as unknown as ExtensionContext, notices: [], statuses: [], widgets: [], compacts: [], idle: options.idle ?? true };
 	const models = [model("fake", "local"), model("fake", "cloud")];
 	fake.ctx = {
 		cwd: process.cwd(), mode: "rpc", hasUI: options.hasUI ?? true,
 		ui: {
 			notify: (text: string, level?: string) => void fake.notices.push([text, level]),
 			setStatus: (key: string, text: string | undefined) => void fake.statuses.push([key, text]),
+			setWidget: (key: string, lines: string[] | undefined, options: unknown) => void fake.widgets.push([key, lines, options]),
 		},
 		modelRegistry: { find: (provider: string, id: string) => models.find((m) => m.provider === provider && m.id === id), getAvailable: () => models },
 		sessionManager: { getBranch: () => [], getSessionId: () => "s1", getSessionFile: () => undefined },
@@ -104,7 +105,7 @@ export function applyState(pi: PiApi, ctx: ExtensionContext | null): BridgeState
 
 /** Stop a state's sidecar and restarts (every test ends with this: no process outlives it). */
 export function stop(state: BridgeState): void {
-	state.stopping = true;
-	if (state.restartTimer) clearTimeout(state.restartTimer);
+	state.lifecycle.stopping = true;
+	if (state.lifecycle.restartTimer) clearTimeout(state.lifecycle.restartTimer);
 	state.sidecar.stop();
 }

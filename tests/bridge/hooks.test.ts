@@ -60,7 +60,7 @@ test("context is forwarded only when the policy subscribes to it", async () => {
 	const event = { messages: [{ role: "user", content: "hi" }] };
 	assert.equal(await hook("context")(event, ctx), undefined);
 	assert.deepEqual(sent, []);
-	state.subscribed.add("context");
+	state.declarations.subscribed.add("context");
 	const answer = await hook("context")(event, ctx) as { messages: { role: string; routerType?: string }[] };
 	assert.deepEqual(answer.messages.map((m) => [m.role, m.routerType]), [["user", undefined], ["user", "n"]]);
 	assert.deepEqual(sent[0], ["context", { messages: [{ role: "user", text: "hi", customType: undefined, toolName: undefined }] }]);
@@ -74,11 +74,11 @@ test("turn_end counts the tool calls; agent_settled says whether the run used to
 	assert.deepEqual(sent[0], ["turn_end", { turnIndex: 0, outcome: undefined, toolCalls: 1, toolResults: 1, stopReason: undefined,
 		usage: null, answeredBy: "p/m" }]);
 	let compacted = 0;
-	state.compactionQueued = () => void (compacted += 1);
+	state.apply.compactionQueued = () => void (compacted += 1);
 	await hook("agent_settled")({ aborted: false }, ctx);
 	assert.deepEqual(sent[1], ["agent_settled", { aborted: false, hadToolActivity: true }]);
 	assert.equal(compacted, 1);
-	assert.equal(state.compactionQueued, null);
+	assert.equal(state.apply.compactionQueued, null);
 	await hook("agent_start")({}, ctx);
 	await hook("agent_settled")({}, ctx);
 	assert.deepEqual(sent[2], ["agent_settled", { aborted: false, hadToolActivity: false }]);
@@ -88,10 +88,10 @@ test("compactions: a cancel reply cancels; the router's own compaction is told a
 	const { hook, sent, state, ctx } = rig({ cancel: {} });
 	assert.deepEqual(await hook("session_before_compact")({ reason: "threshold", preparation: { tokensBefore: 9 } }, ctx), { cancel: true });
 	assert.deepEqual(sent[0], ["compaction_before", { reason: "threshold", tokensBefore: 9, byRouter: false }]);
-	state.routerCompaction = true;
+	state.apply.routerCompaction = true;
 	await hook("session_compact")({ reason: "manual", compactionEntry: { tokensBefore: 5 } }, ctx);
 	assert.deepEqual(sent[1], ["compaction_done", { reason: "manual", byRouter: true, tokensBefore: 5 }]);
-	assert.equal(state.routerCompaction, false);
+	assert.equal(state.apply.routerCompaction, false);
 	await hook("session_compact_failed")({ reason: "overflow", errorMessage: "x" }, ctx);
 	assert.deepEqual(sent[2], ["compaction_failed", { reason: "overflow", byRouter: false, errorMessage: "x", aborted: false }]);
 });
@@ -107,6 +107,6 @@ test("project_trust answers undecided without a rule, and the rule's trust with 
 test("resources_discover offers the policy's skills once declared", async () => {
 	const { hook, state } = rig();
 	assert.equal(await hook("resources_discover")({}, null), undefined);
-	state.skillPaths = ["/skills/a"];
+	state.declarations.skillPaths = ["/skills/a"];
 	assert.deepEqual(await hook("resources_discover")({}, null), { skillPaths: ["/skills/a"] });
 });

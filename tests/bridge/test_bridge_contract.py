@@ -106,3 +106,49 @@ def test_the_fields_resolved_in_python_never_reach_the_bridge() -> None:
 def test_only_bridge_actions_reach_the_bridge() -> None:
     assert {name for name, spec in ACTIONS.items() if spec.runs != "bridge"} == {
         "set", "unset", "log", "audit", "save", "forget", "release"}
+
+
+def generated_interfaces(text: str) -> dict[str, dict[str, str]]:
+    """Each interface of the generated file: field -> its TypeScript type."""
+    return {name: dict(re.findall(r"^\t(\w+): (.+);$", body, re.MULTILINE))
+            for name, body in re.findall(r"^export interface (\w+) \{\n(.*?)^\}", text, re.MULTILINE | re.S)}
+
+
+def typed_fields(model: Any, skip: frozenset[str]) -> dict[str, str]:
+    """Each field of `model` the bridge receives, with the TypeScript of its annotation."""
+    return {name: bridge_types.typescript(field.annotation, []) for name, field in model.model_fields.items()
+            if name not in skip}
+
+
+def test_the_panel_items_have_the_same_field_types() -> None:
+    """A panel item's fields and the type of each, as the bridge is typed by them (actions.d.ts),
+    equal the Python model's: a changed type on either side fails here, not in a user's panel."""
+    model = model_of(PanelItem)
+    committed = generated_interfaces((BRIDGE_DIR / "actions.d.ts").read_text(encoding="utf-8"))["PanelItem"]
+    assert committed == typed_fields(model, frozenset())
+    assert committed["kind"] == '"text" | "number" | "bool" | "choice" | "list" | "json"'
+    assert committed["choices"] == "string[] | null" and committed["value"] == "unknown"
+
+
+def test_every_generated_interface_has_its_models_field_types() -> None:
+    """The same for each action's parameters (and the nested models they hold): the committed
+    types are the models' types, field by field."""
+    committed = generated_interfaces((BRIDGE_DIR / "actions.d.ts").read_text(encoding="utf-8"))
+    models = {spec.params.__name__: (name, spec.params) for name, spec in ACTIONS.items()
+              if spec.runs == "bridge"}
+    for interface, (action, model) in models.items():
+        if interface not in committed:  # a params model without fields is a `Record<never, never>` type
+            assert not set(model.model_fields) - RESOLVED_IN_PYTHON.get(action, frozenset()), interface
+            continue
+        skip = RESOLVED_IN_PYTHON.get(action, frozenset())
+        assert committed[interface] == typed_fields(model, skip), interface
+
+
+def test_the_panel_reads_its_items_through_the_generated_type() -> None:
+    """panel.mjs's item fields are keyed by the generated `PanelItem` (tsc then holds every read to
+    its type), and no hand-written copy of it exists."""
+    panel = (BRIDGE_DIR / "panel.mjs").read_text(encoding="utf-8")
+    types = (BRIDGE_DIR / "types.d.ts").read_text(encoding="utf-8")
+    assert "@type {Record<keyof PanelItem, true>}" in panel
+    assert "export type Item = Wire<PanelItem> & { key: string };" in types
+    assert not re.search(r"^export (interface|type) PanelItem\b", types, re.MULTILINE)

@@ -103,3 +103,36 @@ def test_no_function_is_over_fifty_lines(node_install: PiInstall) -> None:
     assert {name for _, _, name, _ in functions} >= {"registerHooks", "panelView", "applyActions"}
     assert [f"{file}:{line} {name}: {lines} lines" for file, line, name, lines in functions
             if lines > LONGEST_FUNCTION_LINES] == []
+
+
+PARTS = {"lifecycle": "lifecycle.mjs", "declarations": "declarations.mjs", "guard": "guard.mjs",
+         "dialogs": "dialogs.mjs", "panel": "panel.mjs", "apply": "apply.mjs", "hooks": "hooks.mjs",
+         "trust": "trust.mjs"}
+WRITE = re.compile(r"\bstate\.(\w+)\.(\w+)(?:\.\w+)*\s*(?:=(?!=)|\+\+|--|\+=|-=)"
+                   r"|\bstate\.(\w+)\.(\w+)(?:\.\w+)*\.(?:add|delete|set|clear)\(")
+
+
+def test_each_module_owns_its_state() -> None:
+    """The bridge's state is one part per module that keeps state (types.d.ts: `BridgeState`): the
+    module creates it (`<part>State()`, put together by index.mjs) and is the only one that writes
+    it; another module reads it, or calls the owner's function (`helloAnswered`, `outageOver`, …)."""
+    types = (BRIDGE_DIR / "types.d.ts").read_text(encoding="utf-8")
+    declared = re.search(r"interface BridgeState extends SharedState \{(.*?)\n\}", types, re.S)
+    assert declared is not None
+    assert re.findall(r"readonly (\w+):", declared[1]) == list(PARTS)
+    index = (BRIDGE_DIR / "index.mjs").read_text(encoding="utf-8")
+    for part, module in PARTS.items():
+        source = (BRIDGE_DIR / module).read_text(encoding="utf-8")
+        assert re.search(rf"^export function {part}State\(\)", source, re.M), module
+        assert f"{part}: {part}State()" in index, part
+    for path in sorted(BRIDGE_DIR.glob("*.mjs")):
+        for match in WRITE.finditer(path.read_text(encoding="utf-8")):
+            part = match[1] or match[3]
+            field = match[2] or match[4]
+            assert PARTS.get(part, path.name) == path.name, f"{path.name} writes state.{part}.{field}"
+
+
+def test_the_ownership_check_sees_a_write() -> None:
+    assert WRITE.search("state.trust.helloAnswered = true;")
+    assert WRITE.search("state.declarations.registered.commands.add(name)")
+    assert not WRITE.search("if (state.trust.helloAnswered === true)")

@@ -115,7 +115,7 @@ test("a sidecar that never answers: events fail open and the user is told once",
 	const { pi } = fakePi();
 	const ui = fakeCtx();
 	const state = bridge(pi, "silent");
-	state.subscribed = new Set(["input"]);
+	state.declarations.subscribed = new Set(["input"]);
 	try {
 		const first = await forward(state, "input", { text: "a" }, ui.ctx);
 		const second = await forward(state, "input", { text: "b" }, ui.ctx);
@@ -125,7 +125,7 @@ test("a sidecar that never answers: events fail open and the user is told once",
 		assert.equal(warnings.length, 1, JSON.stringify(ui.notices));
 		assert.match(warnings[0]?.[0] ?? "", /^router: the policy engine did not start \(no answer to hello within 3000 ms\); Pi continues without it$/);
 		assert.deepEqual(ui.statuses, [["pi-policy-router", "router: offline (restarting)"]]);
-		assert.equal(state.outage, true);
+		assert.equal(state.lifecycle.outage, true);
 	} finally {
 		stop(state);
 	}
@@ -135,11 +135,11 @@ test("an event the engine does not answer in time: no decision, the sidecar is r
 	const { pi } = fakePi();
 	const ui = fakeCtx();
 	const state = bridge(pi, "hello");
-	state.subscribed = new Set(["input"]);
+	state.declarations.subscribed = new Set(["input"]);
 	try {
 		assert.equal(await ensureStarted(state, ui.ctx), true);
 		assert.equal(await forward(state, "input", { text: "a" }, ui.ctx), undefined);
-		assert.equal(state.ready, false);
+		assert.equal(state.lifecycle.ready, false);
 		assert.deepEqual(ui.notices, [["router: no answer to event within 1000 ms; Pi continues without the policy and the router restarts", "warning"]]);
 	} finally {
 		stop(state);
@@ -150,7 +150,7 @@ test("a sidecar that exits after hello: the user is told once, the status says o
 	const { pi } = fakePi();
 	const ui = fakeCtx();
 	const state = bridge(pi, "exit");
-	state.subscribed = new Set(["input"]);
+	state.declarations.subscribed = new Set(["input"]);
 	try {
 		assert.equal(await ensureStarted(state, ui.ctx), true);
 		assert.equal(await forward(state, "input", { text: "a" }, ui.ctx), undefined);
@@ -165,7 +165,7 @@ test("an answered event applies its actions and returns the replies", async () =
 	const fake = fakePi();
 	const ui = fakeCtx();
 	const state = bridge(fake.pi, "echo");
-	state.subscribed = new Set(["input"]);
+	state.declarations.subscribed = new Set(["input"]);
 	try {
 		const replies = await forward(state, "input", {
 			actions: [{ action: "tools", params: { only: ["read"] } }, { action: "input", params: { action: "handled", text: null } }],

@@ -267,7 +267,7 @@ def test_check_render() -> None:
 
 def test_check_trust_names_the_state_and_the_command(tmp_path: Path) -> None:
     from router.commands.doctor import check_trust
-    from router.runtime.session_policy import read_project_content
+    from router.runtime.project_content import read_project_content
     from router.trust.store import TrustStore
 
     cwd, agent = tmp_path / "proj", tmp_path / "agent"

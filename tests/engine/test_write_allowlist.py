@@ -177,8 +177,8 @@ def test_lint_refuses_each_with_its_place_rule_and_path(world: World) -> None:
 
 
 def test_the_sidecar_warns_writes_nothing_and_refuses_rendered_paths(world: World) -> None:
+    from router.runtime.project_content import read_project_content
     from router.runtime.server import Engine
-    from router.runtime.session_policy import read_project_content
     from router.trust.store import TrustStore
 
     world.project_policy(FOUR.replace("      - {id: data", """      - id: rendered

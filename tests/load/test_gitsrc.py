@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from router.load.git_spec import GitSourceError, parse, redact
-from router.runtime.session_policy import load_session_policy, read_project_content
+from router.runtime.project_content import read_project_content
+from router.runtime.session_policy import load_session_policy
 from router.trust.store import TrustStore, decide
 from tests.gitrepo import Project, TeamRepo, make_project, make_repo
 

@@ -10,7 +10,8 @@ import pytest
 
 from router.load.managed import SYSTEM_DIR, managed_dir
 from router.load.paths import layer_paths
-from router.runtime.session_policy import load_session_policy, read_project_content
+from router.runtime.project_content import read_project_content
+from router.runtime.session_policy import load_session_policy
 from tests.gitrepo import Project, dedent, make_project
 
 MANAGED = """

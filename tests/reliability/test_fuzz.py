@@ -41,7 +41,7 @@ from router.load.loader import load_layers
 from router.load.paths import packs_dir
 from router.load.source import SourceDoc, parse_source
 from router.runtime import protocol
-from router.runtime.server import MAX_SIGNALS
+from router.runtime.engine_event import MAX_SIGNALS
 from tests.events.test_normalize import CONTEXT, JSONISH, MODEL, PAYLOADS
 from tests.reliability.faults import ROBUSTNESS, Case
 

@@ -26,7 +26,7 @@ from router.replay.report_html import FIELD_CHARS, MAX_ROWS, render
 from router.replay.session_file import read_session
 from router.runtime.executor import Executor
 from router.runtime.log_line import escape_line, unescape_line
-from router.runtime.session_policy import data_files
+from router.runtime.project_content import data_files
 from tests.gitrepo import Project, make_project
 
 ROUTER = Path(sys.executable).parent / "router"  # the console script of this environment

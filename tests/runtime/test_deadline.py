@@ -30,8 +30,9 @@ from router.load.loader import MAX_RULES
 from router.load.paths import packs_dir
 from router.runtime import protocol
 from router.runtime.connection import LineSplitter
+from router.runtime.engine_event import event_limits
 from router.runtime.executor import Executor
-from router.runtime.server import Engine, event_limits
+from router.runtime.server import Engine
 from tests.runtime.test_server import Reader, Rig
 
 ROUTER = Path(sys.executable).with_name("router")

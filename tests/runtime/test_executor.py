@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
+from router.actions.signals.child import CHILD_FLAGS
 from router.engine.decision import Decision, Effect, SignalOutcome, SignalRequest
 from router.runtime.executor import Executor, budget_ms
 from router.runtime.filelock import read_json
-from router.runtime.signals.child import CHILD_FLAGS
 from router.trust.capabilities import ROUTER_LOG
 from tests.helpers import HANGING_PI, assert_group_gone, stub
 

@@ -27,8 +27,8 @@ from router.load.paths import packs_dir
 from router.runtime import protocol
 from router.runtime.connection import Connection, handle_line, id_key
 from router.runtime.connection import Lines as LineReader
+from router.runtime.project_content import read_project_content
 from router.runtime.server import Engine
-from router.runtime.session_policy import read_project_content
 from router.trust.store import TrustStore
 from tests.helpers import HANGING_PI, assert_group_gone, stub
 from tests.pipe_lines import PipeLines

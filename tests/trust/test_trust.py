@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from router.compile.compiler import compile_files
 from router.runtime import trust_review as command
-from router.runtime.session_policy import load_session_policy, read_project_content
+from router.runtime.project_content import read_project_content
+from router.runtime.session_policy import load_session_policy
 from router.trust.store import (
     ProjectContent,
     TrustStore,

@@ -6,22 +6,32 @@ import fcntl
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from router.actions._base import Field, Params
 from router.actions._local import path_of
-from router.engine.decision import SignalOutcome, SignalRequest
-from router.runtime import loop
-from router.runtime.signals import as_int, timeout
+from router.actions.signals import Request, SignalLocal, SignalOutcome, as_int, kind, timeout
+from router.trust.capabilities import FS_WRITE
 
-if TYPE_CHECKING:
-    from router.runtime.executor import Executor
+KIND = kind("slot", "executor", "one of N machine-wide slots", 30000, timeout_field="wait_ms",
+            capabilities={"dir": FS_WRITE}, zero_timeout=True)
 
 
-async def compute(executor: Executor, request: SignalRequest) -> SignalOutcome:
+class SlotSignal(Params):
+    """Take one of `max` machine-wide slots (a lock file per slot under `dir`); released by the
+    `release` action or when the process ends. Waits up to `wait_ms`; the value is the slot
+    number, or null when none freed up in time."""
+
+    dir: str = Field(description="template: the directory of the slot locks")
+    max: int | str = Field(description="template: how many slots exist")
+    name: str = Field("turn", description="the handle `release` names")
+    wait_ms: int | str = 30000
+
+
+async def compute(local: SignalLocal, request: Request) -> SignalOutcome:
     params = request.params
     name = str(params.get("name") or "turn")
-    if name in executor.slots:
-        return SignalOutcome(result=executor.slots[name][0])
+    if name in local.slots:
+        return SignalOutcome(result=local.slots[name][0])
     directory = path_of(params.get("dir"))
     count = as_int(params.get("max"), 1)
     if directory is None:
@@ -31,11 +41,11 @@ async def compute(executor: Executor, request: SignalRequest) -> SignalOutcome:
     while True:
         taken = _try_slots(directory, count)
         if taken is not None:
-            executor.slots[name] = taken
+            local.slots[name] = taken
             return SignalOutcome(result=taken[0])
         if time.monotonic() >= deadline:
             return SignalOutcome(result=None)
-        await loop.sleep(0.05)
+        await local.sleep(0.05)
 
 
 def _try_slots(directory: Path, count: int) -> tuple[int, int] | None:

@@ -7,22 +7,33 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from router.engine.decision import SignalOutcome, SignalRequest
-from router.runtime import loop
-from router.runtime.signals import timeout, which_program
+from router.actions._base import Field, Params
+from router.actions.signals import Request, SignalLocal, SignalOutcome, kind, timeout
+from router.trust.capabilities import FS_READ, PROCESS_SPAWN
 
-if TYPE_CHECKING:
-    from router.runtime.executor import Executor
+# `system_prompt` needs fs.read: Pi reads a prompt that names a file
+KIND = kind("child", "executor", "a child `pi --print` run", 45000, timeout_field="timeout_ms",
+            capabilities={"pi_bin": PROCESS_SPAWN, "system_prompt": FS_READ})
 
 CHILD_FLAGS = ("--print", "--no-session", "--no-tools", "--no-extensions", "--no-skills",
                "--no-prompt-templates", "--no-themes", "--no-context-files", "--thinking", "off")
 
 
-async def compute(executor: Executor, request: SignalRequest) -> SignalOutcome:
+class ChildSignal(Params):
+    """Run a tool-less child `pi --print …` and read its stdout."""
+
+    prompt: str = Field(description="template: written to the child's stdin (never its command line)")
+    system_prompt: str | None = Field(None, description="template: passed to the child in a private file")
+    provider: str | None = None
+    model: str | None = None
+    pi_bin: str | None = Field(None, description="template: the pi binary (default: pi on PATH)")
+    timeout_ms: int | str = 45000
+
+
+async def compute(local: SignalLocal, request: Request) -> SignalOutcome:
     params = request.params
-    pi_bin = str(params.get("pi_bin") or which_program("pi") or "pi")
+    pi_bin = str(params.get("pi_bin") or local.which("pi") or "pi")
     if not _is_pi(pi_bin):
         return SignalOutcome(error=f"child: {pi_bin!r} is not a pi binary (its name must be pi, "
                              "pi-… or pi.…); the rules run no other program")
@@ -34,13 +45,13 @@ async def compute(executor: Executor, request: SignalRequest) -> SignalOutcome:
     with _private_file(str(params.get("system_prompt") or "")) as system_prompt:
         if system_prompt is not None:
             argv += ["--system-prompt", str(system_prompt)]
-        return await _run(executor.cwd, argv, prompt, timeout(request))
+        return await _run(local, argv, prompt, timeout(request))
 
 
-async def _run(cwd: str, argv: list[str], stdin: bytes, timeout_ms: int) -> SignalOutcome:
+async def _run(local: SignalLocal, argv: list[str], stdin: bytes, timeout_ms: int) -> SignalOutcome:
     """Run `argv` with `stdin` written and closed; kill its process group at the deadline."""
     try:
-        done = await loop.run_process(argv, stdin, cwd=cwd or None, timeout=timeout_ms / 1000)
+        done = await local.run_process(argv, stdin, cwd=local.cwd or None, timeout=timeout_ms / 1000)
     except OSError as exc:  # the name, not the path: the path may come from the environment
         return SignalOutcome(error=f"child failed to start: {Path(argv[0]).name}: {exc.strerror or exc}")
     if done is None:

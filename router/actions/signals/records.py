@@ -4,21 +4,29 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from router.actions._base import Field, Params
 from router.actions._local import path_of
-from router.engine.decision import SignalOutcome, SignalRequest
-from router.runtime.filelock import read_text
-from router.runtime.signals import as_int
+from router.actions.signals import Request, SignalLocal, SignalOutcome, as_int, kind
+from router.trust.capabilities import FS_READ
 
-if TYPE_CHECKING:
-    from router.runtime.executor import Executor
+KIND = kind("records", "executor", "the last records of a JSON-lines file", capabilities={"file": FS_READ})
 
 
-def compute(executor: Executor, request: SignalRequest) -> SignalOutcome:
+class RecordsSignal(Params):
+    """Read the records of a JSONL file written by `audit` (newest last), within `days`."""
+
+    file: str = Field(description="template: the JSONL file")
+    days: float | str | None = Field(None, description="only records whose timestamp is this recent")
+    limit: int = Field(100000, ge=1, description="at most this many (the newest)")
+
+
+def compute(local: SignalLocal, request: Request) -> SignalOutcome:
     target = path_of(request.params.get("file"))
+    nofollow = request.confinement is not None
     try:
-        lines = read_text(target, nofollow=request.confinement is not None).splitlines() if target else []
+        lines = local.read_text(target, nofollow=nofollow).splitlines() if target else []
     except FileNotFoundError:
         lines = []
     days = request.params.get("days")
