@@ -67,7 +67,8 @@ SLOW_MODULES = frozenset({
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the tests of the timing modules `timing`, those of the slow modules `slow`."""
+    """Mark the tests of the timing modules `timing`, those of the slow modules `slow`; run the
+    slow ones first, then the end-to-end ones, then the rest."""
     root = config.rootpath
     for item in items:
         where = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
@@ -75,6 +76,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.timing)
         if where in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+    # the longest first (a stable sort: each module stays whole and in order): pytest-xdist hands
+    # the first half to one worker and lets the other steal from the end of its queue, so the
+    # last tests to run, whose length decides how long a worker waits for the other, are short
+    items.sort(key=lambda item: 0 if item.get_closest_marker("slow") else 1 if item.get_closest_marker("e2e")
+               else 2)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -260,8 +260,15 @@ def test_shell_sessions_are_marked_console(document: Path) -> None:
     assert not unchecked, "mark these blocks ```console (checked) or drop the `$ `:\n" + "\n".join(unchecked)
 
 
-@pytest.mark.parametrize("document", [d for d in DOCUMENTS if complete_policies(d)], ids=display)
-def test_complete_policies_lint_and_test_as_documented(document: Path, tmp_path: Path) -> None:
+def policy_blocks() -> list[tuple[Path, int]]:
+    """Each complete policy of the docs as (document, the block's first body line): one test each,
+    so that pytest-xdist spreads a document's policies over its workers."""
+    return [(document, block.start) for document in DOCUMENTS for block in complete_policies(document)]
+
+
+@pytest.mark.parametrize(("document", "start"), policy_blocks(),
+                         ids=[f"{display(d)}:{start}" for d, start in policy_blocks()])
+def test_complete_policies_lint_and_test_as_documented(document: Path, start: int, tmp_path: Path) -> None:
     """A `version: 1` block lints clean (or with exactly the codes of its `lint=` attribute) and its
     examples pass, next to the other files the document writes."""
     sandbox = Sandbox(tmp_path / "home")
@@ -270,20 +277,20 @@ def test_complete_policies_lint_and_test_as_documented(document: Path, tmp_path:
     for block in blocks:
         if "file" in block.attrs:
             write_block(block, sandbox.path(block.attrs["file"]))
+    (block,) = [block for block in complete_policies(document) if block.start == start]
     problems: list[str] = []
-    for block in complete_policies(document):
-        where = f"{display(document)}:{block.start}"
-        target = sandbox.path(block.attrs.get("file", "policy.yaml")).parent / f"doc-block-{block.start}.yaml"
-        write_block(block, target)
-        codes = lint_codes(sandbox, target)
-        expected = sorted(filter(None, block.attrs.get("lint", "").split(",")))
-        if codes != expected:
-            problems.append(f"{where}: lint reports {codes or 'nothing'}, "
-                            f"the block's lint= says {expected or 'nothing'}")
-        if not expected and any(line.lstrip().startswith("examples:") for line in block.body):
-            done = sandbox.run(Command(block.start, [f"$ router test {target.name}"]), cwd=target.parent)
-            if not any(line.startswith("FAIL: 0/") for line in done):
-                problems.append(f"{where}: its examples fail:\n" + "\n".join(done))
+    where = f"{display(document)}:{block.start}"
+    target = sandbox.path(block.attrs.get("file", "policy.yaml")).parent / f"doc-block-{block.start}.yaml"
+    write_block(block, target)
+    codes = lint_codes(sandbox, target)
+    expected = sorted(filter(None, block.attrs.get("lint", "").split(",")))
+    if codes != expected:
+        problems.append(f"{where}: lint reports {codes or 'nothing'}, "
+                        f"the block's lint= says {expected or 'nothing'}")
+    if not expected and any(line.lstrip().startswith("examples:") for line in block.body):
+        done = sandbox.run(Command(block.start, [f"$ router test {target.name}"]), cwd=target.parent)
+        if not any(line.startswith("FAIL: 0/") for line in done):
+            problems.append(f"{where}: its examples fail:\n" + "\n".join(done))
     assert not problems, "\n".join(problems)
 
 

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from router.compile.compiler import compile_files
 from router.diagnostics.errors import ExpressionError
 from router.engine.decision import Decision, Effect
+from router.lang.budget import DEADLINE_ENV, DEADLINE_RANGE_MS
 from router.lang.expr.evaluator import run_expression
 from router.lang.expr.expression import compile_expression
 from router.lang.functions import registry
@@ -36,7 +37,8 @@ from router.replay.log_files import read_records
 from router.runtime.decision_log import DecisionLog, LogSettings
 from router.runtime.decision_record import build_record
 from router.runtime.log_privacy import ENUMS, Stubber, literals_of
-from tests.runtime.test_server import Rig
+from router.runtime.server import Engine
+from tests.runtime.test_server import FakeConnection, Rig
 
 # --- the canary policy --------------------------------------------------------------------------
 
@@ -91,16 +93,20 @@ def _arguments(call: str) -> int:
     return count
 
 
-def canary_policy(data_file: Path) -> tuple[str, dict[str, list[str]]]:
+PAIRS = {**{event_type: (event_type, source) for event_type, source in SOURCES.items()},
+         "env": ("input", "env.CANARY_ENV")}  # one canary test each: its rules -> (event type, source)
+
+
+def canary_policy(data_file: Path,
+                  pairs: list[tuple[str, str]] | None = None) -> tuple[str, dict[str, list[str]]]:
     """A user policy sending `s` (the event's text, or the environment value) through every
-    function, and the calls it makes of each."""
+    function, and the calls it makes of each (`pairs`: the event types and sources, all by default)."""
     lines = ["version: 1", "env: [CANARY_ENV]", "signals:", "  said:",
              "    complete: {prompt: \"{text}\", timeout_ms: 3000}", "    fallback: \"'none'\"",
              "rules:"]
     covered: dict[str, list[str]] = {}
     number = 0
-    pairs = [*SOURCES.items(), ("input", "env.CANARY_ENV")]
-    for event_type, source in pairs:
+    for event_type, source in pairs if pairs is not None else list(PAIRS.values()):
         for origin in (source,):
             for name in registry.function_names():
                 for call in calls_of(name):
@@ -189,34 +195,71 @@ def canary_rules() -> Iterator[tuple[str, dict[str, list[str]], Path]]:
         yield text, covered, data_file
 
 
+@pytest.fixture(scope="module")
+def canary_policies() -> Iterator[dict[str, tuple[str, Path]]]:
+    """The canary policy split by source (PAIRS), so that pytest-xdist spreads the canary test."""
+    with tempfile.TemporaryDirectory() as root:
+        found = {}
+        for name, pair in PAIRS.items():
+            data_file = Path(root) / f"policy-data-{name}.log"
+            found[name] = (canary_policy(data_file, [pair])[0], data_file)
+        yield found
+
+
+class KeptRig(Rig):
+    """A Rig over the directories of the previous example, their files gone but the policy (its
+    stamp unchanged) and the engine's compiled-policy cache: the engine starts as a sidecar does
+    after the first, from that cache (a full compile of the canary policy each example, eight
+    times over, was most of the test's time)."""
+
+    def __init__(self, root: Path, policy: str, **replies: Any) -> None:
+        self.agent, self.cwd = root / "agent", root / "proj"
+        self.policy = self.agent / "router.yaml"
+        cache = self.agent / "router" / "cache"
+        for path in sorted(root.rglob("*"), reverse=True) if root.exists() else []:
+            if path.is_file() and path != self.policy and cache not in path.parents:
+                path.unlink()
+        self.cwd.mkdir(parents=True, exist_ok=True)
+        self.agent.mkdir(exist_ok=True)
+        if not self.policy.exists() or self.policy.read_text() != policy:
+            self.policy.write_text(policy)
+        self.connection = FakeConnection(replies)
+        self.engine = Engine(self.connection, cwd=self.cwd, agent=self.agent, extra=[])  # type: ignore[arg-type]
+
+
 RUNS: list[tuple[int, int]] = []
 
 
-def run_canaries(policy: str, data_file: Path, canary: str, env_canary: str) -> tuple[str, list[str]]:
-    """Drive the engine with the canary events; every file it wrote and what telemetry got."""
-    with tempfile.TemporaryDirectory() as root:
-        previous = os.environ.get("CANARY_ENV")
-        os.environ["CANARY_ENV"] = env_canary
-        try:
-            rig = Rig(Path(root), policy, complete={"text": f"you said {canary}"})
-            memory = MemoryTelemetry()
-            rig.engine.observer.telemetry = memory.telemetry
-            rig.hello()
-            fired = 0
-            for event in events_of(canary):
-                fired += len(rig.event(event)["fired"])
-            rig.engine.observer.close()
-        finally:
-            if previous is None:
-                os.environ.pop("CANARY_ENV", None)
+def run_canaries(policy: str, data_file: Path, canary: str, env_canary: str,
+                 root: Path) -> tuple[str, list[str]]:
+    """Drive the engine with the canary events; every file it wrote and what telemetry got.
+    The directories of the previous run under `root` are used again (KeptRig)."""
+    previous = {name: os.environ.get(name) for name in ("CANARY_ENV", DEADLINE_ENV)}
+    os.environ["CANARY_ENV"] = env_canary
+    # the engine's deadline at its longest: on a busy machine the 1.5 s one skips the rules that
+    # cannot block (RT404), and the test would prove nothing of the calls it skipped
+    os.environ[DEADLINE_ENV] = str(DEADLINE_RANGE_MS[1])
+    try:
+        rig = KeptRig(root, policy, complete={"text": f"you said {canary}"})
+        memory = MemoryTelemetry()
+        rig.engine.observer.telemetry = memory.telemetry
+        rig.hello()
+        fired = 0
+        for event in events_of(canary):
+            fired += len(rig.event(event).get("fired", []))  # an event no rule of this policy is on: none
+        rig.engine.observer.close()
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
             else:
-                os.environ["CANARY_ENV"] = previous
-        written = [p for p in Path(root).rglob("*") if p.is_file() and p != rig.policy]
-        texts = [p.read_bytes().decode("utf-8", "replace") for p in written]
-        names = [str(p.relative_to(root)) for p in written]
-        RUNS.append((fired, len(written)))
-        assert any(n.startswith("agent/router/log/decisions") for n in names)
-        return memory.text(), [f"{n}\n{t}" for n, t in zip(names, texts, strict=True)]
+                os.environ[name] = value
+    written = [p for p in root.rglob("*") if p.is_file() and p != rig.policy]
+    texts = [p.read_bytes().decode("utf-8", "replace") for p in written]
+    names = [str(p.relative_to(root)) for p in written]
+    RUNS.append((fired, len(written)))
+    assert any(n.startswith("agent/router/log/decisions") for n in names)
+    return memory.text(), [f"{n}\n{t}" for n, t in zip(names, texts, strict=True)]
 
 
 def assert_no_canary(found: list[str], canaries: list[str]) -> None:
@@ -233,16 +276,18 @@ short_canaries = st.text(LETTERS + LETTERS.lower(), min_size=4, max_size=7).filt
     lambda t: len(set(t.lower())) > 2)
 
 
+@pytest.mark.parametrize("source", list(PAIRS))
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(canary=st.one_of(long_canaries, short_canaries), env_canary=st.one_of(long_canaries, short_canaries))
 def test_no_canary_reaches_a_file_the_engine_wrote_nor_telemetry(
-        canary_rules: tuple[str, dict[str, list[str]], Path], canary: str, env_canary: str) -> None:
-    policy, _, data_file = canary_rules
+        canary_policies: dict[str, tuple[str, Path]], source: str, tmp_path: Path, canary: str,
+        env_canary: str) -> None:
+    policy, data_file = canary_policies[source]
     data_file.unlink(missing_ok=True)
-    telemetry, files = run_canaries(policy, data_file, canary, env_canary)
+    telemetry, files = run_canaries(policy, data_file, canary, env_canary, root=tmp_path / "engine")
     assert_no_canary([*files, telemetry], [canary, env_canary])
     # the boundary: a file the policy itself writes (its `log` action's) holds what it asked for
-    assert canary.upper() in data_file.read_text()
+    assert (env_canary if source == "env" else canary).upper() in data_file.read_text()
 
 
 def test_the_canary_policy_covers_every_function_of_the_language(
