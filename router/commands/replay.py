@@ -11,12 +11,14 @@ from router.commands import policy_note
 from router.commands.explain import load
 from router.compile.ir import CompiledPolicy
 from router.diagnostics.diagnostic import render_text
+from router.replay.parallel import job_count
 from router.replay.render import replay_json, replay_text
 from router.replay.report_html import render
 from router.replay.runner import SessionRun
 from router.replay.session_file import Problem
 from router.replay.sources import Inputs, gather, replay_all
 from router.replay.summary import Summary, add_run, summarize
+from router.replay.summary_render import summary_json, summary_text
 
 NO_SESSIONS = "no Pi session files found in {paths} (Pi writes them under ~/.pi/agent/sessions/)"
 
@@ -32,6 +34,8 @@ class Options:
     baseline: str | None = None
     progress: bool = True
     html: Path | None = None  # replay only: also write the replayed decisions as an HTML report
+    jobs: int = 1  # worker processes (0: one per core)
+    summary: bool = False  # replay only: the totals, without per-session rows
 
 
 def load_policy(files: list[Path]) -> tuple[CompiledPolicy | None, str]:
@@ -77,7 +81,7 @@ def run(options: Options, *, policy_files: list[Path], fmt: str) -> tuple[int, s
     if not inputs.sessions:
         warn_problems(inputs, [])
         return 1, "error: " + NO_SESSIONS.format(paths=", ".join(str(p) for p in options.paths))
-    runs = replay_all(policy, inputs, progress=options.progress)
+    runs = replay_all(policy, inputs, progress=options.progress, jobs=job_count(options.jobs))
     warn_problems(inputs, runs)
     if options.html is not None:
         problem = write_report(options.html, [record for r in runs for record in r.records],
@@ -86,10 +90,15 @@ def run(options: Options, *, policy_files: list[Path], fmt: str) -> tuple[int, s
             return 1, problem
     baseline = baseline_of(options, inputs)
     total = summarize(runs, inputs.catalog, baseline)
+    code = 1 if any(r.error is not None for r in runs) else 0  # a session that could not be replayed
+    if options.summary:
+        if fmt == "json":
+            return code, summary_json(total, runs, inputs, policy_note.files_json(policy.files))
+        return code, summary_text(total, runs, inputs, policy_note.policy_line(policy.files))
     per_session = [(r, _one(r, inputs, baseline)) for r in runs]
     if fmt == "json":
-        return 0, replay_json(total, per_session, inputs, policy_note.files_json(policy.files))
-    return 0, replay_text(total, per_session, inputs, policy_note.policy_line(policy.files))
+        return code, replay_json(total, per_session, inputs, policy_note.files_json(policy.files))
+    return code, replay_text(total, per_session, inputs, policy_note.policy_line(policy.files))
 
 
 def write_report(path: Path, records: list[dict[str, Any]], title: str) -> str | None:

@@ -75,6 +75,7 @@ class SessionRun:
     problems: list[Problem] = field(default_factory=list)
     logged: bool = False  # the decision log has records of this session
     records: list[dict[str, Any]] = field(default_factory=list)  # one per decision, as the log writes them
+    error: str | None = None  # why the session could not be replayed (its totals are empty)
 
     def turn(self, number: int) -> Turn:
         found = self.turns.get(number)
