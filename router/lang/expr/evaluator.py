@@ -231,14 +231,20 @@ def _node_methods() -> dict[type[ast.AST], str]:
 def run_expression(expression: Expression, scope: Mapping[str, Any]) -> Any:
     """Evaluate a compiled expression's closures; any failure becomes an ExpressionError.
 
-    Inside an evaluation it uses that evaluation's budget; alone, a budget of its own.
+    Inside an evaluation it uses that evaluation's budget; alone, a budget of its own. (Without
+    a context manager: this runs for every condition, template and signal.)
     """
     assert expression.run is not None
-    with _budgeted(expression.source):
-        try:
-            return expression.run(scope)
-        except EVALUATION_FAILURES as exc:
-            raise expression_error(exc, expression.source) from None
+    if active() is None:
+        with _budgeted(expression.source):
+            return run_expression(expression, scope)
+    try:
+        return expression.run(scope)
+    except EVALUATION_FAILURES as exc:
+        raise expression_error(exc, expression.source) from None
+    except BudgetExceeded as exc:
+        exc.source = exc.source or expression.source
+        raise
 
 
 @contextmanager
