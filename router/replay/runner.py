@@ -19,6 +19,7 @@ from router.compile.ir import CompiledPolicy
 from router.engine.choices import chosen_model, chosen_tier
 from router.engine.decision import Decision, Effect, SignalOutcome
 from router.engine.interpreter import evaluate
+from router.engine.vars_memo import VarsMemo
 from router.events.normalize import normalize, registry_facts
 from router.replay.log_reader import DecisionLog, Record
 from router.replay.prices import Catalog, Tokens
@@ -117,6 +118,7 @@ class Replayer:
                                         == "question")
         self.shadow_ids = frozenset(r.id for r in policy.rules if r.shadow)
         self.trusted = any(f.layer == "project" for f in policy.files)
+        self.vars_memo = VarsMemo(policy)  # vars resolved once: every replayed event has the same env
 
     def run(self, session: SessionFile) -> SessionRun:
         result = SessionRun(session.id, session.path, problems=list(session.problems),
@@ -281,7 +283,8 @@ class _Session:
         values: dict[str, Any] = {}
         policy, state = self.r.policy, self.world.state
         for _ in range(MAX_SIGNALS):
-            decision = evaluate(policy, event, state=state, outcomes=outcomes, signal_values=values)
+            decision = evaluate(policy, event, state=state, outcomes=outcomes, signal_values=values,
+                                vars_memo=self.r.vars_memo)
             if decision.pending is None:
                 return decision
             name = decision.pending.name
@@ -296,8 +299,9 @@ class _Session:
             else:
                 outcomes[name] = SignalOutcome(error=NOT_RECORDED)
                 self.result.signals["fallback"] += 1
-        return evaluate(policy, event, state=state, signal_values=values, outcomes={
-            **outcomes, **{n: SignalOutcome(error="too many signals") for n in policy.signals}})
+        exhausted = {n: SignalOutcome(error="too many signals") for n in policy.signals}
+        return evaluate(policy, event, state=state, signal_values=values, vars_memo=self.r.vars_memo,
+                        outcomes={**outcomes, **exhausted})
 
     def _apply(self, effect: Effect, step: Step, turn: Turn, *, follow: bool) -> None:
         world, params = self.world, effect.params
