@@ -1,23 +1,33 @@
-"""Replay speed: events/s of `router replay` on the session corpus, against a bare interpreter loop.
+"""Replay speed: events/s of `router replay` over a corpus, against a pass that only parses it.
 
-Run: python bench/bench_replay.py [--events 10000] [--policy FILE] [--sessions DIR]
+Run: python bench/bench_replay.py [--events 100000] [--jobs 1,2] [--policy FILE] [--sessions DIR]
 
-The corpus (examples/sessions) is repeated until it holds at least --events rebuilt events
-(each copy a session of its own id). The replay is timed end to end on the parsed sessions:
-rebuilding the events, normalizing them, evaluating the policy (signals from their fallbacks:
-no decision log), carrying the state, tools and model, and the totals. The baseline runs the
-same normalized events (those the policy has rules for) through a bare loop of
-`router.interpreter.evaluate`, failing pending signals as the replay does. Default policy: the
-three packs (`use: [decision, deepseek, cuttle]`).
+The corpus (examples/sessions) is copied, each copy a session file of its own id, into a scratch
+directory until it holds at least --events rebuilt events. Each pass reads that directory from
+the start, as `router replay DIR` does:
+
+- parse only: read every session file and `json.loads` every line;
+- replay with N jobs (`router replay --jobs N`): read and parse the files, rebuild the events,
+  normalize and evaluate them (signals from their fallbacks: no decision log), carry the state,
+  tools and model, total the cost. The policy is compiled before the clock starts.
+
+Printed per pass: wall time, CPU time (this process and its workers), events/s by wall time and
+per core (by CPU time), and the ratio of its wall time to the parse-only pass's. The totals of
+every replay pass are checked to be the same. Default policy: the three packs
+(`use: [decision, deepseek, cuttle]`). `--bare` also times a bare loop of
+`router.engine.interpreter.evaluate` over the evaluated events.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
+import shutil
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +41,8 @@ from router.engine.interpreter import evaluate  # noqa: E402
 from router.replay import runner  # noqa: E402
 from router.replay.prices import read_catalog  # noqa: E402
 from router.replay.runner import Replayer  # noqa: E402
-from router.replay.session_file import SessionFile, read_session, session_paths  # noqa: E402
+from router.replay.session_file import read_session, session_paths  # noqa: E402
+from router.replay.sources import gather, replay_all  # noqa: E402
 from router.replay.summary import summarize  # noqa: E402
 
 PACKS = "version: 1\nuse: [decision, deepseek, cuttle]\n"
@@ -47,28 +58,60 @@ def load_policy(path: Path | None) -> CompiledPolicy:
     return policy
 
 
-def corpus(directory: Path, policy: CompiledPolicy, events: int) -> list[SessionFile]:
-    """The corpus's sessions, repeated (with fresh ids) until they rebuild to `events` events."""
-    base = [read_session(p) for p in session_paths([directory])]
-    probe = Replayer(policy, read_catalog(directory / "models.json"))
-    per_round = sum(probe.run(s).events for s in base)
+def write_corpus(source: Path, target: Path, policy: CompiledPolicy, events: int) -> int:
+    """Copies of the session files of `source` (each with a new id) in `target` until they
+    rebuild to `events` events; the number of copies of the corpus written."""
+    files = list(session_paths([source]))
+    probe = Replayer(policy, read_catalog(source / "models.json"))
+    per_round = sum(probe.run(read_session(p)).events for p in files)
     rounds = -(-events // per_round)
-    return [replace(s, id=f"{s.id}-{n}") for n in range(rounds) for s in base]
+    texts = [p.read_text().splitlines() for p in files]
+    for n in range(rounds):
+        for path, lines in zip(files, texts, strict=True):
+            text = "".join(_renamed(line, n) + "\n" for line in lines)
+            (target / f"{path.stem}-{n:05d}.jsonl").write_text(text)
+    shutil.copy(source / "models.json", target / "models.json")
+    return rounds
 
 
-def timed_replay(policy: CompiledPolicy, sessions: list[SessionFile], models: Path) -> tuple[float, int, int]:
-    catalog = read_catalog(models)
-    start = time.perf_counter()
-    replayer = Replayer(policy, catalog)
-    runs = [replayer.run(s) for s in sessions]
-    summarize(runs, catalog, catalog.priciest())
-    elapsed = time.perf_counter() - start
-    return elapsed, sum(r.events for r in runs), sum(r.decisions for r in runs)
+def _renamed(line: str, n: int) -> str:
+    entry = json.loads(line) if line.strip() else None
+    if isinstance(entry, dict) and entry.get("type") == "session":
+        return json.dumps({**entry, "id": f"{entry.get('id')}-{n:05d}"})
+    return line
 
 
-def captured_events(policy: CompiledPolicy, sessions: list[SessionFile],
-                    models: Path) -> list[dict[str, Any]]:
-    """The normalized events the replay evaluates (with the state each saw)."""
+def cpu() -> float:
+    """CPU seconds of this process and of its children that ended."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def timed(work: Callable[[], Any]) -> tuple[float, float, Any]:
+    start_cpu, start = cpu(), time.perf_counter()
+    result = work()
+    return time.perf_counter() - start, cpu() - start_cpu, result
+
+
+def parse_only(directory: Path) -> int:
+    lines = 0
+    for path in session_paths([directory]):
+        for line in path.read_text().split("\n"):
+            if line.strip():
+                json.loads(line)
+                lines += 1
+    return lines
+
+
+def replay(policy: CompiledPolicy, directory: Path, jobs: int) -> dict[str, Any]:
+    inputs = gather([directory], log=directory / "nolog", agent=directory / "agent")
+    runs = replay_all(policy, inputs, progress=False, jobs=jobs)
+    assert not any(r.error for r in runs), [r.error for r in runs if r.error][:3]
+    return summarize(runs, inputs.catalog, inputs.catalog.priciest()).to_dict()
+
+
+def bare_loop(policy: CompiledPolicy, directory: Path) -> tuple[float, int]:
+    """Seconds of a bare `evaluate` loop over the events the replay evaluates, and their number."""
     seen: list[dict[str, Any]] = []
     original = runner._Session._decide
 
@@ -78,43 +121,48 @@ def captured_events(policy: CompiledPolicy, sessions: list[SessionFile],
 
     runner._Session._decide = spy  # type: ignore[method-assign]
     try:
-        replayer = Replayer(policy, read_catalog(models))
-        for session in sessions:
-            replayer.run(session)
+        replay(policy, directory, 1)
     finally:
         runner._Session._decide = original  # type: ignore[method-assign]
-    return seen
-
-
-def timed_bare_loop(policy: CompiledPolicy, items: list[dict[str, Any]]) -> float:
     start = time.perf_counter()
-    for item in items:
+    for item in seen:
         outcomes: dict[str, SignalOutcome] = {}
-        while True:
-            decision = evaluate(policy, item["event"], state=item["state"], outcomes=outcomes)
-            if decision.pending is None:
-                break
+        while (decision := evaluate(policy, item["event"], state=item["state"], outcomes=outcomes)).pending:
             outcomes[decision.pending.name] = SignalOutcome(error="not recorded")
-    return time.perf_counter() - start
+    return time.perf_counter() - start, len(seen)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=10000)
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--jobs", default="1,2", help="comma-separated job counts, one pass each")
     parser.add_argument("--policy", type=Path, default=None)
     parser.add_argument("--sessions", type=Path, default=ROOT / "examples" / "sessions")
+    parser.add_argument("--bare", action="store_true", help="also time a bare interpreter loop")
     args = parser.parse_args()
     policy = load_policy(args.policy)
-    models = args.sessions / "models.json"
-    sessions = corpus(args.sessions, policy, args.events)
-    replay_s, events, decisions = timed_replay(policy, sessions, models)
-    bare_s = timed_bare_loop(policy, captured_events(policy, sessions, models))
-    print(f"policy: {args.policy or 'use: [decision, deepseek, cuttle]'}; {len(sessions)} sessions")
-    print(f"replay: {events} events ({decisions} evaluated) in {replay_s:.3f} s = "
-          f"{events / replay_s:,.0f} events/s")
-    print(f"bare interpreter loop: the {decisions} evaluated events in {bare_s:.3f} s = "
-          f"{decisions / bare_s:,.0f} evaluations/s")
-    print(f"ratio replay / bare loop: {replay_s / bare_s:.2f}")
+    with tempfile.TemporaryDirectory(prefix="bench-replay-") as scratch:
+        directory = Path(scratch)
+        rounds = write_corpus(args.sessions, directory, policy, args.events)
+        parse_s, parse_cpu, lines = timed(lambda: parse_only(directory))
+        print(f"policy: {args.policy or 'use: [decision, deepseek, cuttle]'}; corpus: {args.sessions} "
+              f"x {rounds}")
+        print(f"parse only (json.loads of every line): {lines} lines in {parse_s:.3f} s "
+              f"({parse_cpu:.3f} s CPU)")
+        totals: dict[str, Any] | None = None
+        for jobs in (int(j) for j in args.jobs.split(",")):
+            wall, used, total = timed(lambda jobs=jobs: replay(policy, directory, jobs))  # type: ignore[misc]
+            assert totals is None or total == totals, "a replay with more jobs gave other totals"
+            totals = total
+            events = total["events"]
+            print(f"replay, {jobs} job{'s' if jobs > 1 else ''}: {events} events "
+                  f"({total['decisions']} evaluated, {total['sessions']} sessions) in {wall:.3f} s "
+                  f"({used:.3f} s CPU) = {events / wall:,.0f} events/s, {events / used:,.0f} per CPU "
+                  f"second; ratio to parse only {wall / parse_s:.1f}")
+        if args.bare:
+            bare_s, evaluated = bare_loop(policy, directory)
+            print(f"bare interpreter loop: {evaluated} evaluations in {bare_s:.3f} s = "
+                  f"{evaluated / bare_s:,.0f} evaluations/s")
     return 0
 
 

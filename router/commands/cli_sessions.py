@@ -52,6 +52,11 @@ def replay(
     baseline: BaselineOption = None,
     html: Annotated[Path | None, typer.Option(
         "--html", metavar="FILE", help="also write the replayed decisions as one HTML page")] = None,
+    jobs: Annotated[int, typer.Option(
+        "--jobs", "-j", metavar="N", min=0,
+        help="replay in N worker processes (0: one per core); the output is the same as with 1")] = 1,
+    summary: Annotated[bool, typer.Option(
+        "--summary", help="totals only (sessions, turns, changed turns, cost): no per-session rows")] = False,
 ) -> None:
     """Replay recorded Pi sessions through the policy, offline.
 
@@ -61,7 +66,7 @@ def replay(
     from router.commands import replay as command
 
     options = command.Options(list(paths), log=log, session=session, models=models, baseline=baseline,
-                              html=html)
+                              html=html, jobs=jobs, summary=summary)
     _finish(*command.run(options, policy_files=policy or [], fmt=fmt))
 
 

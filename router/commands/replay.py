@@ -10,12 +10,14 @@ from router.commands import policy_note, replay_policies, report
 from router.commands.explain import load
 from router.compile.ir import CompiledPolicy
 from router.diagnostics.diagnostic import render_text
+from router.replay.parallel import job_count
 from router.replay.render import replay_json, replay_text
 from router.replay.report_data import from_runs
 from router.replay.runner import SessionRun
 from router.replay.session_file import Problem
 from router.replay.sources import Inputs, gather, replay_all
 from router.replay.summary import Summary, add_run, summarize
+from router.replay.summary_render import summary_json, summary_text
 
 NO_SESSIONS = "no Pi session files found in {paths} (Pi writes them under ~/.pi/agent/sessions/)"
 
@@ -31,6 +33,8 @@ class Options:
     baseline: str | None = None
     progress: bool = True
     html: Path | None = None  # replay only: also write the replayed decisions as an HTML report
+    jobs: int = 1  # worker processes (0: one per core)
+    summary: bool = False  # replay only: the totals, without per-session rows
 
 
 def load_policy(files: list[Path]) -> tuple[CompiledPolicy | None, str]:
@@ -79,7 +83,7 @@ def run(options: Options, *, policy_files: list[Path], fmt: str) -> tuple[int, s
     found, notes = replay_policies.groups(inputs.sessions, policy, given=bool(policy_files))
     for line in notes + replay_policies.digest_warnings(found, inputs.log):
         print(line, file=sys.stderr)
-    runs = replay_groups(found, inputs, progress=options.progress)
+    runs = replay_groups(found, inputs, progress=options.progress, jobs=job_count(options.jobs))
     warn_problems(inputs, runs)
     baseline = baseline_of(options, inputs)
     if options.html is not None:
@@ -90,19 +94,26 @@ def run(options: Options, *, policy_files: list[Path], fmt: str) -> tuple[int, s
             return 1, problem
         print(report.written(options.html, figures), file=sys.stderr)
     total = summarize(runs, inputs.catalog, baseline)
+    code = 1 if any(r.error is not None for r in runs) else 0  # a session that could not be replayed
+    if options.summary:
+        if fmt == "json":
+            return code, summary_json(total, runs, inputs, policy_note.files_json(policy.files))
+        return code, summary_text(total, runs, inputs, policy_note.policy_line(policy.files))
     per_session = [(r, _one(r, inputs, baseline)) for r in runs]
     if fmt == "json":
-        return 0, replay_json(total, per_session, inputs, policy_note.files_json(policy.files))
-    return 0, replay_text(total, per_session, inputs, policy_note.policy_line(policy.files))
+        return code, replay_json(total, per_session, inputs, policy_note.files_json(policy.files))
+    return code, replay_text(total, per_session, inputs, policy_note.policy_line(policy.files))
 
 
-def replay_groups(found: list[replay_policies.Group], inputs: Inputs, *, progress: bool) -> list[SessionRun]:
+def replay_groups(found: list[replay_policies.Group], inputs: Inputs, *, progress: bool,
+                  jobs: int = 1) -> list[SessionRun]:
     """Each group's sessions through its policy, the runs in the sessions' order; the totals'
     tiers and baseline see every policy's prices (the current policy's last, so they win)."""
     runs: dict[str, SessionRun] = {}
     for group in reversed(found):
         inputs.catalog.declare(group.policy.prices)
-        for run in replay_all(group.policy, replace(inputs, sessions=group.sessions), progress=progress):
+        for run in replay_all(group.policy, replace(inputs, sessions=group.sessions), progress=progress,
+                              jobs=jobs):
             runs[run.path] = run
     return [runs[s.path] for s in inputs.sessions if s.path in runs]
 

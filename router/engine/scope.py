@@ -10,6 +10,7 @@ from router.compile.ir import CompiledPolicy, CompiledSignal
 from router.diagnostics.code_names import SIGNAL_FAILED
 from router.diagnostics.errors import ExpressionError
 from router.engine.decision import SignalOutcome
+from router.engine.signal_deps import state_dependent
 from router.lang.expr.evaluator import Evaluator, run_expression
 from router.lang.expr.layered import Layered
 
@@ -41,8 +42,9 @@ class Signals(Mapping[str, Any]):
     Expression signals are computed here; external ones come from `outcomes` (what the executor
     produced) and raise SignalNeeded when missing. A failure uses the signal's `fallback` and
     records the reason in `errors` (`signal_errors.<name>` in expressions). External signals are
-    computed at most once per event; expression signals are computed again after a rule writes
-    state, so they always reflect the state they read.
+    computed at most once per event; expression signals that read state (router/engine/
+    signal_deps.py) are computed again after a rule writes state, so they always reflect the state
+    they read. The others are set aside and come back at their next read, as if computed again.
     """
 
     def __init__(self, policy: CompiledPolicy, outcomes: Mapping[str, SignalOutcome],
@@ -55,6 +57,7 @@ class Signals(Mapping[str, Any]):
         self.run = run
         self.codes: dict[str, str] = {}  # the catalogued code of each failure in `errors`
         self._busy: set[str] = set()
+        self._kept: dict[str, tuple[Any, str | None, str | None]] = {}  # set aside at a state write
 
     @property
     def scope(self) -> Mapping[str, Any]:
@@ -81,13 +84,18 @@ class Signals(Mapping[str, Any]):
         return scope, (Evaluator(scope) if extra else evaluator)
 
     def state_changed(self) -> None:
-        """Forget expression signals (they may read state); keep external and provided values."""
+        """Forget expression signals (they may read state); keep external and provided values.
+
+        A signal that cannot read state is set aside with its failure instead: its next read gives
+        back what computing it again would (and puts it back where that would)."""
+        volatile = state_dependent(self.policy)
         for name in [n for n in self.values if n not in self.provided]:
             spec = self.policy.signals.get(name)
             if spec is not None and not spec.external:
-                del self.values[name]
-                self.errors.pop(name, None)
-                self.codes.pop(name, None)
+                value = self.values.pop(name)
+                error, code = self.errors.pop(name, None), self.codes.pop(name, None)
+                if name not in volatile:
+                    self._kept[name] = (value, error, code)
 
     def __getitem__(self, name: str) -> Any:
         if name not in self.policy.signals and name not in self.values:
@@ -103,6 +111,8 @@ class Signals(Mapping[str, Any]):
     def get(self, name: str, default: Any = None) -> Any:
         if name in self.values:
             return self.values[name]
+        if name in self._kept:
+            return self._restore(name)
         spec = self.policy.signals.get(name)
         if spec is None or name in self._busy:
             return default
@@ -111,6 +121,15 @@ class Signals(Mapping[str, Any]):
             value = self._compute(spec)
         finally:
             self._busy.discard(name)
+        self.values[name] = value
+        return value
+
+    def _restore(self, name: str) -> Any:
+        value, error, code = self._kept.pop(name)
+        if error is not None:
+            self.errors[name] = error
+        if code is not None:
+            self.codes[name] = code
         self.values[name] = value
         return value
 

@@ -19,6 +19,7 @@ from router.compile.ir import CompiledPolicy
 from router.engine.choices import chosen_model, chosen_tier
 from router.engine.decision import Decision, Effect, SignalOutcome
 from router.engine.interpreter import evaluate
+from router.engine.vars_memo import VarsMemo
 from router.events.normalize import normalize, registry_facts
 from router.replay.failed_compactions import with_failed_compactions
 from router.replay.log_reader import DecisionLog, Record
@@ -76,6 +77,7 @@ class SessionRun:
     problems: list[Problem] = field(default_factory=list)
     logged: bool = False  # the decision log has records of this session
     records: list[dict[str, Any]] = field(default_factory=list)  # one per decision, as the log writes them
+    error: str | None = None  # why the session could not be replayed (its totals are empty)
 
     def turn(self, number: int) -> Turn:
         found = self.turns.get(number)
@@ -118,6 +120,7 @@ class Replayer:
                                         == "question")
         self.shadow_ids = frozenset(r.id for r in policy.rules if r.shadow)
         self.trusted = any(f.layer == "project" for f in policy.files)
+        self.vars_memo = VarsMemo(policy)  # vars resolved once: every replayed event has the same env
 
     def run(self, session: SessionFile) -> SessionRun:
         result = SessionRun(session.id, session.path, problems=list(session.problems),
@@ -285,7 +288,8 @@ class _Session:
         values: dict[str, Any] = {}
         policy, state = self.r.policy, self.world.state
         for _ in range(MAX_SIGNALS):
-            decision = evaluate(policy, event, state=state, outcomes=outcomes, signal_values=values)
+            decision = evaluate(policy, event, state=state, outcomes=outcomes, signal_values=values,
+                                vars_memo=self.r.vars_memo)
             if decision.pending is None:
                 return decision
             name = decision.pending.name
@@ -300,8 +304,9 @@ class _Session:
             else:
                 outcomes[name] = SignalOutcome(error=NOT_RECORDED)
                 self.result.signals["fallback"] += 1
-        return evaluate(policy, event, state=state, signal_values=values, outcomes={
-            **outcomes, **{n: SignalOutcome(error="too many signals") for n in policy.signals}})
+        exhausted = {n: SignalOutcome(error="too many signals") for n in policy.signals}
+        return evaluate(policy, event, state=state, signal_values=values, vars_memo=self.r.vars_memo,
+                        outcomes={**outcomes, **exhausted})
 
     def _apply(self, effect: Effect, step: Step, turn: Turn, *, follow: bool) -> None:
         world, params = self.world, effect.params

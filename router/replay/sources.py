@@ -9,6 +9,7 @@ from pathlib import Path
 from router.compile.ir import CompiledPolicy
 from router.load.paths import agent_dir as default_agent_dir
 from router.load.paths import log_files
+from router.replay import parallel
 from router.replay.log_reader import DecisionLog, read_logs
 from router.replay.prices import Catalog, read_catalog
 from router.replay.progress import Progress
@@ -47,15 +48,21 @@ def _models_in(paths: Sequence[Path]) -> Path | None:
     return next((d / "models.json" for d in paths if d.is_dir() and (d / "models.json").is_file()), None)
 
 
-def replay_all(policy: CompiledPolicy, inputs: Inputs, *, progress: bool = True) -> list[SessionRun]:
-    """Every session through `policy` (a progress bar on a terminal's stderr)."""
+def replay_all(policy: CompiledPolicy, inputs: Inputs, *, progress: bool = True,
+               jobs: int = 1) -> list[SessionRun]:
+    """Every session through `policy`, in their order (a progress bar on a terminal's stderr); with
+    `jobs` > 1, in that many worker processes (router/replay/parallel.py), with the same result."""
     replayer = Replayer(policy, inputs.catalog.copy(), inputs.log)
     bar = Progress(len(inputs.sessions), "replaying", force=False) if progress else None
-    runs = []
-    for run in _each(replayer, inputs.sessions):
-        runs.append(run)
-        if bar is not None:
-            bar.advance()
+    advance = bar.advance if bar is not None else None
+    if jobs > 1 and len(inputs.sessions) > 1 and parallel.can_fork():
+        runs = parallel.replay_parallel(replayer, inputs.sessions, jobs, advance)
+    else:
+        runs = []
+        for run in _each(replayer, inputs.sessions):
+            runs.append(run)
+            if advance is not None:
+                advance(1)
     if bar is not None:
         bar.close()
     return runs
@@ -63,4 +70,4 @@ def replay_all(policy: CompiledPolicy, inputs: Inputs, *, progress: bool = True)
 
 def _each(replayer: Replayer, sessions: list[SessionFile]) -> Iterator[SessionRun]:
     for session in sessions:
-        yield replayer.run(session)
+        yield parallel.run_one(replayer, session)

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from router.diagnostics.code_names import EVALUATION_LIMIT
 from router.diagnostics.errors import ExpressionError
 from router.lang.expr.evaluator import Evaluator
 from router.lang.expr.expression import compile_expression
@@ -50,6 +51,10 @@ def _extend(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
         st.lists(inner, max_size=3).map(lambda xs: "[" + ", ".join(xs) + "]"),
         st.tuples(st.sampled_from(FIELDS), inner).map(lambda t: f"{{'{t[0]}': {t[1]}}}"),
         st.tuples(inner, inner).map(lambda t: f"[v for v in ({t[0]}) if ({t[1]})]"),
+        st.tuples(inner, inner).map(lambda t: f"{{v: ({t[1]}) for v in ({t[0]})}}"),
+        st.tuples(inner, inner).map(lambda t: f"[[w, v] for v in ({t[0]}) for w in ({t[1]}) if w != v]"),
+        st.tuples(inner, inner).map(lambda t: f"[[w for w in ({t[1]})] + [v] for v in ({t[0]})]"),
+        inner.map(lambda e: f"[[w, v] for v, w in ({e})]"),
         inner.map(lambda e: f"({e})[1:]"),
         inner.map(lambda e: f"f'<{{{e}}}>'"),
     )
@@ -116,6 +121,15 @@ def test_closures_agree_with_simpleeval_reference(source: str, scope: dict[str, 
         "not items",
         "lower(s) if s else 'none'",
         "[v for v in items if v]",
+        "{v: v * 2 for v in items if v}",
+        "[[v, w] for v in items for w in range(v) if w != 1]",
+        "[x for [x, y] in [[1, 2], [3]]]",
+        "[x for x, y in [1]]",
+        "[v.x for v in items]",
+        "{[v]: 1 for v in items}",
+        "[a for a in items]",
+        "[[w for w in range(5000)] for v in range(3)]",
+        "[d for d in range(3) if d]",
         "{'x': a, 'y': [b, n]}",
         "f'{a}-{b:>3}'",
         "clamp(a, 0, 1)",
@@ -135,6 +149,15 @@ def test_closures_agree_on_fixed_cases(source: str) -> None:
     assert compiled[0] == reference[0]
     if compiled[0] == "value":
         assert same_value(compiled[1], reference[1])
+
+
+def test_a_comprehension_counts_the_items_of_those_nested_in_it_as_simpleeval_does() -> None:
+    source = "[[w for w in range(5000)] for v in range(2)]"  # 2 + 2 x 5,000 > 10,000 items
+    for expression in (compile_expression(source), dataclasses.replace(compile_expression(source), run=None)):
+        with pytest.raises(ExpressionError, match="Comprehension generates too many elements") as caught:
+            Evaluator({}).value(expression)
+        assert caught.value.code == EVALUATION_LIMIT
+    assert len(Evaluator({}).value(compile_expression("[[w for w in range(4999)] for v in range(2)]"))) == 2
 
 
 def test_closures_read_the_scope_at_run_time_not_compile_time() -> None:

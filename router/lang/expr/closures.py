@@ -1,9 +1,10 @@
 """Compile a checked expression tree into nested Python closures with the Evaluator's semantics.
 
 simpleeval walks the tree on every evaluation; rule conditions run for every event inside the
-agent loop, so each expression is turned once into closures. Node types without a closure here
-(comprehensions, slices) evaluate that subtree through the simpleeval-based `Evaluator`, so the
-semantics stay one: `tests/lang/test_expr_compiler.py` checks with hypothesis that both agree.
+agent loop, so each expression is turned once into closures. Comprehensions have closures that
+follow simpleeval's own loop (`_comprehension`); node types without a closure here (slices)
+evaluate that subtree through the simpleeval-based `Evaluator`, so the semantics stay one:
+`tests/lang/test_expr_compiler.py` checks with hypothesis that both agree.
 """
 
 from __future__ import annotations
@@ -11,18 +12,21 @@ from __future__ import annotations
 import ast
 import json
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
+
+from simpleeval import MAX_COMPREHENSION_LENGTH  # items one comprehension (and those in it) iterates
 
 from router.diagnostics.code_names import EVALUATION_LIMIT, UNKNOWN_FUNCTION
 from router.diagnostics.errors import ExpressionError
-from router.lang.budget import spend
+from router.lang.budget import active, size_of, spend
 from router.lang.functions import FUNCTIONS, type_name
 
 Run = Callable[[Mapping[str, Any]], Any]
 _RAW_ORDERING: dict[type[ast.AST], Callable[[Any, Any], Any]] = {
     ast.Gt: operator.gt, ast.Lt: operator.lt, ast.GtE: operator.ge, ast.LtE: operator.le}
 Fallback = Callable[[Mapping[str, Any], ast.AST], Any]
+BUDGET_CHECK_EVERY = 32  # iterations between two looks at the evaluation's time budget
 
 
 def compile_tree(node: ast.AST, *, operators: Mapping[type[ast.AST], Callable[..., Any]],
@@ -236,6 +240,92 @@ class _Compiler:
                        if isinstance(v, ast.Constant))
         pattern = "{:" + spec + "}"
         return lambda scope: pattern.format(inner(scope))
+
+
+    def _ListComp(self, node: ast.ListComp) -> Run:
+        return self._comprehension(node, node.generators, (self.build(node.elt),))
+
+    def _DictComp(self, node: ast.DictComp) -> Run:
+        return self._comprehension(node, node.generators, (self.build(node.key), self.build(node.value)))
+
+    def _comprehension(self, node: ast.AST, generators: list[ast.comprehension],
+                       parts: tuple[Run, ...]) -> Run:
+        """A list or dict comprehension with simpleeval's semantics (EvalWithCompoundTypes): the
+        loop names on top of the scope, generators left to right, targets unpacked with `zip`,
+        at most MAX_COMPREHENSION_LENGTH items iterated (nested comprehensions count with their
+        outer one), the result charged to the budget by its size, whose time is checked as it runs."""
+        bound = {t.id for g in generators for t in ast.walk(g.target) if isinstance(t, ast.Name)}
+        if bound & set(self.constants):  # `null` bound as a loop name: simpleeval's own rules
+            fallback = self.fallback
+            return lambda scope: fallback(scope, node)
+        loops = tuple((g.target, self.build(g.iter), tuple(self.build(i) for i in g.ifs)) for g in generators)
+        dict_result = isinstance(node, ast.DictComp)
+
+        def comprehension(scope: Mapping[str, Any]) -> Any:
+            local = _Loop(scope)
+            result: Any = {} if dict_result else []
+            _generate(loops, 0, local, local.counter, result, parts)
+            spend(size_of(result))
+            return result
+
+        return comprehension
+
+
+class _Loop(Mapping[str, Any]):
+    """The scope of a comprehension's body: its loop names, then the scope it is in."""
+
+    __slots__ = ("base", "counter", "names")
+
+    def __init__(self, base: Mapping[str, Any]) -> None:
+        self.base = base
+        self.names: dict[str, Any] = {}
+        self.counter: list[int] = base.counter if isinstance(base, _Loop) else [0]  # the outer loop's
+
+    def get(self, name: str, default: Any = None) -> Any:
+        names = self.names
+        return names[name] if name in names else self.base.get(name, default)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.names[name] if name in self.names else self.base[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names or name in self.base
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.names
+        yield from (n for n in self.base if n not in self.names)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _generate(loops: tuple[tuple[ast.expr, Run, tuple[Run, ...]], ...], index: int, local: _Loop,
+              counter: list[int], result: Any, parts: tuple[Run, ...]) -> None:
+    target, items, conditions = loops[index]
+    last = index == len(loops) - 1
+    for item in items(local):
+        counter[0] += 1
+        if counter[0] > MAX_COMPREHENSION_LENGTH:
+            raise ExpressionError("Comprehension generates too many elements", code=EVALUATION_LIMIT)
+        if not counter[0] % BUDGET_CHECK_EVERY and (budget := active()) is not None:
+            budget.check()
+        _bind(target, item, local.names)
+        if all(condition(local) for condition in conditions):
+            if not last:
+                _generate(loops, index + 1, local, counter, result, parts)
+            elif len(parts) == 2:
+                result[parts[0](local)] = parts[1](local)
+            else:
+                result.append(parts[0](local))
+
+
+def _bind(target: Any, value: Any, names: dict[str, Any]) -> None:
+    """simpleeval's `recurse_targets`: a name takes the value, a tuple or list unpacks it with zip."""
+    if isinstance(target, ast.Name):
+        names[target.id] = value
+    else:
+        for part, item in zip(target.elts, value, strict=False):  # as simpleeval unpacks
+            _bind(part, item, names)
 
 
 # The builder of each node type (None: through the fallback), looked up once per type.

@@ -5,6 +5,7 @@ translation of any failure into an ExpressionError that names the expression."""
 from __future__ import annotations
 
 import ast
+import functools
 import operator as op
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -48,7 +49,10 @@ def _ordering(compare: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     return ordered
 
 
+@functools.cache
 def limited_operators(limits: Limits) -> dict[type[ast.AST], Callable[..., Any]]:
+    """The bounded operators of `limits`, made once per Limits value (they keep no state; callers
+    never change the mapping)."""
     def too_long() -> ExpressionError:
         return ExpressionError(f"result longer than {limits.max_string} items", code=EVALUATION_LIMIT)
 
@@ -100,19 +104,30 @@ def limited_operators(limits: Limits) -> dict[type[ast.AST], Callable[..., Any]]
 
 
 class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
-    """Evaluates compiled expressions against one scope. Not shared between evaluations."""
+    """Evaluates compiled expressions against one scope. Not shared between evaluations.
+
+    Made for every template rendering and comprehension, so it is made cheaply: simpleeval's own
+    constructor (which builds the operators, silences warnings and checks the functions on every
+    call) runs once, for a prototype, and an instance makes its node table from the prototype's
+    at its first node (an evaluator whose expressions all have closures never needs it).
+    """
 
     def __init__(self, scope: Mapping[str, Any], *, limits: Limits | None = None) -> None:
-        super().__init__(operators=limited_operators(limits or Limits()), functions={}, names=scope)
+        limits = limits or DEFAULT_LIMITS
+        self.operators = limited_operators(limits)
+        # what simpleeval's constructor sets; calls go to router.lang.functions (_eval_call)
+        self.functions: dict[str, Any] = {"list": list, "tuple": tuple, "dict": dict, "set": set}
+        self.names = scope
+        self.allowed_attrs = None
+        self.ATTR_INDEX_FALLBACK = True  # as simpleeval sets it (attributes go to _eval_attribute)
         self.scope = scope
-        self.max_string = (limits or Limits()).max_string
-        self.nodes[ast.Name] = self._eval_name
-        self.nodes[ast.Attribute] = self._eval_attribute
-        self.nodes[ast.Subscript] = self._eval_subscript
-        self.nodes[ast.Call] = self._eval_call
-        self.nodes[ast.ListComp] = self._eval_built
-        self.nodes[ast.DictComp] = self._eval_built
+        self.max_string = limits.max_string
         self.steps = 0
+
+    @functools.cached_property
+    def nodes(self) -> dict[type[ast.AST], Callable[[Any], Any]]:
+        """The method of each node type, made at first use (most evaluators run only closures)."""
+        return {kind: getattr(self, name) for kind, name in _node_methods().items()}
 
     def value(self, expression: Expression) -> Any:
         """Evaluate `expression`; any failure becomes an ExpressionError naming the source."""
@@ -193,17 +208,43 @@ class Evaluator(EvalWithCompoundTypes):  # type: ignore[misc]
         return spec.impl(*args)
 
 
+class _Prototype(Evaluator):
+    """Runs simpleeval's own constructor once, to read the node table it builds."""
+
+    def __init__(self) -> None:
+        EvalWithCompoundTypes.__init__(self, operators={}, functions={}, names={})
+        self.nodes[ast.Name] = self._eval_name
+        self.nodes[ast.Attribute] = self._eval_attribute
+        self.nodes[ast.Subscript] = self._eval_subscript
+        self.nodes[ast.Call] = self._eval_call
+        self.nodes[ast.ListComp] = self._eval_built
+        self.nodes[ast.DictComp] = self._eval_built
+
+
+@functools.cache
+def _node_methods() -> dict[type[ast.AST], str]:
+    """Each node type an Evaluator evaluates and the name of its method (simpleeval's table with
+    this module's overrides)."""
+    return {kind: method.__name__ for kind, method in _Prototype().nodes.items()}
+
+
 def run_expression(expression: Expression, scope: Mapping[str, Any]) -> Any:
     """Evaluate a compiled expression's closures; any failure becomes an ExpressionError.
 
-    Inside an evaluation it uses that evaluation's budget; alone, a budget of its own.
+    Inside an evaluation it uses that evaluation's budget; alone, a budget of its own. (Without
+    a context manager: this runs for every condition, template and signal.)
     """
     assert expression.run is not None
-    with _budgeted(expression.source):
-        try:
-            return expression.run(scope)
-        except EVALUATION_FAILURES as exc:
-            raise expression_error(exc, expression.source) from None
+    if active() is None:
+        with _budgeted(expression.source):
+            return run_expression(expression, scope)
+    try:
+        return expression.run(scope)
+    except EVALUATION_FAILURES as exc:
+        raise expression_error(exc, expression.source) from None
+    except BudgetExceeded as exc:
+        exc.source = exc.source or expression.source
+        raise
 
 
 @contextmanager

@@ -1,0 +1,209 @@
+"""router.replay.parallel: `router replay --jobs N` gives what `--jobs 1` gives, in the same order;
+a session that fails, a worker that dies and Ctrl-C each end the run with the reason, never a hang."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from router.commands.explain import load
+from router.compile.ir import CompiledPolicy
+from router.replay import parallel
+from router.replay.runner import Replayer, SessionRun
+from router.replay.sources import Inputs, gather, replay_all
+from router.replay.summary import summarize
+from tests.helpers import assert_group_gone
+from tests.replay_sessions import SessionWriter, write_models
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+POLICY = """
+version: 1
+rules:
+  - id: tools-read
+    on: input
+    when: "'notes' in text"
+    do: [{tools: {only: [read]}}]
+  - id: cloud-for-hard
+    on: input
+    group: model
+    when: "'hard' in text"
+    do: [{model: fake/cloud}, {set: {hard: "{(state.hard or 0) + 1}"}}]
+  - id: local-otherwise
+    on: input
+    group: model
+    do: [{model: fake/local}]
+  - id: count-turns
+    on: turn_end
+    do: [{set: {turns: "{(state.turns or 0) + 1}"}}]
+"""
+PROMPTS = ("read the notes", "a hard one", "hello", "hard notes")
+
+
+def write_session(directory: Path, number: int, prompts: list[int]) -> None:
+    writer = SessionWriter(id=f"s{number:03d}").start("fake/local")
+    for index in prompts:
+        model = "fake/cloud" if index % 2 else "fake/local"
+        writer.user(PROMPTS[index]).assistant(model, "done", tokens=500 + 100 * index)
+    writer.write(directory)
+
+
+def corpus(tmp_path: Path, sessions: list[list[int]]) -> tuple[CompiledPolicy, Inputs]:
+    for number, prompts in enumerate(sessions):
+        write_session(tmp_path / "sessions", number, prompts)
+    write_models(tmp_path / "models.json")
+    (tmp_path / "policy.yaml").write_text(POLICY)
+    policy = load([tmp_path / "policy.yaml"], cwd=tmp_path).policy
+    assert policy is not None
+    inputs = gather([tmp_path / "sessions"], log=tmp_path / "nolog", models=tmp_path / "models.json",
+                    agent=tmp_path / "agent")
+    return policy, inputs
+
+
+def view(runs: list[SessionRun]) -> list[dict[str, Any]]:
+    """Everything a run carries but the measured evaluation times."""
+    return [{"id": r.id, "path": r.path, "events": r.events, "decisions": r.decisions, "rules": dict(r.rules),
+             "shadow": dict(r.shadow), "signals": dict(r.signals), "errors": dict(r.errors), "error": r.error,
+             "problems": [str(p) for p in r.problems],
+             "turns": [(t.number, t.model, t.recorded_model, t.outcome(), t.estimated_cost, t.price_source)
+                       for t in r.turns.values()],
+             "records": [{k: v for k, v in rec.items() if k != "latency_ms"} for rec in r.records]}
+            for r in runs]
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sessions=st.lists(st.lists(st.integers(0, len(PROMPTS) - 1), max_size=5), min_size=2, max_size=12),
+       jobs=st.integers(2, 4))
+def test_jobs_give_the_runs_and_totals_of_one_job(tmp_path_factory: pytest.TempPathFactory,
+                                                  sessions: list[list[int]], jobs: int) -> None:
+    policy, inputs = corpus(tmp_path_factory.mktemp("c"), sessions)
+    one = replay_all(policy, inputs, progress=False)
+    many = replay_all(policy, inputs, progress=False, jobs=jobs)
+    assert view(many) == view(one)
+    assert [r.id for r in many] == [f"s{n:03d}" for n in range(len(sessions))]
+    assert summarize(many, inputs.catalog, "fake/cloud").to_dict() == \
+        summarize(one, inputs.catalog, "fake/cloud").to_dict()
+
+
+def test_chunks_cover_every_session_once_in_order(tmp_path: Path) -> None:
+    policy, inputs = corpus(tmp_path, [[1]] * 70)
+    runs = parallel.replay_parallel(Replayer(policy, inputs.catalog, inputs.log), inputs.sessions, 3)
+    assert [r.id for r in runs] == [s.id for s in inputs.sessions] and len(runs) == 70
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_session_that_raises_fails_alone_and_says_why(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        jobs: int) -> None:
+    policy, inputs = corpus(tmp_path, [[0], [1], [2]])
+    original = Replayer.run
+
+    def run(self: Replayer, session: Any) -> SessionRun:
+        if session.id == "s001":
+            raise ValueError("a bug")
+        return original(self, session)
+
+    monkeypatch.setattr(Replayer, "run", run)  # forked workers inherit it
+    runs = replay_all(policy, inputs, progress=False, jobs=jobs)
+    assert [r.id for r in runs] == ["s000", "s001", "s002"]
+    assert [r.error for r in runs] == [None, "replay failed: ValueError: a bug", None]
+    assert runs[0].turns and runs[2].turns and not runs[1].turns
+    assert str(runs[1].problems[-1]).endswith(": replay failed: ValueError: a bug")
+
+
+def test_a_worker_that_dies_fails_its_sessions_without_hanging(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    policy, inputs = corpus(tmp_path, [[0]] * 6)
+    parent, original = os.getpid(), Replayer.run
+
+    def run(self: Replayer, session: Any) -> SessionRun:
+        if session.id == "s003" and os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)  # as the out-of-memory killer would
+        return original(self, session)
+
+    monkeypatch.setattr(Replayer, "run", run)
+    runs = replay_all(policy, inputs, progress=False, jobs=2)
+    assert [r.id for r in runs] == [f"s{n:03d}" for n in range(6)]
+    died = runs[3]
+    assert died.error is not None and "worker process ended abruptly" in died.error
+    assert all(r.error is None or "worker process ended abruptly" in r.error for r in runs)
+
+
+DRIVER = """
+import os, sys, threading
+from pathlib import Path
+from router.commands.explain import load
+from router.replay import runner
+from router.replay.sources import gather, replay_all
+
+root = Path(sys.argv[1])
+parent = os.getpid()
+
+def run(self, session):
+    if os.getpid() != parent:  # a worker: say so, then never finish
+        print(f"worker {os.getpid()}", flush=True)
+        threading.Event().wait()
+    raise AssertionError("the parent replays nothing itself")
+
+runner.Replayer.run = run
+policy = load([root / "policy.yaml"], cwd=root).policy
+inputs = gather([root / "sessions"], log=root / "nolog", models=root / "models.json", agent=root / "agent")
+try:
+    replay_all(policy, inputs, progress=False, jobs=2)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+"""
+
+
+def test_ctrl_c_stops_the_workers_and_the_run(tmp_path: Path) -> None:
+    corpus(tmp_path, [[0]] * 4)
+    driver = tmp_path / "driver.py"
+    driver.write_text(textwrap.dedent(DRIVER))
+    proc = subprocess.Popen([sys.executable, str(driver), str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("worker ")  # a worker is busy with its chunk
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: the whole group
+        rest = proc.communicate(timeout=30)[0]
+        assert proc.returncode == 130 and rest.splitlines()[-1] == "interrupted"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        assert_group_gone(proc.pid)
+
+
+def test_job_count_zero_is_one_per_core() -> None:
+    assert parallel.job_count(3) == 3
+    assert parallel.job_count(0) == len(os.sched_getaffinity(0))
+
+
+def test_cli_jobs_output_is_the_same_and_jobs_is_a_count(tmp_path: Path) -> None:
+    corpus(tmp_path, [[0, 1], [2], [3, 1], [1]])
+    router = Path(sys.executable).parent / "router"
+
+    def replay(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(router), "replay", "sessions", "--policy", "policy.yaml", "--models",
+                               "models.json", "--log", "nolog", *args], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120, check=False, stdin=subprocess.DEVNULL)
+
+    one, two = replay("-f", "json"), replay("-f", "json", "--jobs", "2")
+    every = replay("-f", "json", "-j", "0")
+    assert one.returncode == two.returncode == every.returncode == 0, one.stderr + two.stderr
+    assert one.stdout == two.stdout == every.stdout
+    assert json.loads(one.stdout)["sessions"] == 4
+    text_one, text_two = replay(), replay("--jobs", "2")
+    assert text_one.stdout == text_two.stdout and "total: 4 sessions" in text_one.stdout
+    bad = replay("--jobs", "-1")
+    assert bad.returncode == 2 and "invalid value for '--jobs'" in bad.stderr \
+        and "greater than or equal to 0" in bad.stderr
