@@ -43,6 +43,7 @@ from router.load.paths import project_policy_above
 from router.runtime import declarations_cache, lean, loop, policy_command, protocol
 from router.runtime.connection import Connection
 from router.runtime.executor import Executor, budget_ms
+from router.runtime.loop_tasks import Cancelled
 from router.runtime.observer import Observer
 from router.runtime.serve_args import ServeArgs, parse_args
 from router.runtime.session_policy import (
@@ -407,8 +408,13 @@ class Engine:
 
     async def _decide(self, request_id: Any, policy: CompiledPolicy, event: dict[str, Any],
                       received: float) -> Decision:
+        """Evaluate, computing the signals the rules ask for one at a time. A question event whose
+        run Pi aborts (the bridge's `cancel`) is still decided, every signal still to come failing
+        "aborted": its rules' own effects (the decision pack's audit record) happen, and the bridge,
+        which stopped waiting, drops the answer. Other events end at the cancel."""
         outcomes: dict[str, SignalOutcome] = {}
         self.outcomes = outcomes
+        aborted = False
         # every evaluation of the event, while signals are computed
         budget = Budget(event_limits(received, self.deadline_ms))
         memo = self._vars_memo(policy)
@@ -421,7 +427,16 @@ class Engine:
             wait_ms = budget_ms(pending)
             self.connection.notify(protocol.PROGRESS, {
                 "id": request_id, "budget_ms": wait_ms + 1000, "signal": pending.name})
-            outcomes[pending.name] = await self.executor.compute(pending, wait_ms / 1000)
+            if aborted:
+                outcomes[pending.name] = SignalOutcome(error=ABORTED)
+                continue
+            try:
+                outcomes[pending.name] = await self.executor.compute(pending, wait_ms / 1000)
+            except Cancelled:
+                if event.get("type") not in DECIDED_WHEN_ABORTED:
+                    raise
+                aborted = True  # this signal and every later one fail: the decision is still taken
+                outcomes[pending.name] = SignalOutcome(error=ABORTED)
         self.outcomes = {**outcomes, **{n: SignalOutcome(error="too many signals") for n in policy.signals}}
         return evaluate(policy, event, state=self.state, budget=budget, vars_memo=memo,
                         outcomes=self.outcomes)
@@ -433,6 +448,8 @@ class Engine:
         return self.memo
 
 
+ABORTED = "aborted"  # the error of a signal whose event's run Pi aborted
+DECIDED_WHEN_ABORTED = frozenset({"question"})  # event types decided even when their run is aborted
 SHUTDOWN_MS = 500  # what the bridge waits for `shutdown`'s answer without telemetry
 TELEMETRY_FLUSH_MS = 2000  # the longest each of the span and metric exports may take at shutdown
 
