@@ -6,6 +6,8 @@ from typing import Any
 
 from router.actions import action
 from router.actions._base import Params
+from router.diagnostics.errors import ExpressionError
+from router.lang.functions.models import cap_level
 
 
 class ThinkingParams(Params):
@@ -17,5 +19,14 @@ class ThinkingParams(Params):
 
 @action("thinking", shorthand="level", example="- thinking: {level: high, ceiling: '{thinking_level}'}")
 def describe_thinking(params: dict[str, Any]) -> str:
-    ceiling = params.get("ceiling")
-    return f"set thinking level {params.get('level')}" + (f" (ceiling {ceiling})" if ceiling else "")
+    """`set thinking level high`; a ceiling that lowers the level says so (thinking off: stays off)."""
+    level, ceiling = params.get("level"), params.get("ceiling")
+    if not ceiling:
+        return f"set thinking level {level}"
+    try:
+        capped = cap_level(level, ceiling)
+    except ExpressionError:
+        capped = level
+    if capped == level:
+        return f"set thinking level {level} (ceiling {ceiling})"
+    return f"set thinking level {capped}: {level} capped by the ceiling {ceiling}"

@@ -328,8 +328,8 @@ async function helloParams(state, ctx) {
 
 /**
  * What Pi's registry knows beyond the available chat models, for the engine to check refs
- * against: the provider ids and the classifier models it lists (a provider that discovers its
- * models at run time, such as llama.cpp, lists none until asked).
+ * against: the provider ids, the classifier models it lists (a provider that discovers its
+ * models at run time, such as llama.cpp, lists none until asked) and the providers that can discover.
  * @param {ExtensionContext} ctx
  * @returns {Promise<RegistryFacts>}
  */
@@ -344,7 +344,10 @@ async function registryFacts(ctx) {
 	} catch {
 		// an older Pi without model types: nothing to check against
 	}
-	return { providers: [...providers], classifiers };
+	// a provider with refreshModels can discover models at run time (llama.cpp, the cloud catalogs);
+	// a models.json provider cannot: its classifiers are the ones it lists
+	const discovering = [...providers].filter((p) => typeof attempt(() => registry.getProvider(p)?.refreshModels, undefined) === "function");
+	return { providers: [...providers], classifiers, discovering };
 }
 
 /**

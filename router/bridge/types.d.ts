@@ -68,6 +68,8 @@ export interface TrustFacts {
 export interface RegistryFacts {
 	providers: string[];
 	classifiers: string[];
+	/** The providers that can discover models at run time (a `refreshModels`). */
+	discovering: string[];
 }
 
 export interface HelloParams extends TrustFacts {

@@ -15,7 +15,7 @@ from typing import Any
 
 from router.commands.explain import load, load_event, load_state
 from router.compile.ir import CompiledPolicy
-from router.diagnostics.code_names import SIGNAL_FAILED, UNKNOWN_NAME
+from router.diagnostics.code_names import SIGNAL_FAILED, UNDEFINED_SIGNAL, UNDEFINED_VAR, UNKNOWN_NAME
 from router.diagnostics.diagnostic import Diagnostic, Span, render_text
 from router.diagnostics.errors import ExpressionError, RouterError
 from router.diagnostics.suggest import did_you_mean
@@ -71,6 +71,7 @@ def evaluate_expression(source: str, scope: dict[str, Any]) -> Any:
         raise _Failed(Diagnostic(UNKNOWN_NAME, f"unknown name '{name}'",
                                  Span(WHERE, 1, source.find(name) + 1),
                                  help=did_you_mean(name, scope) or f"write '{name}' in quotes for a string"))
+    _check_paths(expression.paths, source, scope)
     try:
         return _plain(run_expression(expression, scope))
     except ExpressionError as exc:
@@ -84,12 +85,32 @@ def evaluate_query(source: str, scope: dict[str, Any]) -> Any:
         query = compile_query(source)
     except ExpressionSyntaxError as exc:
         raise _Failed(Diagnostic(exc.code, exc.message, Span(WHERE, 1, exc.offset + 1))) from None
+    _check_paths(query.paths, source, scope)
     try:
         return _plain(query.search(scope))
     except ExpressionError as exc:
         raise _Failed(Diagnostic(exc.code, exc.message, Span(WHERE))) from None
     except SignalNeeded as need:
         raise _Failed(Diagnostic(SIGNAL_FAILED, f"signal '{need.name}': {DRY}", Span(WHERE))) from None
+
+
+_DEFINED = {"vars": (UNDEFINED_VAR, "undefined var"), "signals": (UNDEFINED_SIGNAL, "undefined signal")}
+
+
+def _check_paths(paths: tuple[tuple[str, ...], ...], source: str, scope: dict[str, Any]) -> None:
+    """A `vars.` or `signals.` key the policy does not define fails, with the closest one (as lint)."""
+    for path in paths:
+        if len(path) < 2 or path[0] not in _DEFINED:
+            continue
+        defined: Any = scope.get(path[0])
+        names = [str(k) for k in defined] if hasattr(defined, "keys") else []
+        if path[1] in names:
+            continue
+        code, what = _DEFINED[path[0]]
+        dotted = f"{path[0]}.{path[1]}"
+        listed = ", ".join(sorted(names)) or "none"
+        raise _Failed(Diagnostic(code, f"{what} '{dotted}'", Span(WHERE, 1, max(source.find(dotted), 0) + 1),
+                                 help=did_you_mean(path[1], names) or f"the policy defines: {listed}"))
 
 
 def _quiet_policy() -> CompiledPolicy | None:

@@ -16,6 +16,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 
+from router.diagnostics.suggest import closest
 from router.load.loader import load_layers
 from router.load.paths import pack_names, packs_dir
 
@@ -28,12 +29,40 @@ class ImportSpec:
     file: str
     var: str | None = None
     keys: dict[str, str] | None = None
+    known: dict[str, Any] | None = None   # the file's keys, from the pack's `known` var
+
+    def problem(self, config: dict[str, Any]) -> str | None:
+        """Why `config` is not this pack's settings file (an unknown key, an object expected), or None."""
+        if self.known is None:
+            return None
+        expected = sorted(self.known)
+        unknown = [key for key in config if key not in self.known and key != "$schema"]
+        if unknown:
+            hints = [f"{key!r}" + (f" (did you mean {c!r}?)" if (c := closest(key, expected)) else "")
+                     for key in unknown]
+            return (f"not a {self.file} settings file: unknown key{'s' if len(unknown) > 1 else ''} "
+                    f"{', '.join(hints)}; expected keys: {', '.join(expected)}")
+        for key, value in config.items():
+            if isinstance(self.known.get(key), dict) and not isinstance(value, dict):
+                return f"{key!r} is {json.dumps(value)}, expected an object (as in {self.file})"
+        return None
 
     def targets(self, config: dict[str, Any]) -> dict[str, Any]:
         """The vars the JSON object becomes (with `keys`, only the keys it has)."""
         if self.var is not None:
             return {self.var: config}
         return {var: config[key] for key, var in (self.keys or {}).items() if key in config}
+
+
+def _json_kind(value: Any) -> str:
+    """What a JSON value is, as JSON names it."""
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    return "a number"
 
 
 def pack_imports() -> dict[str, ImportSpec]:
@@ -43,7 +72,9 @@ def pack_imports() -> dict[str, ImportSpec]:
         files, _ = load_layers([("pack", packs_dir() / f"{name}.yaml")])
         declared = files[0].policy.provides.import_ if files else None
         if declared is not None:
-            found[name] = ImportSpec(name, declared.file, declared.var, declared.keys)
+            known = files[0].policy.vars.get(declared.known) if declared.known else None
+            found[name] = ImportSpec(name, declared.file, declared.var, declared.keys,
+                                     known if isinstance(known, dict) else None)
     return found
 
 
@@ -77,7 +108,9 @@ def import_settings(spec: ImportSpec, source: Path, target: Path, *, force: bool
     except json.JSONDecodeError as exc:
         return 1, f"{source}:{exc.lineno}:{exc.colno}: error: not valid JSON: {exc.msg}"
     if not isinstance(config, dict):
-        return 1, f"{source}: expected a JSON object"
+        return 1, f"{source}: expected a JSON object (the {spec.file} settings), not {_json_kind(config)}"
+    if problem := spec.problem(config):
+        return 1, f"{source}: {problem}; nothing written"
     yaml = YAML(typ="rt")
     yaml.indent(mapping=2, sequence=4, offset=2)
     document: Any = CommentedMap([("version", 1)])

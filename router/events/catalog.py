@@ -78,6 +78,9 @@ class Registry(_Model):
     classifiers: list[str] = Field(default_factory=list,
                                    description="the classifier model refs Pi lists (a provider that "
                                    "discovers its models at run time, such as llama.cpp, lists none)")
+    discovering: list[str] | None = Field(None, description="the providers that can discover models at "
+                                          "run time (llama.cpp, cloud catalogs); a models.json provider "
+                                          "cannot; null where Pi does not say")
 
 
 class Common(_Model):

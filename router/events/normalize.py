@@ -251,10 +251,13 @@ def normalize(event_type: str, payload: Raw, ctx: Raw, *, env: Mapping[str, str]
 
 
 def registry_facts(raw: Any) -> dict[str, Any]:
-    """What Pi's registry knows beyond the available models: provider ids and classifier refs."""
+    """What Pi's registry knows beyond the available models: provider ids, classifier refs and the
+    providers that discover models at run time (None when Pi did not say)."""
     facts = _map(raw)
+    discovering = facts.get("discovering")
     return {"providers": [str(p) for p in _list(facts.get("providers"))],
-            "classifiers": [str(c) for c in _list(facts.get("classifiers"))]}
+            "classifiers": [str(c) for c in _list(facts.get("classifiers"))],
+            "discovering": [str(p) for p in discovering] if isinstance(discovering, list) else None}
 
 
 def model_catalog(raw_models: Any) -> dict[str, Any]:

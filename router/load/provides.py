@@ -134,6 +134,8 @@ class SettingsImport(_Model):
                       "e.g. pi-cuttle.json (the default source)")
     var: str | None = Field(None, description="the var the whole JSON object becomes")
     keys: dict[str, str] | None = Field(None, description="JSON key -> the var its value becomes")
+    known: str | None = Field(None, description="the pack's var whose keys are the file's keys: a file "
+                              "with another key, or an object where that var has one, is refused")
 
     @field_validator("file")
     @classmethod
@@ -147,7 +149,8 @@ class SettingsImport(_Model):
         if (self.var is None) == (self.keys is None):
             raise ValueError("an import needs exactly one of `var` (the whole file) or `keys` "
                              "(key by key)")
-        for name in [self.var] if self.var is not None else list((self.keys or {}).values()):
+        names = [self.var] if self.var is not None else list((self.keys or {}).values())
+        for name in [*names, *([self.known] if self.known is not None else [])]:
             if not _ENV_NAME.fullmatch(name):
                 raise ValueError(f"{name!r} is not a var name (letters, digits, _)")
         return self

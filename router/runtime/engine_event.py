@@ -23,6 +23,7 @@ from router.events.questions import DEFAULT_SETTINGS
 from router.lang.budget import DEFAULT_BUDGET, EVENT_DEADLINE_MS, IO_MARGIN_MS, Budget, BudgetLimits
 from router.runtime import policy_command, protocol
 from router.runtime.executor import budget_ms
+from router.runtime.loop_tasks import Cancelled
 
 if TYPE_CHECKING:
     from router.runtime.connection import Connection
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from router.trust.store import TrustDecision
 
 MAX_SIGNALS = 16
+ABORTED = "aborted"  # the error of a signal whose event's run Pi aborted
+DECIDED_WHEN_ABORTED = frozenset({"question"})  # event types decided even when their run is aborted
 RELOAD_BUDGET_MS = 10000  # the bridge's wait for an event whose policy is being reloaded
 
 
@@ -165,8 +168,13 @@ class EventPath:
 
     async def _decide(self, request_id: Any, policy: CompiledPolicy, event: dict[str, Any],
                       received: float) -> Decision:
+        """Evaluate, computing the signals the rules ask for one at a time. A question event whose
+        run Pi aborts (the bridge's `cancel`) is still decided, every signal still to come failing
+        "aborted": its rules' own effects (the decision pack's audit record) happen, and the bridge,
+        which stopped waiting, drops the answer. Other events end at the cancel."""
         outcomes: dict[str, SignalOutcome] = {}
         self.outcomes = outcomes
+        aborted = False
         # every evaluation of the event, while signals are computed
         budget = Budget(event_limits(received, self.deadline_ms))
         memo = self._vars_memo(policy)
@@ -179,7 +187,16 @@ class EventPath:
             wait_ms = budget_ms(pending)
             self.connection.notify(protocol.PROGRESS, {
                 "id": request_id, "budget_ms": wait_ms + 1000, "signal": pending.name})
-            outcomes[pending.name] = await self.executor.compute(pending, wait_ms / 1000)
+            if aborted:
+                outcomes[pending.name] = SignalOutcome(error=ABORTED)
+                continue
+            try:
+                outcomes[pending.name] = await self.executor.compute(pending, wait_ms / 1000)
+            except Cancelled:
+                if event.get("type") not in DECIDED_WHEN_ABORTED:
+                    raise
+                aborted = True  # this signal and every later one fail: the decision is still taken
+                outcomes[pending.name] = SignalOutcome(error=ABORTED)
         self.outcomes = {**outcomes, **{n: SignalOutcome(error="too many signals") for n in policy.signals}}
         return evaluate(policy, event, state=self.state, budget=budget, vars_memo=memo,
                         outcomes=self.outcomes)

@@ -30,6 +30,7 @@ from router.lang.budget import (
     event_deadline_ms,
 )
 from router.load.deadline import time_limit
+from router.load.paths import project_policy_above
 from router.runtime import declarations_cache, lean, loop, policy_command, protocol
 from router.runtime.connection import Connection
 from router.runtime.engine_event import RELOAD_BUDGET_MS, EventPath
@@ -64,6 +65,7 @@ class Engine(EventPath):
         self.has_ui = False
         self.deadline_ms = event_deadline_ms(os.environ)  # announced in hello, kept per event
         self.told_trust: set[tuple[str, str | None]] = set()
+        self.told_above: set[Path] = set()
         self.policy: CompiledPolicy | None = None
         self.memo: VarsMemo | None = None
         self.fingerprint: tuple[Any, ...] = ()
@@ -145,6 +147,17 @@ class Engine(EventPath):
         self.executor.log(text)
         return [text]
 
+    def location_warnings(self) -> list[str]:
+        """Once per process: Pi started below a project whose `.pi/router.yaml` it does not load."""
+        above = project_policy_above(self.cwd)
+        if above is None or above in self.told_above:
+            return []
+        self.told_above.add(above)
+        text = (f"the project's router policy is {above}; Pi started in {self.cwd} reads .pi/ only in its "
+                f"working directory, so it is not loaded: start pi in {above.parent.parent}")
+        self.executor.log(text)
+        return [text]
+
     def changed(self, event_type: str | None = None) -> bool:
         """Whether a watched policy file changed since the last load. An event of a type Pi emits
         in bursts within one assistant message (BURST_EVENTS) skips the look when the last one
@@ -210,6 +223,7 @@ class Engine(EventPath):
             warnings.insert(0, "the router policy has errors; Pi runs without it (run `router lint`)")
         if params.get("preload") is not True:  # the factory's hello shows nothing: tell at session_start
             warnings += self.trust_warnings()
+            warnings += self.location_warnings()
             warnings += refusal_warnings(self.policy)
         if params.get("preload") is True:
             self.cache_declarations(params.get("declarationsKey"))
@@ -283,7 +297,6 @@ class Engine(EventPath):
         """Warnings the executor collected outside a decision (once each), taken once."""
         taken, self.executor.notices[:] = list(self.executor.notices), []
         return taken
-
 
 SHUTDOWN_MS = 500  # what the bridge waits for `shutdown`'s answer without telemetry
 TELEMETRY_FLUSH_MS = 2000  # the longest each of the span and metric exports may take at shutdown

@@ -98,3 +98,16 @@ def _plain(tree: object) -> object:
     if isinstance(tree, list):
         return [_plain(v) for v in tree]
     return tree
+
+
+@pytest.mark.parametrize(("params", "text"), [
+    ({"level": "high"}, "set thinking level high"),
+    ({"level": "high", "ceiling": "xhigh"}, "set thinking level high (ceiling xhigh)"),
+    # thinking off in a default Pi: a ceiling of the current level leaves it off, and says so
+    ({"level": "high", "ceiling": "off"}, "set thinking level off: high capped by the ceiling off"),
+    ({"level": "high", "ceiling": "bogus"}, "set thinking level high (ceiling bogus)"),
+])
+def test_thinking_describe_says_what_the_ceiling_leaves(params: dict[str, str], text: str) -> None:
+    from router.actions.thinking import describe_thinking
+
+    assert describe_thinking(params) == text

@@ -117,7 +117,7 @@ def test_import_invalid_json_reported_with_line_and_column(tmp_path: Path) -> No
 @pytest.mark.parametrize("text", ["[1, 2]", '"text"', "3", "null"])
 def test_import_non_object_json_refused(tmp_path: Path, text: str) -> None:
     code, message = import_cuttle(source(tmp_path, text=text), tmp_path / "router.yaml")
-    assert code == 1 and message.endswith("expected a JSON object")
+    assert code == 1 and "expected a JSON object (the pi-cuttle.json settings), not " in message
     assert not (tmp_path / "router.yaml").exists()
 
 
@@ -159,7 +159,9 @@ def test_import_reads_a_file_with_a_byte_order_mark(tmp_path: Path) -> None:
 
 
 def test_the_cuttle_pack_declares_its_import() -> None:
-    assert pack_imports()["cuttle"] == ImportSpec("cuttle", "pi-cuttle.json", var="cuttle")
+    spec = pack_imports()["cuttle"]
+    assert (spec.pack, spec.file, spec.var, spec.keys) == ("cuttle", "pi-cuttle.json", "cuttle", None)
+    assert spec.known is not None and {"classifier", "catalog", "policy"} <= set(spec.known)
     assert set(pack_imports()) == {"cuttle"}
 
 
@@ -205,3 +207,23 @@ def test_cli_import_follows_the_pack_declaration(tmp_path: Path, monkeypatch: py
     refused = CliRunner().invoke(cli.app, ["import", "--pack", "deepseek"])
     assert (refused.exit_code, refused.output.strip()) == (
         1, "pack 'deepseek' declares no import (packs that do: cuttle)")
+
+
+@pytest.mark.parametrize(("config", "message"), [
+    ({"foo": 1, "clasifier": {}}, "not a pi-cuttle.json settings file: unknown keys 'foo', 'clasifier' "
+     "(did you mean 'classifier'?); expected keys: autoSelect, catalog, classifier, gates, maxConcurrent, "
+     "policy, slotWaitMs, thinkingLevels; nothing written"),
+    ({"classifier": 5}, "'classifier' is 5, expected an object (as in pi-cuttle.json); nothing written"),
+    ([1, 2], "expected a JSON object (the pi-cuttle.json settings), not an array"),
+])
+def test_import_refuses_what_is_not_the_packs_settings_and_writes_nothing(
+        tmp_path: Path, config: Any, message: str) -> None:
+    target = tmp_path / "agent" / "router.yaml"
+    path = source(tmp_path, config)
+    assert import_cuttle(path, target) == (1, f"{path}: {message}")
+    assert not target.parent.exists()
+
+
+def test_import_keeps_a_schema_key(tmp_path: Path) -> None:
+    target = tmp_path / "router.yaml"
+    assert import_cuttle(source(tmp_path, {"$schema": "x", **CONFIG}), target)[0] == 0

@@ -16,6 +16,7 @@ import pytest
 from tests.e2e import helpers_router
 from tests.e2e.fake_chat import Reply
 from tests.e2e.helpers_router import BUILTIN, RouterRig, tool_call, write_policy
+from tests.e2e.pi_harness import run_print
 
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
@@ -209,3 +210,21 @@ def test_modules_a_repository_ships_never_run_in_the_sidecar_or_doctor(rig: Rout
     assert done.returncode == 0, done.stderr
     assert not marker.exists(), marker.read_text()
     assert "sidecar: ready" in doctor.stdout, doctor.stdout
+
+
+def test_pi_started_in_a_subdirectory_is_told_once_where_the_projects_policy_is(rig: RouterRig) -> None:
+    """Pi reads .pi/ in its working directory only; started in src/, the router says so, once."""
+    policy = project_policy(rig)
+    subdirectory = rig.work / "src" / "deep"
+    subdirectory.mkdir(parents=True)
+
+    done = run_print(rig.args(["hello"], bridge=True, session=False), cwd=subdirectory, env=rig.env,
+                     install=rig.install)
+
+    assert done.returncode == 0, done.stderr
+    assert set(rig.fake.chat_requests()[0].tools) >= BUILTIN  # not loaded, as Pi loads no parent's .pi/
+    lines = [line for line in done.stderr.splitlines() if "the project's router policy is" in line]
+    assert len(lines) == 1, done.stderr
+    assert f"{policy.resolve()}; Pi started in {subdirectory.resolve()}" in lines[0]
+    assert lines[0].endswith(f"start pi in {rig.work.resolve()}"), lines[0]
+    assert "is not applied" not in done.stderr  # nothing to trust here: the file is not a layer

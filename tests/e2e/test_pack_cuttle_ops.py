@@ -38,7 +38,7 @@ from tests.e2e.helpers_cuttle import (
     route_lines,
     setup_cuttle,
 )
-from tests.e2e.helpers_router import RouterRig, command, rpc_pid, ui_requests, wait_until
+from tests.e2e.helpers_router import RouterRig, command, is_notify, rpc_pid, ui_requests, wait_until
 
 pytestmark = pytest.mark.e2e
 rig = helpers_router.rig
@@ -220,6 +220,8 @@ def test_configuration_warnings_in_the_factory_line_status_and_doctor(rig: Route
     debug = setup_cuttle(rig, config, policy=policy)
     path = rig.agent / "pi-cuttle.json"
     rpc = cuttle(rig, "--model", "cuttle/auto")
+    # the classifier Pi cannot have is said at session start too (before the commands' answers)
+    rpc.wait_record(is_notify("cuttle: unknown classifier model lama.cpp/chat-small"))
 
     [status] = command(rpc, "/cuttle status")
     [doctor] = command(rpc, "/cuttle doctor", timeout=60)
@@ -460,3 +462,32 @@ def test_router_import_moves_the_json_into_router_yaml(rig: RouterRig) -> None:
     [factory] = [line for line in debug.read_text().splitlines() if line.startswith("factory ")]
     assert factory.endswith(f"cloud={PRICEY},{CHEAP} sources=router.yaml vars.cuttle warnings=")
     assert route_lines(debug) == [f"route result tier=cloud ref={PRICEY} reasons=classifier p(complex)=0.86"]
+
+
+def test_a_classifier_on_a_provider_without_classifiers_is_a_warning_at_session_start(rig: RouterRig) -> None:
+    """`fake` is a models.json provider: it lists no classifier models and cannot discover any
+    (llama.cpp can, so the usual configuration says nothing): said at the start, not at the first turn."""
+    config = base_config()
+    config["classifier"]["model"] = "fake/kev"
+    setup_cuttle(rig, config)
+    rpc = cuttle(rig, "--model", "cuttle/auto")
+
+    notice = rpc.wait_record(is_notify("cuttle: unknown classifier model fake/kev"))
+
+    assert notice["message"] == (
+        "cuttle: unknown classifier model fake/kev: provider fake lists no classifier models and discovers "
+        "none at run time (classifiers come from providers such as llama.cpp); until it is fixed, "
+        "cuttle/auto routes by the keyword heuristic (/cuttle doctor asks the classifier)")
+    assert notice.get("notifyType") == "warning", notice
+    [status] = command(rpc, "/cuttle status")
+    assert "provider fake lists no classifier models" in status
+
+
+def test_the_llama_cpp_classifier_is_no_warning_at_session_start(rig: RouterRig) -> None:
+    setup_cuttle(rig, base_config())
+    rpc = cuttle(rig, "--model", "cuttle/auto")
+
+    [status] = command(rpc, "/cuttle status")  # answered after the session start's notices
+
+    assert "unknown classifier model" not in status
+    assert not [n for n in helpers_router.notices(rpc) if "unknown classifier model" in n]

@@ -293,8 +293,9 @@ def test_registry_path_answers_in_process(rig: RouterRig) -> None:
                                "command": "registry"}
 
 
-def test_abort_during_a_decision_kills_the_child(rig: RouterRig) -> None:
-    """Seed item 33: an aborted run stops the child; Pi settles and keeps answering."""
+def test_abort_during_a_decision_kills_the_child_and_audits_the_fallback(rig: RouterRig) -> None:
+    """Seed item 33: an aborted run stops the child, whose error is "aborted": the decision's
+    answers are the fallback's and its audit record is written; Pi settles and keeps answering."""
     rig.policy(POLICY)
     stub, argv_log = recording_pi(rig)
     question = {"question": "Scope?", "options": ["Full", "MVP (Recommended)"]}
@@ -308,7 +309,9 @@ def test_abort_during_a_decision_kills_the_child(rig: RouterRig) -> None:
     rpc.wait_event("agent_settled", timeout=20)
 
     wait_until(lambda: process_state(spawn["pid"]) in (None, "Z"), 5, "the aborted child to be killed")
-    assert audit_records(rig) == []  # no decision was taken
+    [record] = wait_until(lambda: audit_records(rig), 20, "the aborted decision's audit record")
+    assert record["child"]["status"] == "fallback" and record["child"]["error"] == "aborted", record
+    assert [(a["value"], a["source"]) for a in record["answers"]] == [("MVP (Recommended)", "fallback")]
     Provider(rig, [Reply(text="still here")])
     rpc.prompt_and_wait("hello again")
     assert parent_requests(rig)[-1].messages[-1]["text"] == "hello again"

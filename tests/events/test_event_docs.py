@@ -28,7 +28,8 @@ def test_complete_event_input_fills_every_default() -> None:
         "session": {"id": None, "cwd": "", "mode": "cli", "has_ui": False, "subagent": False, "file": None,
                     "project_trusted": False},
         "model": None, "thinking_level": None, "tools": {"active": [], "all": []}, "usage": None,
-        "env": {}, "models": {}, "registry": {"providers": [], "classifiers": []}, "payload_cut": False,
+        "env": {}, "models": {}, "registry": {"providers": [], "classifiers": [], "discovering": None},
+        "payload_cut": False,
     }
 
 
