@@ -317,7 +317,7 @@ def test_a_diff_report_shows_the_changed_turns_and_the_new_cost(tmp_path: Path) 
                    encoding="utf-8")
     page = tmp_path / "diff.html"
     done = router("diff", str(old), str(new), "--sessions", str(SESSIONS), "--html", str(page))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # turns changed: router diff exits 1
     text = page.read_text(encoding="utf-8")
     cells = parsed(text)
     assert "Changed turns" in cells.headings and "None" not in text
