@@ -8,7 +8,8 @@ and the characters and items built. Each rule has an allowance of its own, the s
 per-rule limits and what the event has left (`begin_rule`): a rule past it fails alone (RT404) and
 the next rule gets a fresh allowance; once the event's own budget is used up the interpreter stops
 evaluating (guards fail closed, docs/reliability.md). Time is wall time (`time.perf_counter`), the
-clock the bridge's deadline runs on: a loaded machine cannot stretch the budget past the deadline.
+clock the bridge's deadline runs on: a loaded machine cannot stretch the budget past the deadline;
+a dry run, which meets no deadline, counts the thread's CPU time instead (DRY_RUN_BUDGET).
 Waiting for signals (the executor's work) is not evaluation time.
 
 The engine answers each event within EVENT_DEADLINE_MS of reading its line and announces that
@@ -58,13 +59,15 @@ class BudgetLimits:
     size: int = 50_000_000  # characters of text and items of arrays and objects built
     rule_ms: int = 250  # one rule's allowance of time (never more than the event has left)
     rule_size: int = 20_000_000  # one rule's allowance of size
+    cpu_clock: bool = False  # time counted as this thread's CPU time, not wall time (dry runs)
 
 
 DEFAULT_BUDGET = BudgetLimits()
-DRY_RUN_BUDGET = BudgetLimits(time_ms=10_000, rule_ms=5_000)
+DRY_RUN_BUDGET = BudgetLimits(time_ms=10_000, rule_ms=5_000, cpu_clock=True)
 """A dry run's (`router explain`, `router test`, replay, lint's examples): it meets no deadline, so
 its time only bounds a hostile expression, and a loaded machine (a CI runner) must give the same
-answers as an idle one. The sizes are the sidecar's."""
+answers as an idle one: its time is the evaluating thread's CPU time, which other processes on
+the machine do not spend. The sizes are the sidecar's."""
 
 
 class BudgetExceeded(Exception):
@@ -85,9 +88,10 @@ class Budget:
 
     def __init__(self, limits: BudgetLimits = DEFAULT_BUDGET) -> None:
         self.limits = limits
+        self._now = time.thread_time if limits.cpu_clock else time.perf_counter
         self.spent = 0.0  # seconds of evaluation in earlier runs
         self.started: float | None = None
-        self.event_deadline = 0.0  # perf_counter() value at which the event's time runs out
+        self.event_deadline = 0.0  # the clock's value at which the event's time runs out
         self.deadline = 0.0  # the deadline in force: the event's, or the running rule's if sooner
         self.size = 0
         self.max_size = limits.size  # the size in force: the event's, or the running rule's
@@ -96,7 +100,7 @@ class Budget:
 
     def elapsed(self) -> float:
         """Seconds of evaluation so far."""
-        running = time.perf_counter() - self.started if self.started is not None else 0.0
+        running = self._now() - self.started if self.started is not None else 0.0
         return self.spent + running
 
     def remaining(self) -> float:
@@ -115,7 +119,7 @@ class Budget:
 
     def begin_rule(self) -> None:
         """Give the next rule its allowance: the per-rule limits, within what the event has left."""
-        now = time.perf_counter()
+        now = self._now()
         self.in_rule = True
         self.deadline = min(self.event_deadline, now + self.limits.rule_ms / 1000)
         self.max_size = min(self.limits.size, self.size + self.limits.rule_size)
@@ -128,7 +132,7 @@ class Budget:
 
     def check(self) -> None:
         """BudgetExceeded once the time in force is used up."""
-        if time.perf_counter() <= self.deadline:
+        if self._now() <= self.deadline:
             return
         if self.elapsed() * 1000 > self.limits.time_ms:
             raise BudgetExceeded(self.event_message())
@@ -158,12 +162,12 @@ class Budget:
             yield self
             return
         token = _ACTIVE.set(self)
-        self.started = time.perf_counter()
+        self.started = self._now()
         self.event_deadline = self.deadline = self.started + self.limits.time_ms / 1000 - self.spent
         try:
             yield self
         finally:
-            self.spent += time.perf_counter() - self.started
+            self.spent += self._now() - self.started
             self.started = None
             self.event_deadline = self.deadline = 0.0
             self.in_rule = False
