@@ -42,7 +42,7 @@ from router.load.paths import packs_dir
 ROOT = Path(__file__).resolve().parent.parent.parent
 DOCUMENTS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "docs").glob("*/*.md")])
 UPDATE = os.environ.get("ROUTER_UPDATE_DOCS", "") not in ("", "0")
-COMMAND_TIMEOUT_S = 120
+COMMAND_TIMEOUT_S = 900  # a hang guard, not a deadline: a loop of eight commands took over 120 s at load 17
 
 FENCE = re.compile(r"^(`{3,})([^`\s]*)(.*)$")
 VERSION = re.compile(r"\b(router|Python) \d+(?:\.\d+)+\S*")
