@@ -107,8 +107,11 @@ def _write_blobs(blobs: list[tuple[str, str]], root: Path, spec: str) -> None:
         size = int(header[2])
         start = header_end + 1
         target = root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(out[start:start + size])
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(out[start:start + size])
+        except OSError as exc:  # a crafted tree naming one path twice (a file and a directory)
+            raise RevisionError(f"{spec}: cannot write {path} of that revision ({exc.strerror})") from None
         offset = start + size + 1  # the newline after each object
 
 

@@ -69,6 +69,18 @@ def _cached(cache: Cache, spec: GitSpec) -> str | None:
         return None
 
 
+def _reaching_out(work: Path, policy: Path) -> list[Diagnostic]:
+    """The `use:` entries of the fetched policy (and what it uses) that name a file outside the
+    copy: a repository's policy is confined to its own commit, as a `use:`d git source is."""
+    from router.diagnostics.code_names import FILE_REFUSED
+    from router.load.loader import load_layers
+    from router.trust.capabilities import refusal_of
+
+    _, diagnostics = load_layers([("project", work / policy)], git=GitSources(fetch=False, write=False))
+    return [d for d in diagnostics
+            if d.code == FILE_REFUSED or ((r := refusal_of(d)) is not None and not r.code.startswith("RT12"))]
+
+
 def tests_of(root: Path, policy: Path) -> list[Path]:
     """The test files under `root` that name `policy` (one that does not load counts when it is the
     policy's sibling `<name>.test.yaml`, so that its errors are shown)."""
@@ -103,5 +115,8 @@ def run(entry: str, *, fmt: str = "text", packs: bool = False, coverage: bool = 
         shutil.copytree(found.tree, work)
         with contextlib.chdir(work):
             policy = Path(found.spec.path)
+            outside = _reaching_out(work, policy)
+            if outside:
+                return 1, render_text(outside)
             return command.run([policy, *(p.relative_to(work) for p in tests_of(work, policy))], cwd=work,
                                fmt=fmt, packs=packs, coverage=coverage, min_coverage=min_coverage)

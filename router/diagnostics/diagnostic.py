@@ -95,7 +95,9 @@ def render_text(diagnostics: Sequence[Diagnostic], *,
         out.append(f"{where}{diag.severity}: {diag.message} [{diag.code}]")
         lines = (source_lines or {}).get(diag.span.path) if diag.span and shows_excerpt(diag) else None
         if lines and diag.span and 0 < diag.span.line <= len(lines):
-            text = lines[diag.span.line - 1]
+            from router.load.git_spec import redact_text  # a token in a URL never reaches a CI log
+
+            text = redact_text(lines[diag.span.line - 1])
             out.append(f"  | {text}")
             out.append("  | " + " " * (diag.span.col - 1) + "^")
         if diag.help:

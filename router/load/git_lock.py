@@ -15,6 +15,7 @@ from router.load.git_spec import UNAVAILABLE, GitSourceError, GitSpec
 
 LOCK_NAME = "router.lock"
 LOCK_VERSION = 1
+MAX_LOCK_BYTES = 4 * 1024 * 1024
 
 
 @dataclass
@@ -28,10 +29,17 @@ class Lock:
     @classmethod
     def read(cls, path: Path) -> Lock:
         """The lock at `path` (empty when absent); GitSourceError when it is not a lock."""
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        from router.diagnostics.errors import SourceError
+        from router.load.file_reading import read_text
+
+        if not os.path.lexists(path):
             return cls(path)
+        try:  # bounded, regular files only: a FIFO or /dev/zero in a clone cannot hang the router
+            data = json.loads(read_text(path, limit=MAX_LOCK_BYTES))
+        except SourceError as exc:
+            reason = exc.diagnostics[0].message if exc.diagnostics else "cannot be read"
+            raise GitSourceError(UNAVAILABLE, f"{path}: not a readable lock file ({reason})",
+                                 _LOCK_HELP) from None
         except (OSError, ValueError) as exc:
             message = f"{path}: not a readable lock file ({exc})"
             raise GitSourceError(UNAVAILABLE, message, _LOCK_HELP) from None

@@ -111,7 +111,7 @@ def redact(url: str) -> str:
 
 def redact_text(text: str) -> str:
     """`text` with the credentials of every URL in it replaced."""
-    return re.sub(r"[a-z+]+://[^\s'\"]+", lambda m: redact(m.group(0)), text)
+    return re.sub(r"[a-z+]+://[^\s'\"]+", lambda m: redact(m.group(0)), text, flags=re.IGNORECASE)
 
 
 def repo_label(url: str) -> str:

@@ -10,6 +10,8 @@ else the catalog's (`cloud` when priced, `local` when served locally), else `unk
 
 from __future__ import annotations
 
+import math
+
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -168,6 +170,8 @@ def _log_row(record: Mapping[str, Any], session: str, number: int, model: str, t
     tokens = _tokens(record.get("tokens"))
     cost = record.get("cost")
     recorded = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+    if recorded is not None and not math.isfinite(recorded):  # `NaN`/`Infinity` in a log line
+        recorded = None
     local = catalog.is_local(model)
     if recorded is None and local:
         recorded = 0.0

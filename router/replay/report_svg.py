@@ -36,7 +36,7 @@ def bars(items: list[tuple[str, int]]) -> str:
 
 def nice_ticks(top: float, count: int = TICKS) -> list[float]:
     """0 and round steps (1, 2 or 5 times a power of ten) up to at least `top`."""
-    if top <= 0:
+    if not math.isfinite(top) or top <= 0:  # a log's `Infinity`, or costs that overflow
         return [0.0, 1.0]
     raw = top / (count - 1)
     power = 10 ** math.floor(math.log10(raw))

@@ -176,3 +176,24 @@ def test_only_policy_files_of_the_revision_are_read(team: TeamRepo, monkeypatch:
     assert names == ["base.yaml", "models.json", "team.yaml"]  # no link, no other kind of file
     assert revision.label(revision.root / "base.yaml") == "HEAD:base.yaml"
     assert revision.label(team.path / "base.yaml") is None
+
+
+def test_a_crafted_tree_naming_a_path_twice_is_an_error_not_a_crash(team: TeamRepo,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    from router.commands.git_revision import RevisionError
+
+    def git(*args: str, stdin: str = "") -> str:
+        return subprocess.run(["git", *args], cwd=team.path, env=team.env, input=stdin, capture_output=True,
+                              text=True, timeout=60, check=True).stdout.strip()
+
+    blob = git("hash-object", "-w", "--stdin", stdin="rules: []\n")
+    inner = git("mktree", stdin=f"100644 blob {blob}\tx.yaml\n")
+    tree = git("mktree", stdin=f"100644 blob {blob}\td.yaml\n040000 tree {inner}\td.yaml\n"
+                               f"100644 blob {blob}\tteam.yaml\n")
+    commit = git("commit-tree", tree, "-m", "a file and a directory of one name")
+    monkeypatch.chdir(team.path)
+
+    with pytest.raises(RevisionError, match="cannot write"):
+        read_revision(f"{commit}:team.yaml", team.path.parent / "scratch")

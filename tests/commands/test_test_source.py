@@ -119,3 +119,19 @@ def test_a_file_the_commit_lacks_is_named(repo: TeamRepo, ci: Project) -> None:
 def test_a_source_with_other_paths_is_a_usage_mistake(repo: TeamRepo, ci: Project) -> None:
     done = ci.router("test", repo.source("v2"), "team.test.yaml")
     assert done.returncode == 2 and "router test takes one git source, alone" in done.stderr
+
+
+@pytest.mark.parametrize("entry", ["{outside}", "../../../../../../..{outside}"])
+def test_a_fetched_policy_never_uses_a_file_outside_its_copy(repo: TeamRepo, ci: Project, tmp_path: Path,
+                                                             entry: str) -> None:
+    outside = tmp_path / "private" / "mine.yaml"
+    outside.parent.mkdir()
+    outside.write_text("rules:\n  - id: private-rule\n    on: input\n    do: [{notify: secret}]\n")
+    repo.write("team.yaml", f"use: ['{entry.format(outside=outside)}']\nrules: []\n")
+    repo.commit("reach out", tag="v3")
+
+    done = ci.router("test", repo.source("v3"))
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "private-rule" not in done.stdout + done.stderr
+    assert "refused" in done.stdout
