@@ -11,7 +11,6 @@ else the catalog's (`cloud` when priced, `local` when served locally), else `unk
 from __future__ import annotations
 
 import math
-
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field

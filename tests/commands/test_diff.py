@@ -178,8 +178,8 @@ def test_only_policy_files_of_the_revision_are_read(team: TeamRepo, monkeypatch:
     assert revision.label(team.path / "base.yaml") is None
 
 
-def test_a_crafted_tree_naming_a_path_twice_is_an_error_not_a_crash(team: TeamRepo,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_crafted_tree_naming_a_path_twice_is_an_error_not_a_crash(
+        team: TeamRepo, monkeypatch: pytest.MonkeyPatch) -> None:
     import subprocess
 
     from router.commands.git_revision import RevisionError
