@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from router.diagnostics.redact import redact_text  # a token in a URL never reaches a CI log
+
 
 class Severity(StrEnum):
     """How bad a diagnostic is; errors make `router lint` exit 1."""
@@ -95,8 +97,6 @@ def render_text(diagnostics: Sequence[Diagnostic], *,
         out.append(f"{where}{diag.severity}: {diag.message} [{diag.code}]")
         lines = (source_lines or {}).get(diag.span.path) if diag.span and shows_excerpt(diag) else None
         if lines and diag.span and 0 < diag.span.line <= len(lines):
-            from router.load.git_spec import redact_text  # a token in a URL never reaches a CI log
-
             text = redact_text(lines[diag.span.line - 1])
             out.append(f"  | {text}")
             out.append("  | " + " " * (diag.span.col - 1) + "^")

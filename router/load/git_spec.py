@@ -9,6 +9,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from router.diagnostics.code_names import GIT_SOURCE_MISMATCH, GIT_SOURCE_UNAVAILABLE
+from router.diagnostics.redact import redact as redact
+from router.diagnostics.redact import redact_text as redact_text
 
 GIT_PREFIX = "git+"
 SCHEMES = ("https", "ssh", "file")
@@ -96,22 +98,6 @@ def _check_path(path: str, entry: str) -> None:
         raise GitSourceError(UNAVAILABLE, f"git source {redact_text(entry)}: {path!r} is not a .yaml file "
                              "of the repository", "the part after # is a relative path inside the "
                              "repository, such as policies/team.yaml")
-
-
-def redact(url: str) -> str:
-    """The URL without credentials: `https://***@host/…` for a token, ssh keeps the user name."""
-    parts = urlsplit(url)
-    if not parts.netloc or "@" not in parts.netloc:
-        return url
-    userinfo, _, hostport = parts.netloc.rpartition("@")
-    user, colon, _ = userinfo.partition(":")
-    shown = f"{user}@" if parts.scheme == "ssh" and not colon else "***@"
-    return url.replace(parts.netloc, shown + hostport, 1)
-
-
-def redact_text(text: str) -> str:
-    """`text` with the credentials of every URL in it replaced."""
-    return re.sub(r"[a-z+]+://[^\s'\"]+", lambda m: redact(m.group(0)), text, flags=re.IGNORECASE)
 
 
 def repo_label(url: str) -> str:
