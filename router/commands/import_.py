@@ -19,6 +19,7 @@ from ruamel.yaml.comments import CommentedMap
 from router.diagnostics.suggest import closest
 from router.load.loader import load_layers
 from router.load.paths import pack_names, packs_dir
+from router.runtime.filelock import json_kind
 
 
 @dataclass(frozen=True)
@@ -52,17 +53,6 @@ class ImportSpec:
         if self.var is not None:
             return {self.var: config}
         return {var: config[key] for key, var in (self.keys or {}).items() if key in config}
-
-
-def _json_kind(value: Any) -> str:
-    """What a JSON value is, as JSON names it."""
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool) or value is None:
-        return json.dumps(value)
-    return "a number"
 
 
 def pack_imports() -> dict[str, ImportSpec]:
@@ -108,7 +98,7 @@ def import_settings(spec: ImportSpec, source: Path, target: Path, *, force: bool
     except json.JSONDecodeError as exc:
         return 1, f"{source}:{exc.lineno}:{exc.colno}: error: not valid JSON: {exc.msg}"
     if not isinstance(config, dict):
-        return 1, f"{source}: expected a JSON object (the {spec.file} settings), not {_json_kind(config)}"
+        return 1, f"{source}: expected a JSON object (the {spec.file} settings), not {json_kind(config)}"
     if problem := spec.problem(config):
         return 1, f"{source}: {problem}; nothing written"
     yaml = YAML(typ="rt")

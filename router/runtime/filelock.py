@@ -224,11 +224,12 @@ def _object(text: str | None, path: Path) -> dict[str, Any]:
         return {}
     data = parse_json_text(text.removeprefix(BOM), path)
     if not isinstance(data, Mapping):
-        raise JsonFileError(f"{path}: not a JSON object (it holds {_kind(data)}); not overwriting it")
+        raise JsonFileError(f"{path}: not a JSON object (it holds {json_kind(data)}); not overwriting it")
     return dict(data)
 
 
-def _kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """What a JSON value that is not an object is, as JSON names it (`an array`, `null`, …)."""
     if isinstance(value, list):
         return "an array"
     if isinstance(value, str):
