@@ -30,7 +30,9 @@ export const CACHE_FORMAT = 1;
  */
 export function declarationsKey(cwd, agent, command, facts,
 	env = process.env) {
-	const routerEnv = Object.keys(env).filter((name) => name.startsWith("ROUTER_")).sort().map((name) => [name, env[name] ?? ""]);
+	// the bridge's own waits (ROUTER_BRIDGE_*) change no declaration: a run with a longer wait reuses the entry
+	const routerEnv = Object.keys(env).filter((name) => name.startsWith("ROUTER_") && !name.startsWith("ROUTER_BRIDGE_"))
+		.sort().map((name) => [name, env[name] ?? ""]);
 	const trust = { approve: facts.approve, noApprove: facts.noApprove, settings: facts.settings };
 	const text = JSON.stringify([CACHE_FORMAT, path.resolve(cwd), path.resolve(agent), command, routerEnv, trust]);
 	return createHash("sha256").update(text, "utf8").digest("hex");

@@ -42,6 +42,9 @@ test("the key changes with the project, the command, a ROUTER_ variable and the 
 		declarationsKey("/p", "/a", ["router", "serve"], { ...FACTS, approve: true }, {}),
 	]) assert.notEqual(other, key);
 	assert.equal(declarationsKey("/p", "/a", ["router", "serve"], FACTS, { HOME: "/elsewhere" }), key);
+	// the bridge's own waits are not inputs of the declarations
+	assert.equal(declarationsKey("/p", "/a", ["router", "serve"], FACTS, { ROUTER_BRIDGE_HELLO_TIMEOUT_MS: "60000",
+		ROUTER_BRIDGE_TIMEOUT_MS: "9000" }), key);
 });
 
 test("a valid entry gives the declarations", () => {

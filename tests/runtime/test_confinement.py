@@ -22,6 +22,8 @@ from router.diagnostics.errors import SourceError
 from router.engine.decision import Decision, Effect
 from router.load.file_reading import read_text
 from router.load.source import parse_source
+from router.replay.prices import Catalog
+from router.replay.report_data import from_log
 from router.replay.report_html import FIELD_CHARS, MAX_ROWS, render
 from router.replay.session_file import read_session
 from router.runtime.executor import Executor
@@ -303,13 +305,14 @@ def test_schema_out_to_an_impossible_place_is_an_error(tmp_path: Path, target: s
 
 def test_a_huge_field_makes_a_page_of_bounded_size() -> None:
     huge = "<&" * 25_000_000  # 50 MB
-    records = [{"model": huge, "tier": huge, "fired": [huge], "latency_ms": 1.0, "event": huge,
-                "session": huge, "time": "2026-01-01T00:00:00Z"}]
-    records += [{"model": f"m{i}", "fired": [f"rule-{i}"]} for i in range(5 * MAX_ROWS)]
-    page = render(records, title=huge)
+    records = [{"model": huge, "tier": huge, "fired": [huge], "latency_ms": 1.0, "event": "turn_end",
+                "session": huge, "time": "2026-01-01T00:00:00Z", "cost": 0.01}]
+    records += [{"model": f"p/m{i}", "fired": [f"rule-{i}"], "event": "turn_end", "session": f"s{i}",
+                 "time": "2026-01-01T00:00:01Z"} for i in range(5 * MAX_ROWS)]
+    page = render(from_log(records, Catalog(), None, huge))
     assert len(page) < 1_000_000
-    assert "[cut: 50,000,000 characters]" in page and f"{4 * MAX_ROWS + 1} more models not shown" in page
-    assert "<" * (FIELD_CHARS + 1) not in page
+    assert "[cut: 50,000,000 characters]" in page and f"{4 * MAX_ROWS + 1} more rows not shown" in page
+    assert "<" * (FIELD_CHARS + 1) not in page and "&" * (FIELD_CHARS + 1) not in page
 
 
 def test_a_huge_field_in_a_session_makes_a_bounded_replay(tmp_path: Path) -> None:
