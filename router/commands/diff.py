@@ -1,10 +1,16 @@
 """`router diff OLD NEW --sessions PATH...`: two policies on the same recorded sessions.
 
+Each side is compiled with what it `use:`s, under this machine's managed layer when there is one
+(router/load/managed.py): the administrator's policy binds every file below it, so its locked rules
+decide on both sides as they do in Pi, and a side's entry that tries to change one is dropped with
+its RT609 warning on stderr.
+
 Exit codes: 0 nothing changed, 1 a turn or how often a rule fires changed, 2 no comparison (a
 usage mistake, a side that cannot be read or does not compile, no sessions)."""
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -18,8 +24,11 @@ from router.commands.replay import load_policy as load_policy
 from router.commands.replay import read_inputs as read_inputs
 from router.commands.replay import warn_problems as warn_problems
 from router.compile import policy_changes
+from router.compile.compiler import compile_layers, complete
 from router.compile.ir import CompiledPolicy
+from router.diagnostics.diagnostic import render_text
 from router.load.loader import PolicyFile
+from router.load.managed import MANAGED, managed_policy
 from router.replay import diff
 from router.replay.report_data import from_runs
 from router.replay.runner import SessionRun
@@ -65,7 +74,35 @@ def run(old: str, new: str, options: Options, *, fmt: str) -> tuple[int, str]:
         failed = _write_html(options.html, options, inputs, runs, sides[1].policy, result)
         if failed:
             return CANNOT_COMPARE, failed
-    return (CHANGED if result.changed else UNCHANGED), RENDER[fmt](result)
+    return (CHANGED if result.changed else UNCHANGED), with_managed(RENDER[fmt](result), sides[1].policy, fmt)
+
+
+def managed_note(policy: CompiledPolicy) -> tuple[str, list[str]] | None:
+    """The managed policy both sides ran under and its locked rules, else None."""
+    files = [f.path for f in policy.files if f.layer == MANAGED]
+    if not files:
+        return None
+    locked = [r.id for r in policy.rules if r.locked and r.layer == MANAGED]
+    return files[0], locked
+
+
+def with_managed(rendered: str, policy: CompiledPolicy, fmt: str) -> str:
+    """The report saying which managed policy decided on both sides (a reviewer on another machine
+    would see other decisions without it)."""
+    note = managed_note(policy)
+    if note is None:
+        return rendered
+    path, locked = note
+    if fmt == "json":
+        data = json.loads(rendered)
+        data["managed"] = {"path": path, "locked": locked}
+        return json.dumps(data, indent=2)
+    held = f" (locked: {', '.join(locked)})" if locked else ""
+    if fmt == "markdown":
+        head, summary, rest = rendered.split("\n\n", 2)
+        return f"{head}\n\n{summary}\n\nBoth sides run under the managed policy `{path}`{held}.\n\n{rest}"
+    lines = rendered.split("\n")
+    return "\n".join([*lines[:2], f"managed: {path}{held}, under both sides", *lines[2:]])
 
 
 def compare(old: Side, new: Side, options: Options, inputs: Inputs | None = None) -> diff.Comparison:
@@ -113,10 +150,23 @@ def load_side(spec: str, scratch: Path) -> tuple[Side | None, str]:
     elif not path.is_file():
         return None, (f"{spec}: no such policy file (a git revision is written REV:PATH, "
                       "e.g. main:.pi/router.yaml)")
-    policy, errors = load_policy([path])
+    policy, errors = load_managed(path)
     if policy is None:
         return None, f"{spec} does not compile:\n{_relabel(errors, revision)}"
+    for refusal in policy.refused:
+        print(f"warning: {_relabel(refusal.warning(), revision)}", file=sys.stderr)
     return Side(spec, policy, revision), ""
+
+
+def load_managed(path: Path) -> tuple[CompiledPolicy | None, str]:
+    """`path` (with what it uses) under the managed layer when this machine has one; on errors
+    None and the rendered diagnostics."""
+    managed = managed_policy()
+    layers = [(MANAGED, managed)] if managed.is_file() else []
+    loaded = complete(compile_layers([*layers, ("file", path)]))
+    if loaded.policy is None:
+        return None, render_text(loaded.diagnostics)
+    return loaded.policy, ""
 
 
 def _relabel(text: str, revision: Revision | None) -> str:

@@ -197,3 +197,46 @@ def test_a_crafted_tree_naming_a_path_twice_is_an_error_not_a_crash(
 
     with pytest.raises(RevisionError, match="cannot write"):
         read_revision(f"{commit}:team.yaml", team.path.parent / "scratch")
+
+
+MANAGED = """
+version: 1
+rules:
+  - id: notes-stay-local
+    locked: true
+    on: input
+    group: model
+    when: "starts_with(text, 'read')"
+    do: [{model: fake/local}]
+"""
+
+
+def test_both_sides_run_under_the_managed_layer_whose_locked_rules_no_side_changes(tmp_path: Path) -> None:
+    """The managed policy binds the files below it in a diff as in Pi: its locked rule decides the
+    first turn on both sides, the new side's `disable:` of it is dropped (RT609 on stderr), and the
+    report names the managed policy; without the layer the same sides differ on that turn."""
+    project = make_project(tmp_path)
+    sessions(project.root)
+    managed = tmp_path / "managed"
+    managed.mkdir()
+    (managed / "router.yaml").write_text(dedent(MANAGED))
+    old = project.root / "old.yaml"
+    old.write_text(dedent(BASE) + "vars: {hard_word: hard}\n")
+    new = project.root / "new.yaml"
+    new.write_text(dedent(BASE).replace("vars.hard_word in text", "true") + "disable: [notes-stay-local]\n")
+
+    held = project.router("diff", "old.yaml", "new.yaml", "--sessions", "sessions", "--models", "models.json",
+                          "--format", "markdown", ROUTER_MANAGED_DIR=str(managed))
+    alone = project.router("diff", "old.yaml", "new.yaml", "--sessions", "sessions",
+                           "--models", "models.json")
+    as_json = project.router("diff", "old.yaml", "new.yaml", "--sessions", "sessions", "--format", "json",
+                             ROUTER_MANAGED_DIR=str(managed))
+
+    assert held.returncode == 0, held.stdout + held.stderr  # the locked rule keeps turn 1 local
+    assert "Both sides run under the managed policy `" in held.stdout
+    assert "managed/router.yaml` (locked: notes-stay-local)." in held.stdout
+    assert "disable 'notes-stay-local' of the file policy refused: it disables the locked rule" in held.stderr
+    assert "[RT609]" in held.stderr
+    assert alone.returncode == 1 and "model: fake/local -> fake/cloud" in alone.stdout, alone.stdout
+    assert "managed" not in alone.stdout
+    assert json.loads(as_json.stdout)["managed"]["locked"] == ["notes-stay-local"]
