@@ -22,6 +22,8 @@ from router.load.git_spec import show as _show
 GIT_TIMEOUT_S = 120.0
 MAX_ARCHIVE_BYTES = 64 * 1024 * 1024
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
+FETCH_HELP = ("check that this machine reaches the repository (the network, the URL, your access to it: "
+              "`git ls-remote` with the URL shows git's own answer), then run the command again")
 
 
 def cache_root(environ: dict[str, str] | None = None) -> Path:
@@ -136,11 +138,15 @@ class Cache:
             self.git.run(["init", "--bare", "--quiet", str(mirror)], what=what)
             (mirror.parent / "source.json").write_text(json.dumps({"url": spec.safe_url}) + "\n")
         refspecs = ["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*", "+HEAD:refs/router/HEAD"]
-        self.git.run([f"--git-dir={mirror}", "fetch", "--quiet", "--prune", "--no-tags",
-                      "--no-recurse-submodules", "--end-of-options", spec.url, *refspecs], what=what)
-        if commit is not None and self._commit(mirror, commit) is None:
-            self.git.run([f"--git-dir={mirror}", "fetch", "--quiet", "--no-tags", "--end-of-options",
-                          spec.url, commit], what=what)
+        try:
+            self.git.run([f"--git-dir={mirror}", "fetch", "--quiet", "--prune", "--no-tags",
+                          "--no-recurse-submodules", "--end-of-options", spec.url, *refspecs], what=what)
+            if commit is not None and self._commit(mirror, commit) is None:
+                self.git.run([f"--git-dir={mirror}", "fetch", "--quiet", "--no-tags", "--end-of-options",
+                              spec.url, commit], what=what)
+        except GitSourceError as exc:
+            exc.help = exc.help or FETCH_HELP
+            raise
 
     def resolve(self, spec: GitSpec) -> str:
         """The commit the (fetched) ref names; GitSourceError when the repository has no such ref."""

@@ -166,6 +166,9 @@ def test_a_failing_fetch_shows_gits_whole_message(recorded: tuple[Project, TeamR
     assert "fatal: '/nonexistent/team-policies' does not appear to be a git repository; " \
            "fatal: Could not read from remote repository.; Please make sure you have the correct " \
            "access rights; and the repository exists." in " ".join(done.stdout.split())
+    assert "help: check that this machine reaches the repository (the network, the URL, your access to " \
+           "it: `git ls-remote` with the URL shows git's own answer), then run the command again" \
+           in " ".join(done.stdout.split())
 
 
 def test_credentials_in_gits_message_are_hidden(recorded: tuple[Project, TeamRepo, Path]) -> None:
