@@ -43,7 +43,7 @@ ROUTER = Path(sys.executable).parent / "router"
 TEAMS_DOC = ROOT / "docs" / "teams.md"
 DOC_COMMAND = ("$ ROUTER_MANAGED_DIR=~/managed router diff HEAD:.pi/router.yaml .pi/router.yaml \\\n"
                ">   --sessions ~/sessions --models ~/models.json -f markdown\n")
-MANAGED_BLOCK = "```yaml file=~/managed/router.yaml\n"
+MANAGED_BLOCK = "```yaml file=~/managed/router.yaml lint=RT609\n"
 SECRET = '{"type": "input", "text": "rotate the secret of the export endpoint"}'
 REVIEW = '{"type": "input", "text": "review the parser"}'
 
@@ -235,13 +235,12 @@ def install_the_managed_layer(week: Week) -> None:
     """The administrator's layer, then the tag project's attempt to disable its locked rule."""
     one = week.one
     write(Path(one.env["ROUTER_MANAGED_DIR"]) / "router.yaml", MANAGED)
-    for project in (week.tagged, week.pinned):
-        one.explain(f"secret {project.name} v3", SECRET, cwd=project)
+    one.explain("secret api v3", SECRET, cwd=week.pinned)
     policy = week.tagged / ".pi" / "router.yaml"
     committed = policy.read_text()
     policy.write_text(committed + "disable: [org-secrets-stay-local]\n")
     one.record("attempt lint", "lint", cwd=week.tagged)
-    one.explain("attempt explain", SECRET, cwd=week.tagged)
+    one.explain("secret project v3", SECRET, cwd=week.tagged)  # with the attempt in place
     policy.write_text(committed)
 
 
@@ -266,6 +265,7 @@ def release_v4(week: Week) -> None:
     for project in (week.tagged, week.pinned):
         one.explain(f"secret {project.name} after", SECRET, cwd=project)
     week.commits["project v4"] = one.commit("the team policy at v4", cwd=week.tagged, day=6)
+    one.record("trust", "trust", "--yes", cwd=week.tagged)
 
 
 @pytest.fixture(scope="module")
@@ -289,11 +289,9 @@ def laptop(week: Week) -> Iterator[Machine]:
     two.record("pull request", "diff", "HEAD~1:.pi/router.yaml", ".pi/router.yaml", "--sessions",
                str(week.recorded), "--models", str(week.one.home / "models.json"), "--format", "markdown",
                cwd=project)
-    for name, event in (("secret", SECRET), ("review", REVIEW)):
-        two.explain(name, event, cwd=project)
+    two.explain("secret", SECRET, cwd=project)
     two.record("doctor", "doctor", cwd=project)
     two.record("trust", "trust", "--yes", cwd=project)
-    two.record("doctor trusted", "doctor", cwd=project)
     yield two
 
 
@@ -333,7 +331,7 @@ def test_the_managed_layer_is_in_force_on_both_projects_across_the_release(week:
 
 
 def test_the_projects_attempt_to_disable_the_locked_rule_is_refused(week: Week) -> None:
-    lint, explained = week.one.seen["attempt lint"], week.one.seen["attempt explain"]
+    lint, explained = week.one.seen["attempt lint"], week.one.seen["secret project v3"]
     assert lint.returncode == 1
     assert (".pi/router.yaml:3:11: error: disable 'org-secrets-stay-local' refused: it disables the locked "
             "rule 'org-secrets-stay-local' of the managed policy (~/managed/router.yaml) [RT609]") \
@@ -408,24 +406,24 @@ def test_a_second_machine_fetches_the_locked_commit_and_decides_the_same(week: W
     assert mine.returncode == 1, both(mine)
     theirs = week.one.seen["pull request"].stdout.replace("`HEAD:", "`HEAD~1:", 1)
     assert mine.stdout == theirs
-    for name in ("secret", "review"):
-        assert laptop.seen[name].returncode == 0, both(laptop.seen[name])
+    assert laptop.seen["secret"].returncode == 0, both(laptop.seen["secret"])
     decision = laptop.seen["secret"].stdout.split("decision:", 1)[1]
     assert decision == week.one.seen["secret project after"].stdout.split("decision:", 1)[1]
-    assert "1. set active tools (only): [\"read\"]" in laptop.seen["review"].stdout
 
 
-def test_a_second_machines_doctor_says_what_is_not_trusted_and_its_own_router(laptop: Machine) -> None:
+def test_a_second_machines_doctor_says_what_is_not_trusted_and_its_trust_is_the_same(
+        week: Week, laptop: Machine) -> None:
     doctor = laptop.seen["doctor"].stdout
     project = laptop.home / "project"
     assert (f"warn project trust: {project}/.pi/router.yaml is not applied: its content is not trusted; "
             f"review it, then run `router trust {project}`") in doctor, doctor
     assert f"sidecar from: {laptop.home}/venv/bin/python" in doctor
     assert "ok   policy: " in doctor and "~/managed/router.yaml" in doctor
-    assert laptop.seen["trust"].returncode == 0, both(laptop.seen["trust"])
-    trusted = laptop.seen["doctor trusted"].stdout
-    assert f"ok   project trust: {project}/.pi/router.yaml is trusted" in trusted
-    assert "Pi applies it" in trusted
+    mine, theirs = laptop.seen["trust"], week.one.seen["trust"]
+    assert mine.returncode == 0 and theirs.returncode == 0, both(mine) + both(theirs)
+    assert f"trusted {project}/.pi/router.yaml (sha256 " in mine.stdout and "Pi applies it" in mine.stdout
+    digest = theirs.stdout.split("(sha256 ", 1)[1].split(")", 1)[0]
+    assert f"(sha256 {digest})" in mine.stdout  # the same content on both machines: git files by commit
 
 
 def check_the_docs(markdown: str) -> None:
