@@ -29,7 +29,6 @@ import os
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -269,7 +268,7 @@ def release_v4(week: Week) -> None:
 
 
 @pytest.fixture(scope="module")
-def laptop(week: Week) -> Iterator[Machine]:
+def laptop(week: Week) -> Machine:
     """Machine two: another home, its own virtual environment and `router`, the project cloned."""
     home = week.one.home / "laptop"
     two = Machine(home, machine_env(home), second_venv(home / "venv"))
@@ -292,7 +291,7 @@ def laptop(week: Week) -> Iterator[Machine]:
     two.explain("secret", SECRET, cwd=project)
     two.record("doctor", "doctor", cwd=project)
     two.record("trust", "trust", "--yes", cwd=project)
-    yield two
+    return two
 
 
 def second_venv(where: Path) -> Path:
