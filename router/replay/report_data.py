@@ -193,7 +193,8 @@ def from_runs(runs: Sequence[SessionRun], sessions: Sequence[SessionFile], catal
     for run in runs:
         session = files.get(run.id)
         times = _entry_times(session)
-        project = project_name(session.cwd) if session else None
+        stamped = next((r["project"] for r in run.records if isinstance(r.get("project"), Mapping)), None)
+        project = project_name(stamped if stamped is not None else session.cwd if session else None)
         for turn in sorted(run.turns.values(), key=lambda t: t.number):
             for tool in turn.blocked:
                 figures.blocked.append(Blocked(run.id, f"turn {turn.number}", tool, None, None))

@@ -117,7 +117,7 @@ class Observer:
         """Start the exporters, when wanted and not started yet, with the resource of a run in
         `cwd` under `policy` (the sidecar's hello; else the first decision)."""
         if self.exporting and self.telemetry is None:
-            self._start_telemetry(policy, self.project(cwd))
+            self._start_telemetry(policy, self.project(cwd, policy))
 
     def _start_telemetry(self, policy: CompiledPolicy, project: Mapping[str, str | None] | None) -> None:
         """Start the exporters with the resource of this run: its project, policy and packs."""
@@ -162,10 +162,12 @@ class Observer:
                 self._log.failing, self._log.refused = before.failing, before.refused
         return self._log
 
-    def project(self, cwd: str) -> dict[str, str | None] | None:
-        """The `{name, digest}` of the project in `cwd` (worked out once per directory)."""
+    def project(self, cwd: str, policy: CompiledPolicy) -> dict[str, str | None] | None:
+        """The `{name, digest}` of the project in `cwd` (worked out once per directory), its digest
+        keyed with the decision log's key (made where the log keeps it even when the log is off,
+        so the digest is the same in the log, in telemetry and in `router replay`)."""
         if cwd not in self.projects:
-            self.projects[cwd] = project_identity(cwd)
+            self.projects[cwd] = project_identity(cwd, self.log_for(self.facts(policy).settings).digest_key())
         return self.projects[cwd]
 
     def next_seq(self, session: str, event_type: str) -> int:
@@ -191,7 +193,7 @@ class Observer:
         session_info = event.get("session")
         session = str(session_info.get("id") or "") if isinstance(session_info, Mapping) else ""
         cwd = session_info.get("cwd") if isinstance(session_info, Mapping) else None
-        project = self.project(str(cwd or ""))
+        project = self.project(str(cwd or ""), policy)
         if self.exporting and self.telemetry is None:
             self._start_telemetry(policy, project)
         warnings += self._pending_warnings
