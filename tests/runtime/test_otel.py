@@ -25,7 +25,9 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportM
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
+from router.load.paths import project_identity
 from router.runtime import protocol
+from router.runtime.decision_log import digest_key
 from tests.runtime.test_server import ROOT, Reader
 
 SECRET_PROMPT = "the secret plan for the launch"
@@ -218,7 +220,9 @@ def test_the_resource_names_the_project_policy_and_packs_under_what_the_environm
     assert (resource["deployment.environment"], resource["team"]) == ("ci", "pay ments")
     assert resource["router.project.name"] == "proj"
     root = str((tmp_path / "proj").resolve()).encode()
-    assert resource["router.project.digest"] == hashlib.sha256(root).hexdigest()[:12]
+    keyed = project_identity(tmp_path / "proj", digest_key(tmp_path / "agent"))  # the log's key
+    unkeyed = hashlib.sha256(root).hexdigest()[:12]
+    assert resource["router.project.digest"] == (keyed or {})["digest"] != unkeyed
     span = attributes(receiver.spans[0].attributes)
     assert resource["router.policy.digest"] == span["router.policy"]
     assert resource["router.packs"] == ["default"]
