@@ -159,6 +159,11 @@ class Catalog:
         return max(priced)[1] if priced else None
 
 
+def usd(value: float) -> str:
+    """Dollars with 4 decimals, 6 below a cent (fake sessions cost fractions of a cent)."""
+    return f"${value:.4f}" if abs(value) >= 0.01 or value == 0 else f"${value:.6f}"
+
+
 def read_catalog(path: Path) -> Catalog:
     """Pi's models.json (`{providers: {name: {baseUrl, models: [...]}}}`); empty when absent or
     unreadable (prices then stay unknown)."""

@@ -8,7 +8,8 @@ from router.load.prices import (
     Catalog,
     Tokens,
     read_catalog,
+    usd,
 )
 
 __all__ = ["LOCAL_PROVIDERS", "LOOPBACK", "PRICE_SOURCES", "TOKEN_PRICES", "Catalog", "Tokens",
-    "read_catalog"]
+           "read_catalog", "usd"]

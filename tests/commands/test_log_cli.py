@@ -270,3 +270,17 @@ def test_log_shows_and_filters_the_project_by_name_or_digest_prefix(tmp_path: Pa
     assert router("log", "--log", str(directory), "--project", "shop").stdout == ""  # a name is exact
     without = router("log", "--log", str(directory), "--session", "s-cccc")
     assert without.stdout.split()[2] == "input#2"  # no project in the log shown: no column
+
+
+def test_log_shows_a_turns_cost_with_its_price_source_and_an_unpriced_turn_as_unknown(tmp_path: Path) -> None:
+    directory = tmp_path / "log"
+    tokens = {"input": 1000, "output": 200, "cache_read": 0, "cache_write": 0}
+    write_log(directory, record(0, event="turn_end", cost=0.0042, price_source="policy", tokens=tokens),
+              record(1, event="turn_end", tokens=tokens), record(2))
+    first, second, third = router("log", "--log", str(directory)).stdout.splitlines()
+    assert first.endswith("[fake/m1] $0.004200 policy 1.5ms")
+    assert second.endswith("[fake/m1] cost unknown 1.5ms") and "$" not in third and "cost" not in third
+    lines = router("log", "--log", str(directory), "-f", "json").stdout.splitlines()
+    shown = [json.loads(line) for line in lines]
+    assert [(s.get("cost"), s.get("price_source"), s.get("tokens")) for s in shown] == [
+        (0.0042, "policy", tokens), (None, None, tokens), (None, None, None)]
