@@ -13,6 +13,7 @@ turns apart and never add them as 0.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,8 +112,7 @@ class Catalog:
         cost = self.raw.get(ref, {}).get("cost")
         if not isinstance(cost, Mapping):
             return None
-        prices = {key: float(cost[key]) for key, _ in TOKEN_PRICES
-                  if isinstance(cost.get(key), (int, float)) and not isinstance(cost.get(key), bool)}
+        prices = {key: float(cost[key]) for key, _ in TOKEN_PRICES if _price(cost.get(key))}
         return prices if any(prices.values()) else None
 
     def price_source(self, ref: str | None) -> str | None:
@@ -183,6 +183,12 @@ def read_catalog(path: Path) -> Catalog:
                 catalog.raw[f"{name}/{model['id']}"] = {**model, "provider": str(name),
                                                         "api": model.get("api") or provider.get("api")}
     return catalog
+
+
+def _price(value: Any) -> bool:
+    """A price Pi could mean: a finite number ≥ 0 (a negative or `NaN` one is no price)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
+        and value >= 0
 
 
 def _count(value: Any) -> int:
