@@ -387,3 +387,19 @@ def test_the_event_digest_stands_for_the_model_catalog_by_its_own_digest() -> No
     assert event_digest(event) == event_digest(event, catalog_digest(catalog))
     assert event_digest(event) != event_digest({**event, "models": {"fake/b": {"id": "b"}}})
     assert event_digest({"type": "input", "models": {}}) != event_digest({"type": "input", "models": catalog})
+
+
+def test_a_live_turn_is_priced_with_the_policys_prices_and_models_json_loopback_providers(
+        tmp_path: Path) -> None:
+    rig = Rig(tmp_path, "version: 1\nrules:\n  - {id: t, on: turn_end, do: [{notify: hi}]}\n"
+              "provides:\n  prices:\n    fake/team: {input: 4}\n")
+    (rig.agent / "models.json").write_text(json.dumps({"providers": {"mine": {
+        "baseUrl": "http://127.0.0.1:8080/v1", "models": [{"id": "m"}]}}}))
+    rig.hello(models=[{"provider": "mine", "id": "m", "cost": {"input": 0, "output": 0}},
+                      {"provider": "fake", "id": "team"}, {"provider": "fake", "id": "none"}])
+    for model in ("mine/m", "fake/team", "fake/none"):
+        usage = {"input": 250_000, "output": 10, "cacheRead": 0, "cacheWrite": 0, "cost": {"total": 7.0}}
+        rig.event({"type": "turn_end", "payload": {"answeredBy": model, "usage": usage},
+                   "ctx": {**event()["ctx"], "model": {"provider": "fake", "id": "team"}}})
+    found = [(r["model"], r.get("cost"), r.get("price_source")) for r in records(rig.agent)]
+    assert found == [("mine/m", 0.0, "local"), ("fake/team", 1.0, "policy"), ("fake/none", None, None)]
