@@ -155,7 +155,8 @@ def log_(
         "--session", metavar="S", help="only this session (an id or its first characters)")] = None,
     project: Annotated[str | None, typer.Option(
         "--project", metavar="P",
-        help="only this project (its name, or its digest's first characters)")] = None,
+        help="only this project: its name, its digest's first characters, or its directory "
+        "(a path with a `/`, or `.`)")] = None,
     rule: Annotated[str | None, typer.Option(
         "--rule", metavar="R", help="only decisions where rule R fired (or would, shadow)")] = None,
     since: SinceOption = None,
@@ -169,7 +170,7 @@ def log_(
     from router.commands import log as command
     from router.replay.log_files import Filter
 
-    keep = Filter(session=session, rule=rule, since=_since(since), project=project)
+    keep = Filter(session=session, rule=rule, since=_since(since), project=command.project_wanted(project))
     try:
         code, note = command.run(log or command.default_location(), keep=keep, fmt=fmt, follow_log=follow)
     except KeyboardInterrupt:

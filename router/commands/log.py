@@ -30,6 +30,22 @@ def default_location() -> Path:
     return log_dir(agent_dir())
 
 
+def project_wanted(value: str | None) -> str | None:
+    """What `--project` filters by: a name or a digest's first characters as given; a directory
+    (`.`, or a path with a `/`) as the digest its records have, keyed with this agent dir's
+    decision-log key (docs/security.md), since a keyed digest cannot be worked out by hand."""
+    if value is None or not (value == "." or "/" in value):
+        return value
+    from router.load.paths import project_identity
+    from router.runtime.decision_log import digest_key
+
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        return value
+    identity = project_identity(path, digest_key(agent_dir()))
+    return (identity or {}).get("digest") or value
+
+
 def summary(record: dict[str, Any]) -> dict[str, Any]:
     """What `--format json` prints for a decision: the record's main fields, `rules` as the ids
     that fired."""

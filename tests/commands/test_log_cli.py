@@ -284,3 +284,24 @@ def test_log_shows_a_turns_cost_with_its_price_source_and_an_unpriced_turn_as_un
     shown = [json.loads(line) for line in lines]
     assert [(s.get("cost"), s.get("price_source"), s.get("tokens")) for s in shown] == [
         (0.0042, "policy", tokens), (None, None, tokens), (None, None, None)]
+
+
+def test_log_project_takes_a_directory_as_the_keyed_digest_its_records_have(tmp_path: Path) -> None:
+    from router.load.paths import project_identity
+    from router.runtime.decision_log import digest_key
+
+    agent, hidden, other = tmp_path / "agent", tmp_path / ".acme-merger", tmp_path / "shop"
+    hidden.mkdir()
+    other.mkdir()
+    key = digest_key(agent)
+    directory = tmp_path / "log"
+    write_log(directory, record(0, project=project_identity(hidden, key)),
+              record(1, session="s-bbbb2222", project=project_identity(other, key)))
+    env = {"PI_CODING_AGENT_DIR": str(agent)}
+    shown = router("log", "--log", str(directory), "--project", str(hidden), "-f", "json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert [json.loads(line)["session"] for line in shown.stdout.splitlines()] == ["s-aaaa1111"]
+    assert "acme" not in (directory / "decisions.jsonl").read_text()  # the record names no path
+    elsewhere = router("log", "--log", str(directory), "--project", str(hidden), "-f", "json",
+                       env={"PI_CODING_AGENT_DIR": str(tmp_path / "another-agent")})
+    assert elsewhere.stdout == ""  # another key: another digest
