@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -14,6 +14,9 @@ from router.commands.app import (
     _finish,
     _format_option,
 )
+
+if TYPE_CHECKING:
+    from router.load.prices import Catalog
 
 SessionPaths = Annotated[list[Path], typer.Argument(
     metavar="PATH", help="Pi session files or directories (searched recursively)")]
@@ -104,6 +107,24 @@ def diff(
     _finish(*command.run(old, new, options, fmt=fmt))
 
 
+def _catalog(models: Path | None) -> Catalog:
+    """The prices a report of the decision log uses: Pi's models.json (`--models`, else the agent
+    dir's) and the `provides.prices` of the policy in force here, as `router replay` prices turns
+    (a note on stderr when that policy does not compile: the registry's prices alone then)."""
+    from router.commands.replay import load_policy
+    from router.load.paths import agent_dir
+    from router.replay.prices import read_catalog
+
+    catalog = read_catalog(models or agent_dir() / "models.json")
+    policy, _ = load_policy([])
+    if policy is None:
+        typer.echo("note: the policy here does not compile (router lint): its provides.prices are not "
+                   "used", err=True)
+    else:
+        catalog.declare(policy.prices)
+    return catalog
+
+
 def _log_records(log: Path | None, since: str | None) -> tuple[list[dict[str, Any]], str]:
     """The decision records of the log (filtered by `since`) and a note on skipped lines."""
     from router.commands.log import default_location
@@ -134,7 +155,8 @@ def log_(
         "--session", metavar="S", help="only this session (an id or its first characters)")] = None,
     project: Annotated[str | None, typer.Option(
         "--project", metavar="P",
-        help="only this project (its name, or its digest's first characters)")] = None,
+        help="only this project: its name, its digest's first characters, or its directory "
+        "(a path with a `/`, or `.`)")] = None,
     rule: Annotated[str | None, typer.Option(
         "--rule", metavar="R", help="only decisions where rule R fired (or would, shadow)")] = None,
     since: SinceOption = None,
@@ -148,7 +170,7 @@ def log_(
     from router.commands import log as command
     from router.replay.log_files import Filter
 
-    keep = Filter(session=session, rule=rule, since=_since(since), project=project)
+    keep = Filter(session=session, rule=rule, since=_since(since), project=command.project_wanted(project))
     try:
         code, note = command.run(log or command.default_location(), keep=keep, fmt=fmt, follow_log=follow)
     except KeyboardInterrupt:
@@ -166,13 +188,11 @@ def shadow_report(fmt: Annotated[str, _format_option("text", "json")] = "text", 
     of each disagreement.
     """
     from router.commands import shadow_report as command
-    from router.load.paths import agent_dir
-    from router.replay.prices import read_catalog
 
     records, note = _log_records(log, since)
     if note:
         typer.echo(note, err=True)
-    stats = command.shadow_stats(records, read_catalog(models or agent_dir() / "models.json"))
+    stats = command.shadow_stats(records, _catalog(models))
     render = command.render_json if fmt == "json" else command.render_text
     _finish(0, render(stats, decisions=len(records)))
 
@@ -193,14 +213,12 @@ def report(
     per project, session and rule, blocked tool calls, fallbacks, the policy version; no network.
     """
     from router.commands import report as command
-    from router.load.paths import agent_dir
-    from router.replay.prices import read_catalog
     from router.replay.report_data import from_log
 
     records, note = _log_records(log, since)
     if note:
         typer.echo(note, err=True)
-    catalog = read_catalog(models or agent_dir() / "models.json")
+    catalog = _catalog(models)
     figures = from_log(records, catalog, baseline or catalog.priciest(), title)
     figures.policy = command.recorded_policies(records)
     problem = command.write(html, figures)

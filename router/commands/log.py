@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from router.load.paths import LOG_NAME, agent_dir, log_dir
+from router.load.prices import usd
 from router.replay.log_files import (
     Filter,
     ReadStats,
@@ -29,6 +30,22 @@ def default_location() -> Path:
     return log_dir(agent_dir())
 
 
+def project_wanted(value: str | None) -> str | None:
+    """What `--project` filters by: a name or a digest's first characters as given; a directory
+    (`.`, or a path with a `/`) as the digest its records have, keyed with this agent dir's
+    decision-log key (docs/security.md), since a keyed digest cannot be worked out by hand."""
+    if value is None or not (value == "." or "/" in value):
+        return value
+    from router.load.paths import project_identity
+    from router.runtime.decision_log import digest_key
+
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        return value
+    identity = project_identity(path, digest_key(agent_dir()))
+    return (identity or {}).get("digest") or value
+
+
 def summary(record: dict[str, Any]) -> dict[str, Any]:
     """What `--format json` prints for a decision: the record's main fields, `rules` as the ids
     that fired."""
@@ -39,7 +56,7 @@ def summary(record: dict[str, Any]) -> dict[str, Any]:
                          for a in actions_of(record)],
              "model": record.get("model"), "latency_ms": record.get("latency_ms"),
              "shadow": shadow_ids(record), "policy": record.get("policy")}
-    for key in ("tier", "cost", "errors", "text"):
+    for key in ("tier", "cost", "price_source", "tokens", "errors", "text"):
         if key in record:
             shown[key] = record[key]
     return shown
@@ -107,10 +124,20 @@ def text_line(record: dict[str, Any], ids: SessionIds | None = None) -> str:
     shadow = shadow_ids(record)
     if shadow:
         extra.append("shadow:" + ",".join(shadow))
+    extra += _cost(record)
     latency = record.get("latency_ms")
     if isinstance(latency, (int, float)):
         extra.append(f"{latency:.1f}ms")
     return " ".join([head, body, *extra])
+
+
+def _cost(record: dict[str, Any]) -> list[str]:
+    """A turn's cost and where its price came from (`$0.0042 registry`), `cost unknown` for a turn
+    whose model has no price; nothing for a record that is not a turn's."""
+    cost, source = record.get("cost"), record.get("price_source")
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+        return [f"{usd(float(cost))}" + (f" {source}" if isinstance(source, str) else "")]
+    return ["cost unknown"] if isinstance(record.get("tokens"), dict) else []
 
 
 def _action(action: dict[str, Any]) -> str:

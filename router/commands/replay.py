@@ -84,6 +84,8 @@ def run(options: Options, *, policy_files: list[Path], fmt: str) -> tuple[int, s
     for line in notes + replay_policies.digest_warnings(found, inputs.log):
         print(line, file=sys.stderr)
     runs = replay_groups(found, inputs, progress=options.progress, jobs=job_count(options.jobs))
+    projects = replay_policies.projects(inputs.sessions)
+    replay_policies.stamp(runs, projects)
     warn_problems(inputs, runs)
     baseline = baseline_of(options, inputs)
     if options.html is not None:
@@ -97,11 +99,11 @@ def run(options: Options, *, policy_files: list[Path], fmt: str) -> tuple[int, s
     code = 1 if any(r.error is not None for r in runs) else 0  # a session that could not be replayed
     if options.summary:
         if fmt == "json":
-            return code, summary_json(total, runs, inputs, policy_note.files_json(policy.files))
+            return code, summary_json(total, runs, inputs, policy_note.files_json(policy.files), projects)
         return code, summary_text(total, runs, inputs, policy_note.policy_line(policy.files))
     per_session = [(r, _one(r, inputs, baseline)) for r in runs]
     if fmt == "json":
-        return code, replay_json(total, per_session, inputs, policy_note.files_json(policy.files))
+        return code, replay_json(total, per_session, inputs, policy_note.files_json(policy.files), projects)
     return code, replay_text(total, per_session, inputs, policy_note.policy_line(policy.files))
 
 

@@ -9,13 +9,16 @@ warning line.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from router.compile.ir import CompiledPolicy
 from router.load.paths import agent_dir, display_path, project_identity, project_policy
 from router.replay.log_reader import DecisionLog
+from router.replay.runner import SessionRun
 from router.replay.session_file import SessionFile
+from router.runtime.decision_log import digest_key
 from router.runtime.decision_record import policy_digest
 
 DIGEST_SHOWN = 19  # `sha256:` and 12 hex digits
@@ -58,9 +61,10 @@ def groups(sessions: list[SessionFile], current: CompiledPolicy, *, given: bool,
     return [g for g in found if g.sessions], notes
 
 
-def digest_warnings(found: list[Group], log: DecisionLog) -> list[str]:
+def digest_warnings(found: list[Group], log: DecisionLog, agent: Path | None = None) -> list[str]:
     """One line per group whose recorded policy digests are not the replayed policy's."""
-    lines = []
+    lines: list[str] = []
+    key = b""
     for group in found:
         replayed = policy_digest(group.policy)
         recorded = {r.policy for s in group.sessions for r in log.of_session(s.id) if r.policy}
@@ -68,7 +72,8 @@ def digest_warnings(found: list[Group], log: DecisionLog) -> list[str]:
         if not differ:
             continue
         sessions = {s.id for s in group.sessions if any(r.policy in differ for r in log.of_session(s.id))}
-        names = sorted({_project_name(s) for s in group.sessions if s.id in sessions})
+        key = key or digest_key(agent or agent_dir())
+        names = sorted({_project_name(s, key) for s in group.sessions if s.id in sessions})
         lines.append(f"warning: {len(sessions)} session{'s' if len(sessions) != 1 else ''} "
                      f"({', '.join(names)}) recorded under policy "
                      f"{', '.join(d[:DIGEST_SHOWN] for d in differ)} are replayed with "
@@ -97,8 +102,25 @@ def _project_policy(root: Path, agent: Path) -> tuple[CompiledPolicy | None, str
     return loaded.policy, None
 
 
-def _project_name(session: SessionFile) -> str:
-    identity = project_identity(session.cwd) if session.cwd else None
+def projects(sessions: list[SessionFile], agent: Path | None = None) -> dict[str, dict[str, str | None]]:
+    """Session path -> its project `{name, digest}`, as the sidecar recorded it (the digest keyed
+    with the agent dir's decision-log key); sessions without a working directory are left out."""
+    key = digest_key(agent or agent_dir())
+    found = {s.path: project_identity(s.cwd, key) for s in sessions if s.cwd}
+    return {path: identity for path, identity in found.items() if identity is not None}
+
+
+def stamp(runs: Iterable[SessionRun], found: Mapping[str, Mapping[str, str | None]]) -> None:
+    """Give each replayed decision its session's `project`, as the live record carries it."""
+    for run in runs:
+        project = found.get(run.path)
+        if project is not None:
+            for record in run.records:
+                record["project"] = dict(project)
+
+
+def _project_name(session: SessionFile, key: bytes) -> str:
+    identity = project_identity(session.cwd, key) if session.cwd else None
     return (identity or {}).get("name") or (identity or {}).get("digest") or "no project"
 
 

@@ -23,8 +23,12 @@ def chosen_model(event: Mapping[str, Any], effects: Iterable[Effect]) -> str | N
             chosen = str(params["ref"])
         elif effect.action == "route" and params.get("model"):
             chosen = str(params["model"])
-    if chosen is not None:
-        return chosen
+    return chosen if chosen is not None else answering_model(event)
+
+
+def answering_model(event: Mapping[str, Any]) -> str | None:
+    """The model that made the event's turn: `turn_end`'s `answered_by` (the physical model behind
+    a virtual one), else the event's model (what a turn is priced on)."""
     answered = event.get("answered_by")
     if isinstance(answered, str) and answered:
         return answered

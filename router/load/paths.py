@@ -86,22 +86,26 @@ def project_policy_above(cwd: Path) -> Path | None:
 
 # --- a project's identity in records and telemetry (docs/security.md, "A project's name") -------
 
-PROJECT_DIGEST_CHARS = 12  # hex digits of the SHA-256 of the project's resolved root
+PROJECT_DIGEST_CHARS = 12  # hex digits of the keyed digest of the project's resolved root
+PROJECT_DIGEST_DOMAIN = b"router project\0"  # the digest of a root never equals a stub's of the same text
 PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")  # a name kept as it is
 
 
-def project_identity(cwd: str | os.PathLike[str] | None) -> dict[str, str | None] | None:
+def project_identity(cwd: str | os.PathLike[str] | None, key: bytes) -> dict[str, str | None] | None:
     """`{name, digest}` of the project Pi runs in (its working directory, whose `.pi/` holds the
-    project layer), None without one. `digest`: the first hex digits of the SHA-256 of the resolved
-    root path (the same project on two machines at different paths differs). `name`: the root's
-    directory name when it is a plain name (letters, digits, `._+-`, at most 64, not hidden);
-    `~` for the home directory; else None (the digest alone tells the project apart)."""
+    project layer), None without one. `digest`: the first hex digits of the HMAC-SHA256, keyed with
+    `key` (the decision log's `.digest-key`, router/runtime/decision_log.py), of the resolved root
+    path, so a guessed path cannot be confirmed from a record without the key. `name`: the root's
+    directory name when it is a plain name (letters, digits, `._+-`, at most 64, not hidden); `~`
+    for the home directory; else None (the digest alone tells the project apart)."""
     import hashlib
+    import hmac
 
     if not cwd:
         return None
     root = _resolved(Path(os.path.normpath(Path(cwd).absolute())))
-    digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:PROJECT_DIGEST_CHARS]
+    digest = hmac.new(key, PROJECT_DIGEST_DOMAIN + os.fsencode(root),
+                      hashlib.sha256).hexdigest()[:PROJECT_DIGEST_CHARS]
     home = Path(os.path.normpath(Path.home().absolute()))
     name: str | None = "~" if root in (home, _resolved(home)) else root.name
     if name != "~" and not PLAIN_NAME.fullmatch(name or ""):

@@ -203,8 +203,9 @@ class Provides(_Model):
                                              "read about a turn's model choice (its tier)")
 
     prices: dict[str, ModelPrice] = Field(default_factory=dict, description="per model (provider/id), "
-                                          "its price or that it is local, for replay and diff's cost "
-                                          "figures (before the registry's price)")
+                                          "its price or that it is local, for the cost of a turn in the "
+                                          "decision log, telemetry, replay and diff (before the "
+                                          "registry's price)")
 
     @field_validator("prices")
     @classmethod

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from router.replay.report_html import MAX_ROWS, cut_field
@@ -17,9 +17,13 @@ SIGNAL_WORDS = {"recorded": "from the decision log", "recorded_failure": "record
 
 
 def replay_json(total: Summary, sessions: list[tuple[SessionRun, Summary]], inputs: Inputs,
-                policy_files: list[dict[str, Any]]) -> str:
+                policy_files: list[dict[str, Any]],
+                projects: Mapping[str, Mapping[str, str | None]] | None = None) -> str:
+    """`projects`: session path -> the session's `{name, digest}` (as the live record has it)."""
+    projects = projects or {}
     body = {**total.to_dict(), "policy": policy_files, "log": _log(inputs),
-            "per_session": [{"id": run.id, "path": run.path, **summary.to_dict(),
+            "per_session": [{"id": run.id, "path": run.path, "project": projects.get(run.path),
+                             **summary.to_dict(),
                              "turn_outcomes": [{"turn": t.number, "line": t.line, **t.outcome(),
                                                 "recorded_model": t.recorded_model,
                                                 "estimated_cost": t.estimated_cost,

@@ -171,10 +171,12 @@ def _log_row(record: Mapping[str, Any], session: str, number: int, model: str, t
     recorded = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
     if recorded is not None and not math.isfinite(recorded):  # `NaN`/`Infinity` in a log line
         recorded = None
+    given = record.get("price_source")
     local = catalog.is_local(model)
-    if recorded is None and local:
+    if recorded is None and local and given is None:  # a record of before the source was recorded
         recorded = 0.0
-    source = None if recorded is None else "local" if local and not recorded else "recorded"
+    source = None if recorded is None else str(given) if isinstance(given, str) and given else (
+        "local" if local and not recorded else "recorded")
     return TurnRow(session, number, project_name(record.get("project")), record_time(dict(record)), model,
                    tier, tokens.total if tokens else None, recorded, source,
                    catalog.cost(baseline, tokens) if baseline and tokens else None, prompt, tokens)
@@ -193,7 +195,8 @@ def from_runs(runs: Sequence[SessionRun], sessions: Sequence[SessionFile], catal
     for run in runs:
         session = files.get(run.id)
         times = _entry_times(session)
-        project = project_name(session.cwd) if session else None
+        stamped = next((r["project"] for r in run.records if isinstance(r.get("project"), Mapping)), None)
+        project = project_name(stamped if stamped is not None else session.cwd if session else None)
         for turn in sorted(run.turns.values(), key=lambda t: t.number):
             for tool in turn.blocked:
                 figures.blocked.append(Blocked(run.id, f"turn {turn.number}", tool, None, None))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from router.replay.prices import Catalog, Tokens
+from router.replay.prices import usd as usd  # where the replay's modules import it
 from router.replay.runner import SOURCES, SessionRun, Turn
 
 
@@ -47,11 +48,6 @@ class Money:
         parts = [f"{n} {'local (free)' if source == 'local' else source}"
                  for source, n in sorted(self.sources.items())]
         return f" [{', '.join(parts)}]"
-
-
-def usd(value: float) -> str:
-    """Dollars with 4 decimals, 6 below a cent (fake sessions cost fractions of a cent)."""
-    return f"${value:.4f}" if abs(value) >= 0.01 or value == 0 else f"${value:.6f}"
 
 
 @dataclass

@@ -8,6 +8,8 @@ cost and the all-cloud baseline, each with how its turns were priced (registry, 
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from router.replay.render import SIGNAL_WORDS, _counts, _problems, _read_line, _share
@@ -63,9 +65,21 @@ def summary_text(total: Summary, runs: list[SessionRun], inputs: Inputs, policy_
     return "\n".join(lines)
 
 
-def summary_json(total: Summary, runs: list[SessionRun], inputs: Inputs,
-                 policy_files: list[dict[str, Any]]) -> str:
+def project_counts(runs: list[SessionRun], projects: Mapping[str, Mapping[str, str | None]]
+                   ) -> list[dict[str, Any]]:
+    """The replayed sessions per project (`name`, `digest`, `sessions`), most first; sessions
+    without a project are counted under `name` and `digest` null."""
+    counts = Counter((projects.get(r.path) or {}).get("digest") for r in runs)
+    names = {(p or {}).get("digest"): (p or {}).get("name") for p in projects.values()}
+    return [{"name": names.get(digest), "digest": digest, "sessions": n}
+            for digest, n in sorted(counts.items(), key=lambda item: (-item[1], item[0] or ""))]
+
+
+def summary_json(total: Summary, runs: list[SessionRun], inputs: Inputs, policy_files: list[dict[str, Any]],
+                 projects: Mapping[str, Mapping[str, str | None]] | None = None) -> str:
+    """`projects`: session path -> the session's `{name, digest}` (as the live record has it)."""
     body = {**total.to_dict(), "policy": policy_files, "changed_turns": changed_turns(runs),
+            "projects": project_counts(runs, projects or {}),
             "saving": None if (cut := saving(total)) is None else round(cut, 6),
             "failed_sessions": [{"id": r.id, "path": r.path, "error": r.error} for r in runs if r.error],
             "log": {"files": inputs.log.files, "records": len(inputs.log.records),

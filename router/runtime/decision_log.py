@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from router.compile.ir import CompiledPolicy
-from router.load.paths import LOG_NAME, ROTATED_LOG, log_files
+from router.load.paths import LOG_NAME, ROTATED_LOG, log_dir, log_files
 from router.runtime.filelock import write_whole
 from router.runtime.log_privacy import KEEP_FIELDS
 from router.trust.capabilities import SYMLINK_CODE
@@ -95,6 +95,14 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
 _FILE_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def digest_key(agent: Path) -> bytes:
+    """The decision log's digest key of the agent dir `agent` (`<agent>/router/log/.digest-key`,
+    made 0600 when missing, even when the log is off): what keys the project digests of records
+    and telemetry, so they agree across sidecars and runs; a key of this process when it cannot
+    be read or made."""
+    return DecisionLog(log_dir(agent), LogSettings(), root=agent).digest_key()
 
 
 class LinkedDirectory(OSError):

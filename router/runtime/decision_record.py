@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from router.compile.ir import CompiledPolicy, CompiledRule
 from router.diagnostics.code_names import BUDGET_EXCEEDED
-from router.engine.choices import chosen_model, chosen_tier
+from router.engine.choices import answering_model, chosen_model, chosen_tier
 from router.engine.decision import Decision, Effect
+from router.load.prices import Catalog, Tokens
 from router.runtime.filelock import read_text
 from router.runtime.log_privacy import Stubber, event_names, literals_of
 
@@ -114,10 +115,18 @@ def agrees(would: Sequence[Mapping[str, Any]], applied: Sequence[Mapping[str, An
     return all((w.get("action"), canonical(w.get("params"))) in done for w in would)
 
 
-def event_cost(event: Mapping[str, Any]) -> float | None:
-    usage = event.get("message_usage")
-    cost = usage.get("cost") if isinstance(usage, Mapping) else None
-    return float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None
+def turn_price(event: Mapping[str, Any], policy: CompiledPolicy, prices: Catalog | None = None
+               ) -> tuple[float | None, str | None]:
+    """What the event's turn cost and where its price comes from, priced as `router replay` prices
+    it (router/load/prices.py: the policy's `provides.prices`, a local model, the registry's
+    price); (None, None) for an event without a usage, or a model that should have a price and has
+    none (Pi's own figure is not taken: it is the registry's price, or 0 for a model without one).
+    `prices`: the catalog of the event's models, which a caller keeps per catalog and policy."""
+    tokens = event_tokens(event)
+    if tokens is None:
+        return None, None
+    catalog = prices if prices is not None else Catalog.of_event(event.get("models"), policy.prices)
+    return catalog.priced(answering_model(event), Tokens(**tokens))
 
 
 def event_tokens(event: Mapping[str, Any]) -> dict[str, int] | None:
@@ -211,13 +220,15 @@ def build_record(*, policy: CompiledPolicy, event: Mapping[str, Any], decision: 
                  moment: datetime | None = None, models_digest: str | None = None,
                  has_shadow: bool | None = None, key: bytes = b"",
                  literals: frozenset[str] | None = None,
-                 project: Mapping[str, str | None] | None = None) -> dict[str, Any]:
+                 project: Mapping[str, str | None] | None = None, prices: Catalog | None = None
+                 ) -> dict[str, Any]:
     """The decision-log record of one evaluated event (docs/observability.md); `refused`: rules
     the executor did not carry out (a confined path out of bounds), not `fired`, no actions.
     `models_digest`, `has_shadow` (whether the event type has shadow rules) and `literals` (of
     `literals_of(policy)`) are what a caller that keeps them per catalog and policy passes, so they
     are not computed per event; `key` is the digest key of the stubs of text; `project` the
-    session's `{name, digest}` (router.load.paths.project_identity)."""
+    session's `{name, digest}` (router.load.paths.project_identity); `prices` the catalog a turn
+    is priced with (`turn_price`)."""
     event_type = str(event.get("type") or decision.event_type)
     models = event.get("models")
     stubber = Stubber(key, literals_of(policy) if literals is None else literals, event_names(event),
@@ -242,11 +253,12 @@ def build_record(*, policy: CompiledPolicy, event: Mapping[str, Any], decision: 
         "latency_ms": round(latency_ms, 3), "shadow": shadow,
         "model": shown.name(model) if model is not None else None,
     }
-    tier, cost = chosen_tier(decision.effects, policy.model_choice), event_cost(event)
+    tier = chosen_tier(decision.effects, policy.model_choice)
+    cost, source = turn_price(event, policy, prices)
     if tier is not None:
         record["tier"] = shown.name(tier)
     if cost is not None:
-        record["cost"] = cost
+        record.update(cost=cost, price_source=source)
     tokens = event_tokens(event)
     if tokens:
         record["tokens"] = tokens

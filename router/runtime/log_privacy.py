@@ -47,7 +47,7 @@ ENUMS: dict[tuple[str, str], frozenset[str]] = {
 
 def literals_of(policy: CompiledPolicy) -> frozenset[str]:
     """Every string the policy itself spells out: constants of rule and signal parameters, vars,
-    virtual models, commands and tools (worked out once per policy)."""
+    virtual models, commands, tools and the models it prices (worked out once per policy)."""
     found: set[str] = set()
 
     def walk(value: Any, depth: int = 0) -> None:
@@ -82,6 +82,7 @@ def literals_of(policy: CompiledPolicy) -> frozenset[str]:
     for model in policy.virtual_models:
         if model.get("provider") and model.get("id"):
             found.add(f"{model['provider']}/{model['id']}")
+    found.update(policy.prices)  # the models the policy prices, by ref
     return frozenset(found)
 
 

@@ -18,6 +18,7 @@ from router.compile.ir import CompiledPolicy
 from router.diagnostics.code_names import SIGNAL_FAILED
 from router.engine.decision import Decision, SignalOutcome
 from router.load.paths import log_dir, project_identity
+from router.load.prices import Catalog, read_catalog
 from router.runtime import loop
 from router.runtime.decision_log import DecisionLog, LogSettings, logged_seqs
 from router.runtime.decision_record import build_record, catalog_digest, policy_digest
@@ -102,6 +103,8 @@ class Observer:
     _catalog: tuple[Any, str] | None = None  # the last model catalog and its digest
     _facts: PolicyFacts | None = None  # of the policy in force
     _key: bytes = field(default_factory=lambda: os.urandom(32))  # the stubs' key without a log
+    _prices: tuple[Any, CompiledPolicy, Catalog] | None = None  # the catalog turns are priced with
+    _local: frozenset[str] | None = None  # the providers models.json serves from loopback
 
     def __post_init__(self) -> None:
         from router.runtime import otel
@@ -117,7 +120,7 @@ class Observer:
         """Start the exporters, when wanted and not started yet, with the resource of a run in
         `cwd` under `policy` (the sidecar's hello; else the first decision)."""
         if self.exporting and self.telemetry is None:
-            self._start_telemetry(policy, self.project(cwd))
+            self._start_telemetry(policy, self.project(cwd, policy))
 
     def _start_telemetry(self, policy: CompiledPolicy, project: Mapping[str, str | None] | None) -> None:
         """Start the exporters with the resource of this run: its project, policy and packs."""
@@ -150,6 +153,16 @@ class Observer:
             self._catalog = (models, catalog_digest(models))
         return self._catalog[1]
 
+    def prices(self, policy: CompiledPolicy, models: Any) -> Catalog:
+        """What a turn is priced with (as `router replay` prices it): the event's models, the
+        policy's `provides.prices`, the loopback providers of models.json; made once per catalog
+        and policy."""
+        if self._prices is None or self._prices[0] is not models or self._prices[1] is not policy:
+            if self._local is None:
+                self._local = frozenset(read_catalog(self.agent / "models.json").local_providers)
+            self._prices = (models, policy, Catalog.of_event(models, policy.prices, self._local))
+        return self._prices[2]
+
     def log_for(self, settings: LogSettings) -> DecisionLog:
         if self._log is None or self._log.settings != settings:
             before = self._log
@@ -162,10 +175,12 @@ class Observer:
                 self._log.failing, self._log.refused = before.failing, before.refused
         return self._log
 
-    def project(self, cwd: str) -> dict[str, str | None] | None:
-        """The `{name, digest}` of the project in `cwd` (worked out once per directory)."""
+    def project(self, cwd: str, policy: CompiledPolicy) -> dict[str, str | None] | None:
+        """The `{name, digest}` of the project in `cwd` (worked out once per directory), its digest
+        keyed with the decision log's key (made where the log keeps it even when the log is off,
+        so the digest is the same in the log, in telemetry and in `router replay`)."""
         if cwd not in self.projects:
-            self.projects[cwd] = project_identity(cwd)
+            self.projects[cwd] = project_identity(cwd, self.log_for(self.facts(policy).settings).digest_key())
         return self.projects[cwd]
 
     def next_seq(self, session: str, event_type: str) -> int:
@@ -191,7 +206,7 @@ class Observer:
         session_info = event.get("session")
         session = str(session_info.get("id") or "") if isinstance(session_info, Mapping) else ""
         cwd = session_info.get("cwd") if isinstance(session_info, Mapping) else None
-        project = self.project(str(cwd or ""))
+        project = self.project(str(cwd or ""), policy)
         if self.exporting and self.telemetry is None:
             self._start_telemetry(policy, project)
         warnings += self._pending_warnings
@@ -206,7 +221,8 @@ class Observer:
             settings=settings, secrets=secrets, refused=refused,
             models_digest=self.models_digest(event.get("models")),
             has_shadow=facts.has_shadow(str(event.get("type"))), literals=facts.literals,
-            key=log.digest_key() if log is not None and not log.refused else self._key, project=project)
+            key=log.digest_key() if log is not None and not log.refused else self._key, project=project,
+            prices=self.prices(policy, event.get("models")) if event.get("message_usage") else None)
         last = LastDecision(policy, event, state_before, dict(outcomes), record)
         self.last[session] = self.last_of_type[(session, record["event"])] = last
         if log is not None:

@@ -25,6 +25,9 @@ SPAN_NAME = "router.decision"
 DECISIONS = "router.decisions"
 MODEL_CHOICES = "router.model.choices"
 LATENCY = "router.decision.latency"
+TURNS = "router.turns"
+COST = "router.cost"
+UNPRICED = "unknown"  # a turn's price source when its model has no price (counted, not priced)
 INSTALL_HINT = "pip install 'pi-policy-router[otel]'"
 
 
@@ -108,6 +111,10 @@ class Telemetry:
             MODEL_CHOICES, unit="{decision}", description="decisions by the model (and tier) of the turn")
         self.latency = meter.create_histogram(
             LATENCY, unit="ms", description="time from the event's arrival to its applied decision")
+        self.turns = meter.create_counter(
+            TURNS, unit="{turn}", description="answered turns, by model and where their price came from")
+        self.cost = meter.create_counter(
+            COST, unit="USD", description="the cost of the priced turns, by model and price source")
 
     def decision(self, record: Mapping[str, Any], *, latency_ns: int) -> str | None:
         """Export one decision record; a problem text instead of raising."""
@@ -141,6 +148,12 @@ class Telemetry:
         if model:
             self.choices.add(1, {"router.model": str(model), "router.tier": str(tier or "")})
         self.latency.record(latency_ns / 1e6, {"router.event": event})
+        if record.get("tokens") is not None:  # a turn's record (`turn_end`): counted, priced if it can be
+            cost, source = record.get("cost"), record.get("price_source")
+            priced = {"router.model": str(model or ""), "router.price_source": str(source or UNPRICED)}
+            self.turns.add(1, priced)
+            if isinstance(cost, (int, float)) and source:
+                self.cost.add(float(cost), priced)
 
     def flush(self, timeout_ms: int) -> None:
         """Export what is pending now (spans, then metrics), waiting at most about `timeout_ms`

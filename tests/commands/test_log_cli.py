@@ -270,3 +270,38 @@ def test_log_shows_and_filters_the_project_by_name_or_digest_prefix(tmp_path: Pa
     assert router("log", "--log", str(directory), "--project", "shop").stdout == ""  # a name is exact
     without = router("log", "--log", str(directory), "--session", "s-cccc")
     assert without.stdout.split()[2] == "input#2"  # no project in the log shown: no column
+
+
+def test_log_shows_a_turns_cost_with_its_price_source_and_an_unpriced_turn_as_unknown(tmp_path: Path) -> None:
+    directory = tmp_path / "log"
+    tokens = {"input": 1000, "output": 200, "cache_read": 0, "cache_write": 0}
+    write_log(directory, record(0, event="turn_end", cost=0.0042, price_source="policy", tokens=tokens),
+              record(1, event="turn_end", tokens=tokens), record(2))
+    first, second, third = router("log", "--log", str(directory)).stdout.splitlines()
+    assert first.endswith("[fake/m1] $0.004200 policy 1.5ms")
+    assert second.endswith("[fake/m1] cost unknown 1.5ms") and "$" not in third and "cost" not in third
+    lines = router("log", "--log", str(directory), "-f", "json").stdout.splitlines()
+    shown = [json.loads(line) for line in lines]
+    assert [(s.get("cost"), s.get("price_source"), s.get("tokens")) for s in shown] == [
+        (0.0042, "policy", tokens), (None, None, tokens), (None, None, None)]
+
+
+def test_log_project_takes_a_directory_as_the_keyed_digest_its_records_have(tmp_path: Path) -> None:
+    from router.load.paths import project_identity
+    from router.runtime.decision_log import digest_key
+
+    agent, hidden, other = tmp_path / "agent", tmp_path / ".acme-merger", tmp_path / "shop"
+    hidden.mkdir()
+    other.mkdir()
+    key = digest_key(agent)
+    directory = tmp_path / "log"
+    write_log(directory, record(0, project=project_identity(hidden, key)),
+              record(1, session="s-bbbb2222", project=project_identity(other, key)))
+    env = {"PI_CODING_AGENT_DIR": str(agent)}
+    shown = router("log", "--log", str(directory), "--project", str(hidden), "-f", "json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert [json.loads(line)["session"] for line in shown.stdout.splitlines()] == ["s-aaaa1111"]
+    assert "acme" not in (directory / "decisions.jsonl").read_text()  # the record names no path
+    elsewhere = router("log", "--log", str(directory), "--project", str(hidden), "-f", "json",
+                       env={"PI_CODING_AGENT_DIR": str(tmp_path / "another-agent")})
+    assert elsewhere.stdout == ""  # another key: another digest

@@ -13,8 +13,10 @@ import pytest
 
 from router.commands import replay_policies
 from router.commands.explain import load
+from router.load.paths import project_identity
 from router.replay.log_reader import read_logs
 from router.replay.session_file import read_session
+from router.runtime.decision_log import digest_key
 from router.runtime.decision_record import policy_digest
 from tests.replay_sessions import SessionWriter, record, write_log, write_models
 
@@ -82,3 +84,34 @@ def test_a_recorded_policy_digest_that_differs_warns_once_per_group(tmp_path: Pa
     [line] = replay_policies.digest_warnings(groups, read_logs([log]))
     assert line == (f"warning: 1 session (blog) recorded under policy sha256:abababababab are replayed with "
                     f"{same[:19]} (the current policy): decisions may differ from the recorded ones")
+
+
+def test_replayed_sessions_carry_their_project_as_the_live_record_does(tmp_path: Path) -> None:
+    """Each session of the replay's JSON, and the `--summary`'s projects, carry `{name, digest}`
+    keyed with the agent's decision-log key, the digest a live record of the same project has."""
+    agent, here, sessions = corpus(tmp_path)
+    done = router("replay", str(sessions), "--log", str(tmp_path / "nolog"), "-f", "json", cwd=here,
+                  agent=agent)
+    assert done.returncode == 0, done.stderr
+    key = digest_key(agent)
+    expected = {name: project_identity(tmp_path / cwd, key) for name, cwd in
+                (("s-shop", "shop"), ("s-blog", "blog"), ("s-here", "here"))}
+    expected["s-here"] = {**(expected["s-here"] or {}), "name": "~"}  # `router` runs with HOME there
+    assert {s["id"]: s["project"] for s in json.loads(done.stdout)["per_session"]} == expected
+    assert expected["s-shop"] == {"name": "shop", "digest": expected["s-shop"]["digest"]}  # type: ignore[index]
+    summary = router("replay", str(sessions), "--log", str(tmp_path / "nolog"), "--summary", "-f", "json",
+                     cwd=here, agent=agent)
+    assert summary.returncode == 0, summary.stderr
+    counted = json.loads(summary.stdout)["projects"]
+    assert sorted((p["name"], p["digest"], p["sessions"]) for p in counted) == \
+        sorted((p["name"], p["digest"], 1) for p in expected.values() if p is not None)
+
+
+def test_stamp_gives_each_replayed_decision_its_sessions_project() -> None:
+    from router.replay.runner import SessionRun
+
+    runs = [SessionRun("a", "/s/a.jsonl", records=[{"event": "input"}, {"event": "turn_end"}]),
+            SessionRun("b", "/s/b.jsonl", records=[{"event": "input"}])]
+    replay_policies.stamp(runs, {"/s/a.jsonl": {"name": "shop", "digest": "0123456789ab"}})
+    assert [r.get("project") for r in runs[0].records] == [{"name": "shop", "digest": "0123456789ab"}] * 2
+    assert "project" not in runs[1].records[0]

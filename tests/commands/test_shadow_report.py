@@ -104,3 +104,34 @@ def test_the_command_prints_outcomes_in_text_and_json(tmp_path: Path) -> None:
                                  "session": "s-bbbb22", "turn": None, "prompt": None}]
     text = router("shadow-report", "--log", str(directory), "--models", str(tmp_path / "no")).stdout
     assert text.splitlines()[2].split() == ["try-local", "2", "2", "1", "1", "0", "50%"]
+
+
+def test_the_command_prices_with_the_policys_prices_as_replay_does(tmp_path: Path) -> None:
+    """`router shadow-report` (and `router report`) price with the `provides.prices` of the policy
+    in force, before models.json: a shadow's model only the policy prices gets its price."""
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "router.yaml").write_text("version: 1\nprovides:\n  prices:\n"
+                                       "    team/cheap: {input: 0.5, output: 1}\n"
+                                       "    box/qwen: {local: true}\n")
+    big = {"id": "big", "cost": {"input": 2, "output": 10}}
+    (agent / "models.json").write_text(json.dumps({"providers": {"cloud": {
+        "baseUrl": "https://api.example.invalid", "models": [big]}}}))
+    tokens = {"input": 1000, "output": 100, "cache_read": 0, "cache_write": 0}
+    directory = tmp_path / "log"
+    write_log(directory, rec(0, "input", shadow=shadow(model("team/cheap"))),
+              rec(0, "turn_end", model="cloud/big", tokens=tokens),
+              rec(1, "input", shadow=shadow(model("box/qwen"))),
+              rec(1, "turn_end", model="cloud/big", tokens=tokens))
+    done = router("shadow-report", "--log", str(directory), "--format", "json",
+                  env={"PI_CODING_AGENT_DIR": str(agent), "HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    [rule] = json.loads(done.stdout)["rules"]
+    assert rule["cost"]["shadow"]["priced_by"] == {"local": 1, "policy": 1}
+    assert rule["cost"]["shadow"]["usd"] == round((1000 * 0.5 + 100 * 1) / 1e6, 6)
+    assert rule["cost"]["actual"]["priced_by"] == {"registry": 2}
+    (agent / "router.yaml").write_text("version: 1\nrules: [oops\n")
+    broken = router("shadow-report", "--log", str(directory), "--format", "json",
+                    env={"PI_CODING_AGENT_DIR": str(agent), "HOME": str(tmp_path)})
+    assert broken.returncode == 0 and "does not compile" in broken.stderr
+    assert json.loads(broken.stdout)["rules"][0]["cost"]["shadow"]["unknown_turns"] == 2  # neither priced

@@ -42,8 +42,8 @@ rules:
 """
 
 
-def run_pi(rig: RouterRig) -> str:
-    rig.policy(POLICY)
+def run_pi(rig: RouterRig, policy: str = POLICY) -> str:
+    rig.policy(policy)
     rig.fake.script.push(read_call(rig), Reply(text="read it"), Reply(text="thought hard"))
     rpc = rig.rpc(session=True)
     rpc.prompt_and_wait("read the notes")
@@ -103,3 +103,32 @@ def test_diff_of_two_policies_on_the_real_session_reports_the_turns_that_change(
     assert "model" not in changes[1] and "model" not in changes[2]
     same = rig.router("diff", str(old), str(old), "--sessions", str(rig.session_dir), "--fail-on-change")
     assert same.returncode == 0 and "no turn changes" in same.stdout
+
+
+PRICED = """
+  - id: turn-seen
+    on: turn_end
+    do: [{set: {turns_seen: true}}]
+provides:
+  prices:
+    fake/fake-cloud: {input: 2, output: 4}
+"""
+
+
+def test_the_live_cost_of_each_turn_is_the_replays_and_both_name_the_project(rig: RouterRig) -> None:
+    """The sidecar prices each turn as `router replay` prices it (fake-local on loopback, free;
+    fake-cloud at its registry price; the policy's price first), and the replay of the agent's own
+    sessions gives each session the project the live records have."""
+    run_pi(rig, POLICY + PRICED)
+    turns = [r for r in live_log(rig) if r["event"] == "turn_end"]
+    assert [(r["model"], r["price_source"]) for r in turns] == [
+        ("fake/fake-local", "local"), ("fake/fake-local", "local"), ("fake/fake-cloud", "policy")]
+    assert [r["cost"] for r in turns][:2] == [0.0, 0.0] and turns[2]["cost"] > 0  # type: ignore[operator]
+    done = rig.router("replay", str(rig.session_dir), "--log", str(rig.agent / "router" / "log"),
+                      "-f", "json")
+    assert done.returncode == 0, done.stderr
+    [session] = json.loads(done.stdout)["per_session"]
+    estimated = [t["estimated_cost"] for t in session["turn_outcomes"]]
+    assert estimated == pytest.approx([r["cost"] for r in turns])  # the same number, live and replayed
+    assert session["project"] == turns[0]["project"] and session["project"]["name"] == rig.work.name
+    assert json.loads(done.stdout)["cost"]["estimated"]["priced_by"] == {"local": 2, "policy": 1}

@@ -123,23 +123,44 @@ def test_project_policy_above_finds_the_nearest_parents_file(tmp_path: Path) -> 
     assert [name for name, _ in paths.layer_paths(inner / "src", agent=tmp_path / "agent")] == ["pack"]
 
 
-def test_a_projects_identity_is_its_plain_name_and_a_digest_of_its_resolved_root(
+KEY = b"k" * 32
+
+
+def test_a_projects_identity_is_its_plain_name_and_a_keyed_digest_of_its_resolved_root(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import hashlib
+    import hmac
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     (tmp_path / "home").mkdir()
     root = tmp_path / "work" / "shop-api"
     root.mkdir(parents=True)
     (tmp_path / "link").symlink_to(root)
-    found = paths.project_identity(str(root))
-    assert found == {"name": "shop-api",
-                     "digest": hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:12]}
-    assert paths.project_identity(str(tmp_path / "link")) == found  # the resolved root
-    assert paths.project_identity(str(tmp_path / "home")) == {
-        "name": "~", "digest": hashlib.sha256(str((tmp_path / "home").resolve()).encode()).hexdigest()[:12]}
+    found = paths.project_identity(str(root), KEY)
+    keyed = hmac.new(KEY, paths.PROJECT_DIGEST_DOMAIN + str(root.resolve()).encode(), hashlib.sha256)
+    assert found == {"name": "shop-api", "digest": keyed.hexdigest()[:12]}
+    assert paths.project_identity(str(tmp_path / "link"), KEY) == found  # the resolved root
+    home = paths.project_identity(str(tmp_path / "home"), KEY)
+    assert home is not None and home["name"] == "~"
     for odd in (".secret-plans", "two words", "x" * 65, "naïve"):
         (tmp_path / odd).mkdir()
-        other = paths.project_identity(str(tmp_path / odd))
+        other = paths.project_identity(str(tmp_path / odd), KEY)
         assert other is not None and other["name"] is None and len(other["digest"] or "") == 12
-    assert paths.project_identity("") is None and paths.project_identity(None) is None
+    assert paths.project_identity("", KEY) is None and paths.project_identity(None, KEY) is None
+
+
+def test_a_project_digest_does_not_confirm_a_guessed_path_without_the_key(tmp_path: Path) -> None:
+    """A record whose name was left out (a hidden directory) does not let anyone who guesses the
+    path confirm it by hashing it: the digest is keyed, and another key gives another digest."""
+    import hashlib
+
+    root = tmp_path / "x" / ".acme-merger"
+    root.mkdir(parents=True)
+    found = paths.project_identity(str(root), KEY)
+    assert found is not None and found["name"] is None
+    path = str(root.resolve()).encode()
+    unkeyed = {hashlib.sha256(path).hexdigest()[:12], hashlib.sha256(path + b"/").hexdigest()[:12],
+               hashlib.sha256(paths.PROJECT_DIGEST_DOMAIN + path).hexdigest()[:12]}
+    assert found["digest"] not in unkeyed
+    assert paths.project_identity(str(root), KEY) == found  # the same key: the same digest
+    assert paths.project_identity(str(root), b"o" * 32) != found

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from router.load.paths import log_files
+from router.load.paths import log_files, project_identity
 from router.replay.log_files import ReadStats, read_records
-from router.runtime.decision_log import DecisionLog, LogSettings
+from router.runtime.decision_log import DecisionLog, LogSettings, digest_key
 from router.runtime.server import Engine
 from tests.runtime.test_server import FakeConnection, Rig, trust_project
 
@@ -92,7 +92,8 @@ def test_a_decision_writes_one_record_in_the_contract_format(rig: Rig) -> None:
     assert record["shadow"][0]["would"] == [{"action": "model", "params": {"ref": "fake/small"},
                                             "rule": "try-small"}]
     assert isinstance(record["latency_ms"], float) and "text" not in record
-    assert record["project"] == {"name": "w", "digest": hashlib.sha256(b"/w").hexdigest()[:12]}
+    assert record["project"] == project_identity("/w", digest_key(rig.agent))
+    assert record["project"]["digest"] != hashlib.sha256(b"/w").hexdigest()[:12]
 
 
 def test_a_record_carries_the_full_session_id_and_the_projects_plain_name_only(rig: Rig,
@@ -107,8 +108,32 @@ def test_a_record_carries_the_full_session_id_and_the_projects_plain_name_only(r
     assert first["session"] == second["session"] == session
     assert first["project"]["name"] == "shop-api"
     assert second["project"]["name"] is None  # a hidden or odd name is left out; the digest stays
-    assert second["project"]["digest"] == hashlib.sha256(str(hidden).encode()).hexdigest()[:12]
+    assert second["project"]["digest"] == (project_identity(hidden, digest_key(rig.agent)) or {})["digest"]
+    assert second["project"]["digest"] != hashlib.sha256(str(hidden).encode()).hexdigest()[:12]
     assert "acme" not in (rig.agent / "router" / "log" / "decisions.jsonl").read_text()
+
+
+def test_the_project_digest_key_is_the_logs_own_made_0600_and_kept_across_runs(tmp_path: Path) -> None:
+    """The key of the project digests is the decision log's `.digest-key`, made 0600 in the log's
+    0700 directory when missing (the log off or not yet written), the same on every call."""
+    agent = tmp_path / "agent"
+    key = digest_key(agent)
+    path = agent / "router" / "log" / ".digest-key"
+    assert len(key) == 32 and path.read_bytes() == key
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert digest_key(agent) == key == DecisionLog(path.parent, LogSettings(), root=agent).digest_key()
+    assert digest_key(tmp_path / "other") != key
+
+
+def test_a_log_that_is_off_still_keys_the_project_digest_with_the_agents_key(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, "version: 1\ndecision_log: {enabled: false}\nrules:\n"
+              "  - {id: r, on: input, do: [{notify: hi}]}\n")
+    rig.hello()
+    rig.event(event())
+    assert not (rig.agent / "router" / "log" / "decisions.jsonl").exists()
+    project = rig.engine.observer.project("/w", rig.engine.policy)  # type: ignore[arg-type]
+    assert project == project_identity("/w", digest_key(rig.agent))
 
 
 def test_prompt_text_and_environment_values_stay_out_by_default(rig: Rig) -> None:
@@ -362,3 +387,19 @@ def test_the_event_digest_stands_for_the_model_catalog_by_its_own_digest() -> No
     assert event_digest(event) == event_digest(event, catalog_digest(catalog))
     assert event_digest(event) != event_digest({**event, "models": {"fake/b": {"id": "b"}}})
     assert event_digest({"type": "input", "models": {}}) != event_digest({"type": "input", "models": catalog})
+
+
+def test_a_live_turn_is_priced_with_the_policys_prices_and_models_json_loopback_providers(
+        tmp_path: Path) -> None:
+    rig = Rig(tmp_path, "version: 1\nrules:\n  - {id: t, on: turn_end, do: [{notify: hi}]}\n"
+              "provides:\n  prices:\n    fake/team: {input: 4}\n")
+    (rig.agent / "models.json").write_text(json.dumps({"providers": {"mine": {
+        "baseUrl": "http://127.0.0.1:8080/v1", "models": [{"id": "m"}]}}}))
+    rig.hello(models=[{"provider": "mine", "id": "m", "cost": {"input": 0, "output": 0}},
+                      {"provider": "fake", "id": "team"}, {"provider": "fake", "id": "none"}])
+    for model in ("mine/m", "fake/team", "fake/none"):
+        usage = {"input": 250_000, "output": 10, "cacheRead": 0, "cacheWrite": 0, "cost": {"total": 7.0}}
+        rig.event({"type": "turn_end", "payload": {"answeredBy": model, "usage": usage},
+                   "ctx": {**event()["ctx"], "model": {"provider": "fake", "id": "team"}}})
+    found = [(r["model"], r.get("cost"), r.get("price_source")) for r in records(rig.agent)]
+    assert found == [("mine/m", 0.0, "local"), ("fake/team", 1.0, "policy"), ("fake/none", None, None)]

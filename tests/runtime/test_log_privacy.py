@@ -511,9 +511,11 @@ def test_the_sidecar_over_its_protocol_writes_no_prompt_to_its_log(tmp_path: Pat
 
 def test_a_turn_end_record_names_the_model_that_answered_and_its_tokens() -> None:
     record = record_for([], type="turn_end", model={"ref": "auto/router"}, answered_by="fake/cloud",
-                        models={"fake/cloud": {"provider": "fake", "id": "cloud"}},
+                        models={"fake/cloud": {"provider": "fake", "id": "cloud",
+                                               "cost": {"input": 5.0, "output": 10.0}}},
                         message_usage={"input": 1200, "output": 300, "cache_read": 0, "cache_write": 0,
                                        "cost": 0.0081})
-    assert record["model"] == "fake/cloud" and record["cost"] == 0.0081
+    assert record["model"] == "fake/cloud" and record["cost"] == pytest.approx(0.009)  # at its price
+    assert record["price_source"] == "registry"
     assert record["tokens"] == {"input": 1200, "output": 300, "cache_read": 0, "cache_write": 0}
     assert "tokens" not in record_for([])

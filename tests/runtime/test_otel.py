@@ -25,7 +25,9 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportM
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
+from router.load.paths import project_identity
 from router.runtime import protocol
+from router.runtime.decision_log import digest_key
 from tests.runtime.test_server import ROOT, Reader
 
 SECRET_PROMPT = "the secret plan for the launch"
@@ -131,14 +133,15 @@ def event(text: str | None, seq_session: str = "s-otel", cwd: str = "/w") -> dic
 
 
 def serve(tmp_path: Path, env: dict[str, str], events: list[dict[str, Any]], *,
-          killed_after_shutdown: bool = False) -> list[dict[str, Any]]:
+          killed_after_shutdown: bool = False, policy: str = POLICY,
+          hello: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Run a real `router serve`: hello, the events, shutdown; the event answers. With
     `killed_after_shutdown`, SIGKILL it as soon as `shutdown` is answered (what the bridge does
     when Pi exits after a `pi -p` run)."""
     agent, cwd = tmp_path / "agent", tmp_path / "proj"
     agent.mkdir(exist_ok=True)
     cwd.mkdir(exist_ok=True)
-    (agent / "router.yaml").write_text(POLICY)
+    (agent / "router.yaml").write_text(policy)
     argv = [sys.executable, "-m", "router", "serve", "--cwd", str(cwd), "--agent-dir", str(agent)]
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     full_env.update({"PI_CODING_AGENT_DIR": str(agent), "NO_PROXY": "127.0.0.1", **env})
@@ -148,7 +151,8 @@ def serve(tmp_path: Path, env: dict[str, str], events: list[dict[str, Any]], *,
         assert process.stdin is not None and process.stdout is not None
         reader = Reader(process.stdout)
         try:
-            process.stdin.write(protocol.encode({"id": 0, "method": "hello", "params": {"cwd": str(cwd)}}))
+            params = {"cwd": str(cwd), **(hello or {})}
+            process.stdin.write(protocol.encode({"id": 0, "method": "hello", "params": params}))
             process.stdin.flush()
             assert reader.answer()["id"] == 0
             for number, params in enumerate(events, start=1):
@@ -218,7 +222,9 @@ def test_the_resource_names_the_project_policy_and_packs_under_what_the_environm
     assert (resource["deployment.environment"], resource["team"]) == ("ci", "pay ments")
     assert resource["router.project.name"] == "proj"
     root = str((tmp_path / "proj").resolve()).encode()
-    assert resource["router.project.digest"] == hashlib.sha256(root).hexdigest()[:12]
+    keyed = project_identity(tmp_path / "proj", digest_key(tmp_path / "agent"))  # the log's key
+    unkeyed = hashlib.sha256(root).hexdigest()[:12]
+    assert resource["router.project.digest"] == (keyed or {})["digest"] != unkeyed
     span = attributes(receiver.spans[0].attributes)
     assert resource["router.policy.digest"] == span["router.policy"]
     assert resource["router.packs"] == ["default"]
@@ -308,3 +314,53 @@ def test_percent_encoded_resource_attributes_come_back_as_given(pairs: dict[str,
     found = resource_attributes({"OTEL_RESOURCE_ATTRIBUTES": text}, {})
     for key, value in pairs.items():
         assert found[key] == value  # encoded, even whitespace is kept
+
+
+PRICED_POLICY = """\
+version: 1
+provides:
+  prices:
+    team/mine: {input: 2, output: 8}
+    box/qwen: {local: true}
+rules:
+  - {id: turn, on: turn_end, do: [{notify: done}]}
+"""
+
+
+def turn(model: str, tokens: tuple[int, int]) -> dict[str, Any]:
+    usage = {"input": tokens[0], "output": tokens[1], "cacheRead": 0, "cacheWrite": 0, "cost": {"total": 9.9}}
+    return {"type": "turn_end", "payload": {"turnIndex": 0, "answeredBy": model, "usage": usage},
+            "ctx": {"cwd": "/w", "sessionId": "s-cost", "model": {"provider": "fake", "id": "m1"}}}
+
+
+def test_turns_and_their_cost_are_exported_by_model_and_price_source(tmp_path: Path,
+                                                                     receiver: Receiver) -> None:
+    """`router.turns` counts every answered turn by where its price came from (`unknown` when its
+    model has none); `router.cost` adds up the priced ones only, priced as the decision log does."""
+    models = [{"provider": "fake", "id": "cloud", "cost": {"input": 3, "output": 15, "cacheRead": 0,
+                                                           "cacheWrite": 0}},
+              {"provider": "fake", "id": "free", "cost": {"input": 0, "output": 0}}]
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_METRIC_EXPORT_INTERVAL": "600000"}
+    turns = [turn("fake/cloud", (1_000_000, 100_000)), turn("team/mine", (500_000, 0)),
+             turn("box/qwen", (10, 10)), turn("fake/free", (10, 10)), turn("fake/cloud", (0, 100_000))]
+    serve(tmp_path, env, turns, policy=PRICED_POLICY, hello={"models": models})
+    assert receiver.got_metrics.wait(30)  # flushed before shutdown was answered
+    metrics = {m.name: m for m in receiver.metrics}
+
+    def by(name: str) -> dict[tuple[str, str], float]:
+        points = metrics[name].sum.data_points
+        return {(attributes(p.attributes)["router.model"], attributes(p.attributes)["router.price_source"]):
+                (p.as_double if p.HasField("as_double") else p.as_int) for p in points}
+
+    assert by("router.turns") == {("fake/cloud", "registry"): 2, ("team/mine", "policy"): 1,
+                                  ("box/qwen", "local"): 1, ("fake/free", "unknown"): 1}
+    cost = by("router.cost")
+    assert set(cost) == {("fake/cloud", "registry"), ("team/mine", "policy"), ("box/qwen", "local")}
+    assert cost[("fake/cloud", "registry")] == pytest.approx(3.0 + 1.5 + 1.5)  # not Pi's 9.9 per turn
+    assert cost[("team/mine", "policy")] == pytest.approx(1.0) and cost[("box/qwen", "local")] == 0
+    assert metrics["router.cost"].unit == "USD"
+    records = [json.loads(line) for line in (tmp_path / "agent" / "router" / "log" / "decisions.jsonl")
+               .read_text().splitlines()]
+    assert [(r.get("cost"), r.get("price_source")) for r in records] == [
+        (pytest.approx(4.5), "registry"), (pytest.approx(1.0), "policy"), (0.0, "local"), (None, None),
+        (pytest.approx(1.5), "registry")]
