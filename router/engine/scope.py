@@ -66,6 +66,7 @@ class Signals(Mapping[str, Any]):
         self.tokens: dict[str, Hashable] = {}  # what each value is, for the memo's traces
         self._frames: list[list[tuple[str, Hashable]]] = []  # the signals each memoized computation reads
         self._vars_key: Hashable = None
+        self._path_keys: dict[tuple[str, ...], Hashable] = {}  # read from the scope, until a state write
 
     @property
     def scope(self) -> Mapping[str, Any]:
@@ -96,6 +97,7 @@ class Signals(Mapping[str, Any]):
 
         A signal that cannot read state is set aside with its failure instead: its next read gives
         back what computing it again would (and puts it back where that would)."""
+        self._path_keys.clear()
         volatile = state_dependent(self.policy)
         for name in [n for n in self.values if n not in self.provided]:
             spec = self.policy.signals.get(name)
@@ -146,7 +148,9 @@ class Signals(Mapping[str, Any]):
         token = self.tokens.get(name)
         if token is None:
             try:
-                token = ("v", freeze(self.values.get(name)), self.errors.get(name), self.codes.get(name))
+                frozen = freeze(self.values.get(name))
+                token = ("v", self.memo.intern(frozen) if self.memo else frozen, self.errors.get(name),
+                         self.codes.get(name))
             except Unfreezable:
                 token = ("once", object())  # never equal: what reads it is not reused
             self.tokens[name] = token
@@ -166,7 +170,7 @@ class Signals(Mapping[str, Any]):
         plan = memo.plan(spec)
         if plan is not None and self._vars_key is None:
             self._vars_key = memo.vars_key(self.scope.get("env"))
-        key = None if plan is None else memo.static_key(plan, self.scope, self._vars_key)
+        key = None if plan is None else memo.static_key(plan, self.scope, self._vars_key, self._path_keys)
         if key is None:
             return self._compute(spec)
         frame: list[tuple[str, Hashable]] = []

@@ -54,8 +54,10 @@ def freeze(value: Any) -> Hashable:
         return ("f", value)
     if kind is dict:
         return ("d", tuple((k, freeze(v)) for k, v in value.items()))
-    if kind is list or kind is tuple:
+    if kind is list:
         return ("l", tuple(freeze(v) for v in value))
+    if kind is tuple:
+        return ("t", tuple(freeze(v) for v in value))
     raise Unfreezable(kind.__name__)
 
 
@@ -110,6 +112,8 @@ class SignalMemo:
         self._roots: dict[tuple[str, Hashable], Node] = {}
         self._count = 0
         self._tokens = itertools.count(1)
+        self._numbers = itertools.count(1)
+        self._interned: dict[Hashable, Hashable] = {}
         self.hits = self.misses = 0
 
     def plan(self, spec: CompiledSignal) -> Plan | None:
@@ -124,15 +128,34 @@ class SignalMemo:
             return ()
         return tuple(sorted((n, freeze(env[n])) for n in self.policy.env_names if n in env))
 
-    def static_key(self, plan: Plan, scope: Mapping[str, Any], vars_key: Hashable) -> Hashable | None:
-        """The signal's static key in `scope`; None when it cannot be memoized for this scope."""
+    def static_key(self, plan: Plan, scope: Mapping[str, Any], vars_key: Hashable,
+                   seen: dict[tuple[str, ...], Hashable]) -> Hashable | None:
+        """The signal's static key in `scope`; None when it cannot be memoized for this scope.
+        `seen` holds the path keys already read from this scope (the caller forgets them when
+        the scope changes: a state write)."""
         if plan.bound and not plan.bound.isdisjoint(scope.keys()):
             return None
-        try:
-            key = tuple(path_key(scope, p) for p in plan.paths)
-        except Unfreezable:
-            return None
+        parts = []
+        for path in plan.paths:
+            part = seen.get(path, MISSING)
+            if part is MISSING:
+                try:
+                    part = seen[path] = self.intern(path_key(scope, path))
+                except Unfreezable:
+                    return None
+            parts.append(part)
+        key = tuple(parts)
         return (key, vars_key) if plan.reads_vars else key
+
+    def intern(self, frozen: Hashable) -> Hashable:
+        """A small stand-in for a frozen container (hashing a nested tuple again costs as much as
+        making it): equal values get the same number, never used for another value."""
+        if type(frozen) is not tuple:
+            return frozen
+        number = self._interned.get(frozen)
+        if number is None:
+            number = self._interned[frozen] = ("i", next(self._numbers))
+        return number
 
     def root(self, name: str, key: Hashable) -> Node | None:
         return self._roots.get((name, key))
@@ -141,8 +164,9 @@ class SignalMemo:
                  result: Result) -> int | None:
         """Keep `result`, reached by reading `trace` (dep, token) in order; its token, None when the
         trace disagrees with what is remembered (it cannot, for a pure signal: then not kept)."""
-        if self._count >= MAX_ENTRIES:
+        if self._count >= MAX_ENTRIES or len(self._interned) >= MAX_ENTRIES:
             self._roots.clear()
+            self._interned.clear()
             self._count = 0
         leaf = Leaf(result, next(self._tokens))
         slot: tuple[dict[Any, Node], Hashable] = (self._roots, (name, key))
