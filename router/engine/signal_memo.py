@@ -61,9 +61,11 @@ def freeze(value: Any) -> Hashable:
     raise Unfreezable(kind.__name__)
 
 
-def path_key(scope: Mapping[str, Any], path: tuple[str, ...]) -> Hashable:
+def path_key(scope: Mapping[str, Any], path: tuple[str, ...],
+             constants: Mapping[int, tuple[Any, Hashable]] | None = None) -> Hashable:
     """What reading `path` from `scope` depends on: the frozen value at its end, the field's absence,
-    or the first value on the way that is not an object (its fields are not read as such)."""
+    or the first value on the way that is not an object (its fields are not read as such).
+    `constants`: values the caller never changes, by identity, with their frozen form."""
     value: Any = scope
     for depth, part in enumerate(path):
         if type(value) is not dict:
@@ -71,6 +73,9 @@ def path_key(scope: Mapping[str, Any], path: tuple[str, ...]) -> Hashable:
         value = value.get(part, MISSING)
         if value is MISSING:
             return (depth, MISSING)
+    known = constants.get(id(value)) if constants else None
+    if known is not None and known[0] is value:
+        return known[1]
     return freeze(value)
 
 
@@ -114,6 +119,7 @@ class SignalMemo:
         self._tokens = itertools.count(1)
         self._numbers = itertools.count(1)
         self._interned: dict[Hashable, Hashable] = {}
+        self._constants: dict[int, tuple[Any, Hashable]] = {}  # id -> (value, its interned form)
         self.hits = self.misses = 0
 
     def plan(self, spec: CompiledSignal) -> Plan | None:
@@ -121,6 +127,11 @@ class SignalMemo:
         if spec.name not in self._plans:
             self._plans[spec.name] = _plan(spec)
         return self._plans[spec.name]
+
+    def constant(self, value: Any) -> None:
+        """Declare a value the caller never changes in place (the replay's model catalog, in every
+        event): it is frozen once, not at every evaluation that reads it."""
+        self._constants[id(value)] = (value, self.intern(freeze(value)))
 
     def vars_key(self, env: Any) -> Hashable:
         """The env values the policy's vars resolve from (router/engine/vars_memo.py's key)."""
@@ -140,7 +151,7 @@ class SignalMemo:
             part = seen.get(path, MISSING)
             if part is MISSING:
                 try:
-                    part = seen[path] = self.intern(path_key(scope, path))
+                    part = seen[path] = self.intern(path_key(scope, path, self._constants))
                 except Unfreezable:
                     return None
             parts.append(part)

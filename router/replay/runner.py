@@ -125,6 +125,8 @@ class Replayer:
         self.vars_memo = VarsMemo(policy)  # vars resolved once: every replayed event has the same env
         # expression signals computed once per distinct input (router/engine/signal_memo.py)
         self.signal_memo = SignalMemo(policy) if memo else None
+        if self.signal_memo is not None:  # the catalog: in every event, never changed, frozen once
+            self.signal_memo.constant(self.models)
 
     def run(self, session: SessionFile) -> SessionRun:
         result = SessionRun(session.id, session.path, problems=list(session.problems),
