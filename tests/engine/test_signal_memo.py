@@ -214,3 +214,17 @@ def test_the_corpus_evaluated_again_takes_its_signals_from_the_memo(
     again = [_finish(policy, doc, memo) for doc in events]
     assert again == first == [_finish(policy, doc, None) for doc in events]
     assert memo.misses == computed  # nothing computed again
+
+
+def test_a_declared_constant_is_frozen_once_and_keys_like_its_value(tmp_path: Path, calls: list[Any]) -> None:
+    policy = compile_ok(tmp_path, POLICY)
+    memo = SignalMemo(policy)
+    catalog = {"fake/a": {"id": "a"}}
+    memo.constant(catalog)
+    seen: dict[tuple[str, ...], Any] = {}
+    plan = memo.plan(policy.signals["cwd_name"])
+    assert plan is not None
+    declared = path_key({"models": catalog}, ("models",), memo._constants)
+    assert declared == memo.intern(freeze({"fake/a": {"id": "a"}}))  # an equal value: the same key
+    assert path_key({"models": {"fake/a": {"id": "b"}}}, ("models",), memo._constants) != declared
+    assert memo.static_key(plan, _input("a"), (), seen) == memo.static_key(plan, _input("a"), (), {})
