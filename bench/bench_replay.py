@@ -15,7 +15,10 @@ Printed per pass: wall time, CPU time (this process and its workers), events/s b
 per core (by CPU time), and the ratio of its wall time to the parse-only pass's. The totals of
 every replay pass are checked to be the same. Default policy: the three packs
 (`use: [decision, deepseek, cuttle]`). `--bare` also times a bare loop of
-`router.engine.interpreter.evaluate` over the evaluated events.
+`router.engine.interpreter.evaluate` over the evaluated events. `--memo` also times the runner
+alone (the sessions already read) without and with its signal memo (router/engine/signal_memo.py),
+three alternating passes each, and prints the best CPU time of each and their ratio; the decision
+records of both are checked to be the same.
 """
 
 from __future__ import annotations
@@ -132,6 +135,23 @@ def bare_loop(policy: CompiledPolicy, directory: Path) -> tuple[float, int]:
     return time.perf_counter() - start, len(seen)
 
 
+def memo_passes(policy: CompiledPolicy, directory: Path, rounds: int = 3) -> dict[bool, list[float]]:
+    """CPU seconds of `Replayer.run` over the corpus's sessions, signal memo off and on, alternating."""
+    sessions = [read_session(p) for p in session_paths([directory])]
+    seconds: dict[bool, list[float]] = {False: [], True: []}
+    records: dict[bool, list[Any]] = {}
+    for _ in range(rounds):
+        for memo in (False, True):
+            replayer = Replayer(policy, read_catalog(directory / "models.json"), memo=memo)
+            start = time.process_time()
+            runs = [replayer.run(s) for s in sessions]
+            seconds[memo].append(time.process_time() - start)
+            records[memo] = [{k: v for k, v in r.items() if k != "latency_ms"} for run in runs
+                             for r in run.records]
+    assert records[False] == records[True], "the signal memo changed a decision"
+    return seconds
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
@@ -139,6 +159,8 @@ def main() -> int:
     parser.add_argument("--policy", type=Path, default=None)
     parser.add_argument("--sessions", type=Path, default=ROOT / "examples" / "sessions")
     parser.add_argument("--bare", action="store_true", help="also time a bare interpreter loop")
+    parser.add_argument("--memo", action="store_true",
+                        help="also time the runner without and with its signal memo")
     args = parser.parse_args()
     policy = load_policy(args.policy)
     with tempfile.TemporaryDirectory(prefix="bench-replay-") as scratch:
@@ -159,6 +181,14 @@ def main() -> int:
                   f"({total['decisions']} evaluated, {total['sessions']} sessions) in {wall:.3f} s "
                   f"({used:.3f} s CPU) = {events / wall:,.0f} events/s, {events / used:,.0f} per CPU "
                   f"second; ratio to parse only {wall / parse_s:.1f}")
+        if args.memo:
+            passes, events = memo_passes(policy, directory), totals["events"] if totals else 0
+            best = {memo: min(times) for memo, times in passes.items()}
+            for memo, times in passes.items():
+                print(f"runner alone, signal memo {'on' if memo else 'off'}: CPU s "
+                      f"{', '.join(f'{t:.3f}' for t in times)}; best {events / best[memo]:,.0f} events "
+                      "per CPU second")
+            print(f"ratio of the best CPU times, memo off / on: {best[False] / best[True]:.2f}")
         if args.bare:
             bare_s, evaluated = bare_loop(policy, directory)
             print(f"bare interpreter loop: {evaluated} evaluations in {bare_s:.3f} s = "

@@ -25,6 +25,7 @@ from router.engine import rule_index
 from router.engine.decision import Decision, Effect, SignalOutcome
 from router.engine.firing import Firing, _refusal_params, _signal_request
 from router.engine.scope import SignalErrors, SignalNeeded, Signals, lookup, show_value
+from router.engine.signal_memo import SignalMemo
 from router.engine.trace import TraceEvent, Tracer
 from router.engine.vars_memo import VarsMemo
 from router.lang.budget import DRY_RUN_BUDGET, Budget, BudgetExceeded
@@ -45,6 +46,7 @@ def evaluate(
     tracer: Tracer | None = None,
     budget: Budget | None = None,
     vars_memo: VarsMemo | None = None,
+    signal_memo: SignalMemo | None = None,
 ) -> Decision:
     """Evaluate `event` against the policy's rules for its type.
 
@@ -52,10 +54,11 @@ def evaluate(
     passes one budget, from its event deadline, to every evaluation of the same event). When it
     runs out, the rules that fired keep their effects, guards fail closed, the rest are skipped and
     the decision carries an RT404 warning.
-    `vars_memo` remembers resolved vars across evaluations (the sidecar keeps one per policy).
+    `vars_memo` remembers resolved vars across evaluations (the sidecar keeps one per policy);
+    `signal_memo` expression signals, by what each reads (the replay runner keeps one per policy).
     """
     run = _Run(policy, event, state or {}, outcomes or {}, signal_values or {}, tracer,
-               vars_memo or policy)
+               vars_memo or policy, signal_memo)
     with (budget or Budget(DRY_RUN_BUDGET)).running() as active:
         return run.decide(active)
 
@@ -72,14 +75,16 @@ class _Run(Firing):
 
     def __init__(self, policy: CompiledPolicy, event: Mapping[str, Any], state: Mapping[str, Any],
                  outcomes: Mapping[str, SignalOutcome], values: Mapping[str, Any],
-                 tracer: Tracer | None, resolver: VarsMemo | CompiledPolicy) -> None:
+                 tracer: Tracer | None, resolver: VarsMemo | CompiledPolicy,
+                 memo: SignalMemo | None = None) -> None:
         self.policy = policy
         self.resolver = resolver
         self.event, self.values = event, values
         self.event_type = str(event.get("type", ""))
         self.initial_state = state
         self.state: dict[str, Any] = dict(state)
-        self.signals = Signals(policy, outcomes, values, self)
+        self.memo = memo
+        self.signals = Signals(policy, outcomes, values, self, memo)
         self.scope: dict[str, Any] = dict(event)
         self.scope["vars"] = resolver.vars_for(event.get("env") or {})
         self.scope["state"] = self.state
@@ -339,7 +344,7 @@ class _Run(Firing):
         except ExpressionError as exc:
             outcomes = {**self.signals.outcomes, name: SignalOutcome(error=f"request failed: {exc.message}")}
             return _Run(self.policy, self.event, self.initial_state, outcomes, self.values,
-                        self.tracer, self.resolver).decide(self.budget)
+                        self.tracer, self.resolver, self.memo).decide(self.budget)
         if self.tracer:
             self._trace("pending", rule, f"signal {name}: waiting for the executor ({spec.kind})", depth=1)
         return Decision(event_type=self.event_type, state=dict(self.initial_state), pending=request,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping
 from typing import Any, Protocol
 
 from router.compile.ir import CompiledPolicy, CompiledSignal
@@ -11,6 +11,7 @@ from router.diagnostics.code_names import SIGNAL_FAILED
 from router.diagnostics.errors import ExpressionError
 from router.engine.decision import SignalOutcome
 from router.engine.signal_deps import state_dependent
+from router.engine.signal_memo import Branch, Leaf, SignalMemo, Unfreezable, freeze
 from router.lang.expr.evaluator import Evaluator, run_expression
 from router.lang.expr.layered import Layered
 
@@ -45,10 +46,13 @@ class Signals(Mapping[str, Any]):
     computed at most once per event; expression signals that read state (router/engine/
     signal_deps.py) are computed again after a rule writes state, so they always reflect the state
     they read. The others are set aside and come back at their next read, as if computed again.
+    With a `memo` (router/engine/signal_memo.py), an expression signal whose inputs are the same as
+    at an earlier computation takes that computation's value and failure.
     """
 
     def __init__(self, policy: CompiledPolicy, outcomes: Mapping[str, SignalOutcome],
-                 values: Mapping[str, Any], run: EvaluationContext | None = None) -> None:
+                 values: Mapping[str, Any], run: EvaluationContext | None = None,
+                 memo: SignalMemo | None = None) -> None:
         self.policy = policy
         self.outcomes = outcomes
         self.provided = dict(values)
@@ -58,6 +62,11 @@ class Signals(Mapping[str, Any]):
         self.codes: dict[str, str] = {}  # the catalogued code of each failure in `errors`
         self._busy: set[str] = set()
         self._kept: dict[str, tuple[Any, str | None, str | None]] = {}  # set aside at a state write
+        self.memo = memo
+        self.tokens: dict[str, Hashable] = {}  # what each value is, for the memo's traces
+        self._frames: list[list[tuple[str, Hashable]]] = []  # the signals each memoized computation reads
+        self._vars_key: Hashable = None
+        self._path_keys: dict[tuple[str, ...], Hashable] = {}  # read from the scope, until a state write
 
     @property
     def scope(self) -> Mapping[str, Any]:
@@ -88,6 +97,7 @@ class Signals(Mapping[str, Any]):
 
         A signal that cannot read state is set aside with its failure instead: its next read gives
         back what computing it again would (and puts it back where that would)."""
+        self._path_keys.clear()
         volatile = state_dependent(self.policy)
         for name in [n for n in self.values if n not in self.provided]:
             spec = self.policy.signals.get(name)
@@ -109,6 +119,13 @@ class Signals(Mapping[str, Any]):
         return len(self.policy.signals)
 
     def get(self, name: str, default: Any = None) -> Any:
+        if self._frames and (name in self.values or name in self.policy.signals):
+            value = self._get(name, default)
+            self._note(name)
+            return value
+        return self._get(name, default)
+
+    def _get(self, name: str, default: Any) -> Any:
         if name in self.values:
             return self.values[name]
         if name in self._kept:
@@ -118,10 +135,71 @@ class Signals(Mapping[str, Any]):
             return default
         self._busy.add(name)
         try:
-            value = self._compute(spec)
+            value = self._compute(spec) if self.memo is None else self._remembered(spec, self.memo)
         finally:
             self._busy.discard(name)
         self.values[name] = value
+        return value
+
+    # --- the memo -----------------------------------------------------------------------------
+
+    def _token(self, name: str) -> Hashable:
+        """What the signal's value is: its memo entry, else its value and failure, frozen."""
+        token = self.tokens.get(name)
+        if token is None:
+            try:
+                frozen = freeze(self.values.get(name))
+                token = ("v", self.memo.intern(frozen) if self.memo else frozen, self.errors.get(name),
+                         self.codes.get(name))
+            except Unfreezable:
+                token = ("once", object())  # never equal: what reads it is not reused
+            self.tokens[name] = token
+        return token
+
+    def _note(self, name: str) -> None:
+        """The memoized computation in progress read signal `name`."""
+        frame = self._frames[-1]
+        if all(dep != name for dep, _ in frame):
+            frame.append((name, self._token(name)))
+
+    def _remembered(self, spec: CompiledSignal, memo: SignalMemo) -> Any:
+        """The signal from the memo when what it reads is what it read before, else computed (and
+        remembered)."""
+        name = spec.name
+        self.tokens.pop(name, None)
+        plan = memo.plan(spec)
+        if plan is not None and self._vars_key is None:
+            self._vars_key = memo.vars_key(self.scope.get("env"))
+        key = None if plan is None else memo.static_key(plan, self.scope, self._vars_key, self._path_keys)
+        if key is None:
+            return self._compute(spec)
+        frame: list[tuple[str, Hashable]] = []
+        self._frames.append(frame)
+        try:
+            node = memo.root(name, key)
+            while isinstance(node, Branch):  # read what the computation would read, in its order
+                self.get(node.dep)
+                node = node.next.get(self._token(node.dep))
+            if isinstance(node, Leaf):
+                memo.hits += 1
+                return self._hit(name, node)
+            frame.clear()
+            value = self._compute(spec)
+        finally:
+            self._frames.pop()
+        memo.misses += 1
+        token = memo.remember(name, key, frame, (value, self.errors.get(name), self.codes.get(name)))
+        if token is not None:
+            self.tokens[name] = token
+        return value
+
+    def _hit(self, name: str, leaf: Leaf) -> Any:
+        value, error, code = leaf.result
+        if error is not None:
+            self.errors[name] = error
+        if code is not None:
+            self.codes[name] = code
+        self.tokens[name] = leaf.token
         return value
 
     def _restore(self, name: str) -> Any:

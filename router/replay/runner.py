@@ -19,6 +19,7 @@ from router.compile.ir import CompiledPolicy
 from router.engine.choices import chosen_model, chosen_tier
 from router.engine.decision import Decision, Effect, SignalOutcome
 from router.engine.interpreter import evaluate
+from router.engine.signal_memo import SignalMemo
 from router.engine.vars_memo import VarsMemo
 from router.events.normalize import normalize, registry_facts
 from router.replay.failed_compactions import with_failed_compactions
@@ -105,7 +106,8 @@ class World:
 class Replayer:
     """Replays sessions against one policy; one instance per policy."""
 
-    def __init__(self, policy: CompiledPolicy, catalog: Catalog, log: DecisionLog | None = None) -> None:
+    def __init__(self, policy: CompiledPolicy, catalog: Catalog, log: DecisionLog | None = None, *,
+                 memo: bool = True) -> None:
         self.policy, self.catalog, self.log = policy, catalog, log or DecisionLog()
         catalog.declare(policy.prices)
         self.virtual = {f"{m.get('provider')}/{m.get('id')}": m for m in policy.virtual_models}
@@ -121,6 +123,10 @@ class Replayer:
         self.shadow_ids = frozenset(r.id for r in policy.rules if r.shadow)
         self.trusted = any(f.layer == "project" for f in policy.files)
         self.vars_memo = VarsMemo(policy)  # vars resolved once: every replayed event has the same env
+        # expression signals computed once per distinct input (router/engine/signal_memo.py)
+        self.signal_memo = SignalMemo(policy) if memo else None
+        if self.signal_memo is not None:  # the catalog: in every event, never changed, frozen once
+            self.signal_memo.constant(self.models)
 
     def run(self, session: SessionFile) -> SessionRun:
         result = SessionRun(session.id, session.path, problems=list(session.problems),
@@ -289,7 +295,7 @@ class _Session:
         policy, state = self.r.policy, self.world.state
         for _ in range(MAX_SIGNALS):
             decision = evaluate(policy, event, state=state, outcomes=outcomes, signal_values=values,
-                                vars_memo=self.r.vars_memo)
+                                vars_memo=self.r.vars_memo, signal_memo=self.r.signal_memo)
             if decision.pending is None:
                 return decision
             name = decision.pending.name
@@ -306,7 +312,7 @@ class _Session:
                 self.result.signals["fallback"] += 1
         exhausted = {n: SignalOutcome(error="too many signals") for n in policy.signals}
         return evaluate(policy, event, state=state, signal_values=values, vars_memo=self.r.vars_memo,
-                        outcomes={**outcomes, **exhausted})
+                        signal_memo=self.r.signal_memo, outcomes={**outcomes, **exhausted})
 
     def _apply(self, effect: Effect, step: Step, turn: Turn, *, follow: bool) -> None:
         world, params = self.world, effect.params
