@@ -41,8 +41,8 @@ from router.compile.compiler import compile_files  # noqa: E402
 from router.compile.ir import CompiledPolicy  # noqa: E402
 from router.engine.decision import SignalOutcome  # noqa: E402
 from router.engine.interpreter import evaluate  # noqa: E402
+from router.load.prices import read_catalog  # noqa: E402
 from router.replay import runner  # noqa: E402
-from router.replay.prices import read_catalog  # noqa: E402
 from router.replay.runner import Replayer  # noqa: E402
 from router.replay.session_file import read_session, session_paths  # noqa: E402
 from router.replay.sources import gather, replay_all  # noqa: E402

@@ -113,7 +113,7 @@ def _catalog(models: Path | None) -> Catalog:
     (a note on stderr when that policy does not compile: the registry's prices alone then)."""
     from router.commands.replay import load_policy
     from router.load.paths import agent_dir
-    from router.replay.prices import read_catalog
+    from router.load.prices import read_catalog
 
     catalog = read_catalog(models or agent_dir() / "models.json")
     policy, _ = load_policy([])

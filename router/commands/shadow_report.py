@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from router.commands.log import SessionIds
+from router.load.prices import Catalog, usd
 from router.replay.log_files import actions_of
-from router.replay.prices import Catalog
 from router.replay.report_data import TURN_EVENT, TurnRow, log_turns
 from router.replay.report_html import cut_field
-from router.replay.summary import Money, usd
+from router.replay.summary import Money
 
 PROMPT_CHARS = 80
 MAX_EXAMPLES = 5  # per rule

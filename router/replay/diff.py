@@ -9,8 +9,9 @@ from typing import Any
 
 from router.compile.policy_changes import PolicyChanges, render_lines
 from router.compile.policy_changes import render_markdown as policy_markdown
+from router.load.prices import usd
 from router.replay.runner import SessionRun, Turn
-from router.replay.summary import Money, usd
+from router.replay.summary import Money
 
 ASPECTS = ("model", "tools", "compaction", "answers", "blocked")
 

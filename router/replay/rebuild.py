@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from router.replay.prices import Tokens
+from router.load.prices import Tokens
 from router.replay.session_file import Entry, SessionFile
 
 ANSWER, MODEL, THINKING = "@answer", "@model", "@thinking"

@@ -18,8 +18,8 @@ from datetime import datetime
 from pathlib import PurePath
 from typing import Any
 
+from router.load.prices import Catalog, Tokens
 from router.replay.log_files import actions_of, record_time
-from router.replay.prices import Catalog, Tokens
 from router.replay.runner import SessionRun
 from router.replay.session_file import SessionFile
 

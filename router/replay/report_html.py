@@ -14,10 +14,11 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from router.load.prices import usd
 from router.replay.log_files import fired_ids, record_time, shadow_ids
 from router.replay.report_data import Figures, TurnRow
 from router.replay.report_svg import bars, line
-from router.replay.summary import Money, usd
+from router.replay.summary import Money
 
 SLOWEST = 10
 PROMPT_CHARS = 80  # a prompt is shown (when the log keeps it) cut to this

@@ -22,9 +22,9 @@ from router.engine.interpreter import evaluate
 from router.engine.signal_memo import SignalMemo
 from router.engine.vars_memo import VarsMemo
 from router.events.normalize import normalize, registry_facts
+from router.load.prices import Catalog, Tokens
 from router.replay.failed_compactions import with_failed_compactions
 from router.replay.log_reader import DecisionLog, Record
-from router.replay.prices import Catalog, Tokens
 from router.replay.rebuild import ANSWER, MODEL, THINKING, Step, declared_tools, rebuild
 from router.replay.session_file import Problem, SessionFile
 

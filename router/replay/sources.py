@@ -9,9 +9,9 @@ from pathlib import Path
 from router.compile.ir import CompiledPolicy
 from router.load.paths import agent_dir as default_agent_dir
 from router.load.paths import log_files
+from router.load.prices import Catalog, read_catalog
 from router.replay import parallel
 from router.replay.log_reader import DecisionLog, read_logs
-from router.replay.prices import Catalog, read_catalog
 from router.replay.progress import Progress
 from router.replay.runner import Replayer, SessionRun
 from router.replay.session_file import Problem, SessionFile, log_paths_in, read_session, session_paths

@@ -7,8 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from router.replay.prices import Catalog, Tokens
-from router.replay.prices import usd as usd  # where the replay's modules import it
+from router.load.prices import Catalog, Tokens, usd
 from router.replay.runner import SOURCES, SessionRun, Turn
 
 

@@ -12,11 +12,12 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from router.load.prices import usd
 from router.replay.render import SIGNAL_WORDS, _counts, _problems, _read_line, _share
 from router.replay.report_html import MAX_ROWS, cut_field
 from router.replay.runner import SessionRun
 from router.replay.sources import Inputs
-from router.replay.summary import Summary, usd
+from router.replay.summary import Summary
 
 
 def changed_turns(runs: list[SessionRun]) -> int:

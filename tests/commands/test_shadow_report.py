@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from router.commands.shadow_report import NO_PROMPT, outcome, render_text, shadow_stats
-from router.replay.prices import Catalog
+from router.load.prices import Catalog
 from tests.commands.test_log_cli import record, router, write_log
 
 CATALOG = Catalog({"cloud/big": {"cost": {"input": 2, "output": 10}},

@@ -150,8 +150,8 @@ def _pack_policy(tmp_path: Path) -> CompiledPolicy:
 
 def _corpus_events(policy: CompiledPolicy) -> list[dict[str, Any]]:
     """The normalized events the replay of examples/sessions evaluates."""
+    from router.load.prices import read_catalog
     from router.replay import runner
-    from router.replay.prices import read_catalog
     from router.replay.session_file import read_session, session_paths
 
     seen: list[dict[str, Any]] = []

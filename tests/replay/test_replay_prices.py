@@ -1,4 +1,4 @@
-"""router.replay.prices: each turn's price and where it comes from (the registry, or being local)."""
+"""Pricing as the replay uses it (router/load/prices.py): each turn's price and its source."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from router.replay.prices import Catalog, Tokens, read_catalog
+from router.load.prices import Catalog, Tokens, read_catalog
 from router.replay.summary import Money
 
 PRICED = {"input": 3, "output": 15, "cacheRead": 0, "cacheWrite": 0}

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from router.engine.choices import chosen_model
-from router.replay.prices import Catalog
+from router.load.prices import Catalog
 from router.replay.report_data import from_log, log_turns, project_name
 from router.replay.report_svg import nice_ticks
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from router.replay.prices import Catalog
+from router.load.prices import Catalog
 from router.replay.report_data import from_log
 from router.replay.report_html import render
 from tests.commands.test_log_cli import record, router, write_log

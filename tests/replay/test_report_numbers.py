@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from router.replay.prices import Catalog
+from router.load.prices import Catalog
 from router.replay.report_data import from_log
 from router.replay.report_html import render
 from router.replay.report_svg import nice_ticks

@@ -21,8 +21,8 @@ from router.commands.install import bridge_text
 from router.diagnostics.errors import SourceError
 from router.engine.decision import Decision, Effect
 from router.load.file_reading import read_text
+from router.load.prices import Catalog
 from router.load.source import parse_source
-from router.replay.prices import Catalog
 from router.replay.report_data import from_log
 from router.replay.report_html import FIELD_CHARS, MAX_ROWS, render
 from router.replay.session_file import read_session
