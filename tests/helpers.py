@@ -163,3 +163,19 @@ def assert_group_gone(pgid: int) -> None:
     finally:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
+
+
+def record_calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Register the expression function `count_calls(x) -> x` for one test, recording every call
+    (each computation of a signal that uses it); the list of values it was called with."""
+    from router.lang.functions import FUNCTIONS, Function
+
+    seen: list[Any] = []
+
+    def count_calls(value: Any) -> Any:
+        seen.append(value)
+        return value
+
+    monkeypatch.setitem(FUNCTIONS, "count_calls",
+                        Function("count_calls", count_calls, 1, 1, "Record a call.", "count_calls(1) == 1"))
+    return seen

@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from router.engine.signal_deps import state_dependent
-from router.lang.functions import FUNCTIONS, Function
-from tests.helpers import compile_ok, decide, texts
+from tests.helpers import compile_ok, decide, record_calls, texts
 
 POLICY = """
 vars: {base: 2}
@@ -48,16 +47,8 @@ rules:
 
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """`count_calls(x) -> x`, recording every call."""
-    seen: list[Any] = []
-
-    def count_calls(value: Any) -> Any:
-        seen.append(value)
-        return value
-
-    monkeypatch.setitem(FUNCTIONS, "count_calls",
-                        Function("count_calls", count_calls, 1, 1, "Record a call.", "count_calls(1) == 1"))
-    return seen
+    """`count_calls(x) -> x`, recording every call (tests/helpers.py)."""
+    return record_calls(monkeypatch)
 
 
 def test_signals_reading_state_directly_through_others_or_opaquely(tmp_path: Path, calls: list[Any]) -> None:

@@ -17,8 +17,7 @@ from router.compile.ir import CompiledPolicy
 from router.engine.decision import Decision, SignalOutcome
 from router.engine.interpreter import evaluate
 from router.engine.signal_memo import MISSING, SignalMemo, Unfreezable, freeze, path_key
-from router.lang.functions import FUNCTIONS, Function
-from tests.helpers import compile_ok, event, texts
+from tests.helpers import compile_ok, event, record_calls, texts
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,16 +38,8 @@ rules:
 
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """`count_calls(x) -> x`, recording every call (each computation of a signal that uses it)."""
-    seen: list[Any] = []
-
-    def count_calls(value: Any) -> Any:
-        seen.append(value)
-        return value
-
-    monkeypatch.setitem(FUNCTIONS, "count_calls",
-                        Function("count_calls", count_calls, 1, 1, "Record a call.", "count_calls(1) == 1"))
-    return seen
+    """`count_calls(x) -> x`, recording every call (tests/helpers.py)."""
+    return record_calls(monkeypatch)
 
 
 def _input(text: str, cwd: str = "/p", **fields: Any) -> dict[str, Any]:
