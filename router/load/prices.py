@@ -166,10 +166,14 @@ def usd(value: float) -> str:
 
 def read_catalog(path: Path) -> Catalog:
     """Pi's models.json (`{providers: {name: {baseUrl, models: [...]}}}`); empty when absent or
-    unreadable (prices then stay unknown)."""
+    unreadable (prices then stay unknown). Read bounded, a regular file only: a FIFO or a device
+    there cannot block the sidecar that prices live turns."""
+    from router.diagnostics.errors import SourceError
+    from router.load.file_reading import read_text
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_text(path))
+    except (SourceError, OSError, ValueError):
         return Catalog()
     catalog = Catalog(source=str(path))
     providers = data.get("providers") if isinstance(data, dict) else None

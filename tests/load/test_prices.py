@@ -4,13 +4,15 @@ models.json reading is tests/replay/test_replay_prices.py)."""
 from __future__ import annotations
 
 import math
+import os
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from router.events.normalize import model_catalog
-from router.load.prices import PRICE_SOURCES, Catalog, Tokens, usd
+from router.load.prices import PRICE_SOURCES, Catalog, Tokens, read_catalog, usd
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers(-10, 10**9)
                     | st.floats(-1e12, 1e12) | st.sampled_from([math.nan, math.inf, -math.inf])
@@ -48,3 +50,12 @@ def test_any_event_catalog_prices_a_turn_or_says_it_cannot(models: dict[str, Any
 
 def test_usd_shows_fractions_of_a_cent() -> None:
     assert (usd(0.0), usd(1.23456), usd(0.0042)) == ("$0.0000", "$1.2346", "$0.004200")
+
+
+def test_a_models_json_that_is_a_fifo_or_too_large_is_no_catalog_and_never_blocks(tmp_path: Path) -> None:
+    fifo = tmp_path / "models.json"
+    os.mkfifo(fifo)  # nobody writes: an unbounded read would wait for ever
+    assert read_catalog(fifo).local_providers == set() and read_catalog(fifo).source is None
+    big = tmp_path / "big.json"
+    big.write_text('{"providers": {}, "pad": "' + "x" * (5 * 1024 * 1024) + '"}')
+    assert read_catalog(big).source is None
