@@ -1,9 +1,13 @@
 """`tsc --noEmit` (strict, `checkJs`) over the bridge and its unit tests, against the installed Pi's types.
 
 The bridge is JavaScript (router/bridge/*.mjs, what Pi loads) with JSDoc types; its types-only
-declarations are `.d.ts` files, which `skipLibCheck` would skip: a second check, through
-TypeScript's API with `skipLibCheck` off, asks for the diagnostics of this project's files only
-(checking every declaration file of Pi's packages as well took three times as long, 82 s of CPU).
+declarations are `.d.ts` files, which the shipped `skipLibCheck` skips. One TypeScript program,
+built once for the module through TypeScript's API with `skipLibCheck` off, answers both
+questions: what `tsc --noEmit` with the shipped config reports (the program's own diagnostics and
+those of every file that is not a declaration file: what `skipLibCheck` leaves checked), and what
+a check without `skipLibCheck` says about this project's own declaration files. Building the
+program (1,557 files, Pi's packages and Node's types) is half of a `tsc` run; two runs built it
+twice. Pi's own declaration files are not checked (all of them: three times the work, 82 s of CPU).
 
 The shipped router/bridge/tsconfig.json names no path of this machine: a temporary tsconfig extends
 it with where the harness installed Pi's packages and Node's types.
@@ -14,6 +18,9 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.bridge_node import BRIDGE_DIR, TESTS_DIR, node_install, run_node
 from tests.e2e.pi_harness import PiInstall
@@ -37,17 +44,13 @@ def typecheck_config(tmp_path: Path, install: PiInstall) -> Path:
     return path
 
 
-def test_the_bridge_type_checks_strictly(tmp_path: Path, node_install: PiInstall) -> None:
-    config = typecheck_config(tmp_path, node_install)
-    done = run_node(node_install, str(node_install.tsc), "--noEmit", "-p", str(config), "--pretty", "false")
-    assert (done.returncode, done.stdout + done.stderr) == (0, ""), \
-        f"tsc found problems:\n{done.stdout}{done.stderr}"
-
-
-# The diagnostics of this project's own files (every one outside node_modules), from TypeScript's
-# API with skipLibCheck off: what `tsc --skipLibCheck false` reports about them, without checking
-# every declaration file of Pi's packages too (three times the work of the first run).
-OWN_DIAGNOSTICS = r"""
+# One program with skipLibCheck off. `checked` is what `tsc --noEmit` reports with the shipped
+# config (skipLibCheck on): the config's, the options' and the global diagnostics, every file's
+# syntax, and the semantic diagnostics of every file that is not a declaration file (skipLibCheck
+# skips all of those; a file's own check does not depend on it). `declarations` are this project's
+# own declaration files (every one outside node_modules), `declared` their semantic diagnostics:
+# what `tsc --skipLibCheck false` says about them, without checking Pi's.
+DIAGNOSTICS = r"""
 const ts = (await import(process.argv[1])).default;
 const parsed = ts.getParsedCommandLineOfConfigFile(process.argv[2], { skipLibCheck: false }, {
 	...ts.sys,
@@ -55,26 +58,48 @@ const parsed = ts.getParsedCommandLineOfConfigFile(process.argv[2], { skipLibChe
 		throw new Error(ts.flattenDiagnosticMessageText(d.messageText, "\n"));
 	},
 });
-const program = ts.createProgram({ rootNames: parsed.fileNames, options: parsed.options });
-const own = program.getSourceFiles().filter((f) => !f.fileName.split("/").includes("node_modules"));
-const diagnostics = [...parsed.errors, ...program.getOptionsDiagnostics(), ...program.getGlobalDiagnostics(),
-	...own.flatMap((f) => [...program.getSyntacticDiagnostics(f), ...program.getSemanticDiagnostics(f)])];
+const program = ts.createProgram({ rootNames: parsed.fileNames, options: parsed.options,
+	configFileParsingDiagnostics: ts.getConfigFileParsingDiagnostics(parsed) });
+const files = program.getSourceFiles();
+const own = files.filter((f) => f.isDeclarationFile && !f.fileName.split("/").includes("node_modules"));
+const checked = [...program.getConfigFileParsingDiagnostics(), ...program.getOptionsDiagnostics(),
+	...program.getSyntacticDiagnostics(), ...program.getGlobalDiagnostics(),
+	...files.filter((f) => !f.isDeclarationFile).flatMap((f) => program.getSemanticDiagnostics(f))];
+const declared = own.flatMap((f) => program.getSemanticDiagnostics(f));
 const host = { getCanonicalFileName: (f) => f, getCurrentDirectory: ts.sys.getCurrentDirectory,
 	getNewLine: () => "\n" };
-const declarations = own.filter((f) => f.isDeclarationFile).map((f) => f.fileName);
-process.stdout.write(JSON.stringify({ declarations, problems: ts.formatDiagnostics(diagnostics, host) }));
+process.stdout.write(JSON.stringify({
+	sources: files.filter((f) => !f.isDeclarationFile).map((f) => f.fileName),
+	declarations: own.map((f) => f.fileName),
+	checked: ts.formatDiagnostics(checked, host),
+	declared: ts.formatDiagnostics(declared, host),
+}));
 """
 
 
-def test_the_bridge_s_own_declarations_type_check(tmp_path: Path, node_install: PiInstall) -> None:
-    config = typecheck_config(tmp_path, node_install)
+@pytest.fixture(scope="module")
+def diagnostics(tmp_path_factory: pytest.TempPathFactory, node_install: PiInstall) -> dict[str, Any]:
+    """The one program's diagnostics (see DIAGNOSTICS), built once for this module."""
+    config = typecheck_config(tmp_path_factory.mktemp("tsc"), node_install)
     typescript = node_install.tsc.parent.parent / "lib" / "typescript.js"
-    done = run_node(node_install, "--input-type=module", "-e", OWN_DIAGNOSTICS, typescript.as_uri(),
-                    str(config))
+    done = run_node(node_install, "--input-type=module", "-e", DIAGNOSTICS, typescript.as_uri(), str(config))
     assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout)
-    assert {Path(name).name for name in found["declarations"]} >= {"types.d.ts", "actions.d.ts"}
-    assert found["problems"] == "", "tsc found problems in the bridge's declarations:\n" + found["problems"]
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+def test_the_bridge_type_checks_strictly(diagnostics: dict[str, Any]) -> None:
+    checked = {Path(name) for name in diagnostics["sources"]}
+    tests = [path for path in TESTS_DIR.glob("*.ts") if not path.name.endswith(".d.ts")]
+    expected = {*BRIDGE_DIR.glob("*.mjs"), *tests}
+    assert {p.resolve() for p in expected} <= {p.resolve() for p in checked}
+    assert diagnostics["checked"] == "", "tsc found problems:\n" + diagnostics["checked"]
+
+
+def test_the_bridge_s_own_declarations_type_check(diagnostics: dict[str, Any]) -> None:
+    assert {Path(name).name for name in diagnostics["declarations"]} >= {"types.d.ts", "actions.d.ts"}
+    problems = diagnostics["declared"]
+    assert problems == "", "tsc found problems in the bridge's declarations:\n" + problems
 
 
 def test_the_bridge_is_javascript_with_checked_types() -> None:
