@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -57,12 +58,26 @@ def build_wheel(tmp: Path) -> Path:
 
 
 def fresh_venv(tmp: Path, wheel: Path) -> Path:
-    """A new venv with the wheel installed, no extras; its `bin` directory."""
+    """A new venv with the wheel installed, no extras; its `bin` directory.
+
+    The venv is made without pip (ensurepip installing pip into it was a third of the test), and
+    this interpreter's pip installs into it (`--python`): the wheel's own metadata still says what
+    is installed beside it, resolved afresh from the machine's pip configuration. `--no-compile`:
+    the tool compiles what it imports when it runs, not every module of its dependencies.
+    """
     venv = tmp / "tool"
-    run([sys.executable, "-m", "venv", str(venv)])
-    run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "-c", str(ROOT / "constraints.txt"),
-         str(wheel)])
+    run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet",
+         "--no-compile", "-c", str(ROOT / "constraints.txt"), str(wheel)])
     return venv / "bin"
+
+
+# The names of the distributions installed in the venv whose python runs it, normalized (PEP 503).
+LIST_DISTRIBUTIONS = """
+import importlib.metadata, json, re
+names = {re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower() for d in importlib.metadata.distributions()}
+print(json.dumps(sorted(names)))
+"""
 
 
 @pytest.fixture(scope="module")
@@ -71,19 +86,25 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
+def unconditional_requirements(wheel: Path) -> set[str]:
+    """The normalized names the wheel's METADATA requires without an extra."""
+    with zipfile.ZipFile(wheel) as archive:
+        [metadata] = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        requires = [line for line in archive.read(metadata).decode().splitlines()
+                    if line.startswith("Requires-Dist:")]
+    return {re.sub(r"[-_.]+", "-", re.split(r"[\s<>=!~;\[(]", line.split(":", 1)[1].strip())[0]).lower()
+            for line in requires if "extra ==" not in line}
+
+
 def test_the_wheel_holds_the_bridge_and_the_packs_and_no_test_dependency(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
-        [metadata] = [n for n in names if n.endswith(".dist-info/METADATA")]
-        requires = [line for line in archive.read(metadata).decode().splitlines()
-                    if line.startswith("Requires-Dist:")]
     bridge = {p.name for p in (ROOT / "router" / "bridge").glob("*.mjs")}
     packs = {p.name for p in (ROOT / "rules").glob("*.yaml")}
     assert {f"router/bridge/{n}" for n in bridge} | {"router/bridge/package.json"} <= names
     assert {f"router/packs/{n}" for n in packs} <= names
     assert not any(n.startswith(("tests/", "bench/", "examples/")) for n in names)
-    unconditional = {line.split()[1].split(">")[0].split(";")[0]
-                     for line in requires if "extra ==" not in line}
+    unconditional = unconditional_requirements(wheel)
     assert unconditional and not unconditional & TEST_ONLY, unconditional
 
 
@@ -91,9 +112,10 @@ def test_router_install_from_the_wheel_then_plain_pi_routes(tmp_path: Path, whee
                                                            fake_provider: FakeProvider,
                                                            pi_install: PiInstall) -> None:
     tool_bin = fresh_venv(tmp_path, wheel)
-    listed = run([str(tool_bin / "python"), "-m", "pip", "list", "--format", "json"]).stdout
-    installed = {entry["name"].lower() for entry in json.loads(listed)}
+    listed = run([str(tool_bin / "python"), "-I", "-c", LIST_DISTRIBUTIONS]).stdout
+    installed = set(json.loads(listed))
     assert "pi-policy-router" in installed and not installed & TEST_ONLY, sorted(installed)
+    assert unconditional_requirements(wheel) <= installed, sorted(installed)  # what the metadata declares
 
     agent = make_agent_dir(tmp_path, fake_provider, settings={"retry": {"enabled": False}})
     write_policy(agent / "router.yaml", """
