@@ -105,20 +105,33 @@ def test_rules_are_named_where_the_revision_has_them(team: TeamRepo) -> None:
     assert body["policy"]["vars"] == [] and body["changed"] == 0
 
 
-def test_a_policy_that_does_not_compile_or_cannot_be_read_exits_2(team: TeamRepo) -> None:
+# One test per case (each a `router` run of its own), so that the workers share them.
+UNREADABLE = {
+    "does-not-compile": (("main:team.yaml", "broken.yaml"), "broken.yaml does not compile"),
+    "no-such-revision": (("nope:team.yaml", "team.yaml"), "nope:team.yaml: no such revision 'nope'"),
+    "no-file-at-revision": (("main:missing.yaml", "team.yaml"),
+                            "main:missing.yaml: revision main has no file missing.yaml"),
+    "no-such-file": (("missing.yaml", "team.yaml"), "missing.yaml: no such policy file"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNREADABLE))
+def test_a_policy_that_does_not_compile_or_cannot_be_read_exits_2(team: TeamRepo, case: str) -> None:
     (team.path / "broken.yaml").write_text("version: 1\nrules: [{id: x, on: inptu, do: []}]\n")
-    for args, problem in [
-            (("main:team.yaml", "broken.yaml"), "broken.yaml does not compile"),
-            (("nope:team.yaml", "team.yaml"), "nope:team.yaml: no such revision 'nope'"),
-            (("main:missing.yaml", "team.yaml"), "main:missing.yaml: revision main has no file missing.yaml"),
-            (("missing.yaml", "team.yaml"), "missing.yaml: no such policy file")]:
-        code, out = diff(team, *args)
-        assert (code, problem in out) == (2, True), out
+    args, problem = UNREADABLE[case]
+    code, out = diff(team, *args)
+    assert (code, problem in out) == (2, True), out
+
+
+@pytest.mark.parametrize("given", ["no-sessions-found", "no-sessions-given"])
+def test_sessions_not_found_or_not_given_exit_2(team: TeamRepo, given: str) -> None:
     runner = as_project(team)
-    none = runner.router("diff", "main:team.yaml", "team.yaml", "--sessions", "nowhere")
-    assert none.returncode == 2 and "no Pi session files found in nowhere" in none.stdout
-    usage = runner.router("diff", "main:team.yaml", "team.yaml")
-    assert usage.returncode == 2 and "diff needs recorded sessions" in usage.stderr
+    if given == "no-sessions-found":
+        none = runner.router("diff", "main:team.yaml", "team.yaml", "--sessions", "nowhere")
+        assert none.returncode == 2 and "no Pi session files found in nowhere" in none.stdout
+    else:
+        usage = runner.router("diff", "main:team.yaml", "team.yaml")
+        assert usage.returncode == 2 and "diff needs recorded sessions" in usage.stderr
 
 
 def test_a_lock_bump_alone_shows_its_changed_decisions(tmp_path: Path, team: TeamRepo) -> None:
