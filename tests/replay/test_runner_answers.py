@@ -96,15 +96,26 @@ def test_answers_make_each_outcome_once_in_read_order_and_none_for_a_value(tmp_p
         answers["one"]
 
 
-def test_a_signal_recorded_with_its_value_is_still_given_as_a_value(tmp_path: Path) -> None:
+def test_a_signal_recorded_with_its_value_is_still_given_as_a_value(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     policy = _policy(tmp_path, SIGNALS)
+    evaluations: list[str] = []
+    evaluate = runner.evaluate
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        evaluations.append("evaluate")
+        return evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "evaluate", counted)
     replayer = Replayer(policy, gather([], agent=tmp_path / "agent").catalog)
     session = runner._Session(replayer, _empty_session(), SessionRun("s", "p"))
     event = {"type": "input", "text": "hi", "source": "interactive"}
     decision = session._decide(event, _record({"one": {"source": "live", "value": "v1"}}))
     assert [p["text"] for p in decision.actions("log")] == ["v1"]
     assert dict(session.result.signals) == {"fallback": 1, "recorded": 1}  # in the order they were read
+    assert len(evaluations) == 2  # again only for the value: `two` was answered where it was read
     assert session._decide(event, None).actions("log") == []
+    assert len(evaluations) == 3 and session.result.signals == {"fallback": 3, "recorded": 1}
 
 
 def test_more_signals_than_the_replay_allows_decide_as_the_stepwise_way(tmp_path: Path) -> None:
