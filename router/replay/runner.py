@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,16 +23,14 @@ from router.engine.signal_memo import SignalMemo
 from router.engine.vars_memo import VarsMemo
 from router.events.normalize import normalize, registry_facts
 from router.load.prices import Catalog, Tokens
+from router.replay.answers import Answers, give
 from router.replay.failed_compactions import with_failed_compactions
 from router.replay.log_reader import DecisionLog, Record
 from router.replay.rebuild import ANSWER, MODEL, THINKING, Step, declared_tools, rebuild
 from router.replay.session_file import Problem, SessionFile
 
-NOT_RECORDED = "not recorded in the decision log (replay): the fallback applies"
-RECORDED_FAILURE = "failed when recorded"
 MAX_SIGNALS = 16
 MODEL_ACTIONS = frozenset({"model", "set_model"})
-SOURCES = ("recorded", "recorded_failure", "fallback")
 
 
 @dataclass
@@ -290,11 +288,9 @@ class _Session:
                 "projectTrusted": self.r.trusted}
 
     def _decide(self, event: dict[str, Any], record: Record | None) -> Decision:
-        """The decision of `event`, every external signal the replay knows answered as it is read
-        (`_Answers`): the same decision as `_decide_stepwise`'s, without evaluating again after each
-        signal. A signal recorded with its value is still asked for (a provided value is not an
-        outcome); past MAX_SIGNALS signals, `_decide_stepwise` decides."""
-        answers = _Answers(self.r.policy, record)
+        """`_decide_stepwise`'s decision, each external signal answered where it is read
+        (router/replay/answers.py); one recorded with its value still asked for, as a value."""
+        answers = Answers(self.r.policy, record)
         values: dict[str, Any] = {}
         sources: list[str] = []
         policy, state = self.r.policy, self.world.state
@@ -307,18 +303,11 @@ class _Session:
                     break
                 self.result.signals.update(sources)
                 return decision
-            name = decision.pending.name
-            source, outcome = _known(record, name)
-            if outcome is None:
-                values[name] = record.signals[name]["value"] if record is not None else None
-            else:
-                answers.given[name] = outcome
-            sources.append(source)
+            sources.append(give(record, decision.pending.name, values, answers.given))
         return self._decide_stepwise(event, record)
 
     def _decide_stepwise(self, event: dict[str, Any], record: Record | None) -> Decision:
-        """The decision of `event`, evaluated again after each external signal it asks for, with
-        what the replay knows of that signal (the executor's way; `_decide` gives the same)."""
+        """The decision of `event`, evaluated again after each external signal it asks for."""
         outcomes: dict[str, SignalOutcome] = {}
         values: dict[str, Any] = {}
         policy, state = self.r.policy, self.world.state
@@ -327,13 +316,7 @@ class _Session:
                                 vars_memo=self.r.vars_memo, signal_memo=self.r.signal_memo)
             if decision.pending is None:
                 return decision
-            name = decision.pending.name
-            source, outcome = _known(record, name)
-            if outcome is None:
-                values[name] = record.signals[name]["value"] if record is not None else None
-            else:
-                outcomes[name] = outcome
-            self.result.signals[source] += 1
+            self.result.signals[give(record, decision.pending.name, values, outcomes)] += 1
         exhausted = {n: SignalOutcome(error="too many signals") for n in policy.signals}
         return evaluate(policy, event, state=state, signal_values=values, vars_memo=self.r.vars_memo,
                         signal_memo=self.r.signal_memo, outcomes={**outcomes, **exhausted})
@@ -365,60 +348,6 @@ class _Session:
             turn.answers.append(value if value is not None else params.get("text"))
         elif action == "block" and step.type == "tool_call":
             turn.blocked.append(str(step.payload.get("toolName")))
-
-
-def _known(record: Record | None, name: str) -> tuple[str, SignalOutcome | None]:
-    """What the replay knows of external signal `name` (its source in SOURCES) and the outcome it
-    gives; None for a value recorded as computed (given as a value: a stub of one is not)."""
-    recorded = record.signals.get(name) if record is not None else None
-    if recorded is not None and recorded.get("source") in ("live", "cache") and "value" in recorded \
-            and not recorded.get("redacted"):
-        return "recorded", None
-    if recorded is not None:
-        return "recorded_failure", SignalOutcome(error=str(recorded.get("error") or RECORDED_FAILURE))
-    return "fallback", SignalOutcome(error=NOT_RECORDED)
-
-
-class _Answers(Mapping[str, SignalOutcome]):
-    """The outcomes of one event's external signals as the replay knows them, each made when the
-    evaluation first reads it (the order `take` gives their sources in); a signal recorded with its
-    value has none here (it is given as a value)."""
-
-    def __init__(self, policy: CompiledPolicy, record: Record | None) -> None:
-        self.policy, self.record = policy, record
-        self.given: dict[str, SignalOutcome] = {}
-        self._read: list[str] = []
-
-    def get(self, name: str, default: Any = None) -> Any:
-        found = self.given.get(name)
-        if found is not None:
-            return found
-        spec = self.policy.signals.get(name)
-        if spec is None or not spec.external:
-            return default
-        source, outcome = _known(self.record, name)
-        if outcome is None:
-            return default
-        self.given[name] = outcome
-        self._read.append(source)
-        return outcome
-
-    def take(self) -> list[str]:
-        """The sources of the outcomes made since the last call, in the order they were read."""
-        read, self._read = self._read, []
-        return read
-
-    def __getitem__(self, name: str) -> SignalOutcome:
-        found = self.get(name)
-        if found is None:
-            raise KeyError(name)
-        return found  # type: ignore[no-any-return]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.given)
-
-    def __len__(self) -> int:
-        return len(self.given)
 
 
 def _tools(active: list[str], known: list[str], params: Mapping[str, Any]) -> list[str]:

@@ -1,4 +1,4 @@
-"""router.replay.runner answers an event's external signals as they are read (`_Answers`) instead
+"""router.replay.answers, and the runner answering an event's external signals as they are read instead
 of evaluating again after each one: the replay of examples/sessions, with their decision logs and
 without, gives the same records, turns and counts as the stepwise way (`_decide_stepwise`)."""
 
@@ -13,8 +13,9 @@ from router.compile.compiler import compile_files
 from router.compile.ir import CompiledPolicy
 from router.engine.decision import SignalOutcome
 from router.replay import runner
+from router.replay.answers import NOT_RECORDED, RECORDED_FAILURE, Answers, give, known
 from router.replay.log_reader import Record
-from router.replay.runner import MAX_SIGNALS, NOT_RECORDED, RECORDED_FAILURE, Replayer, SessionRun
+from router.replay.runner import MAX_SIGNALS, Replayer, SessionRun
 from router.replay.session_file import SessionFile
 from router.replay.sources import gather
 
@@ -63,13 +64,23 @@ def test_known_gives_a_recorded_value_as_a_value_and_the_rest_as_outcomes() -> N
     record = _record({"a": {"source": "live", "value": 1},
                       "b": {"source": "live", "value": 1, "redacted": True},
                       "c": {"source": "fallback", "error": "timed out"}, "d": {"source": "cache"}})
-    assert runner._known(record, "a") == ("recorded", None)
-    assert runner._known(record, "b") == ("recorded_failure", SignalOutcome(error=RECORDED_FAILURE))
-    assert runner._known(record, "c") == ("recorded_failure", SignalOutcome(error="timed out"))
-    assert runner._known(record, "d") == ("recorded_failure", SignalOutcome(error=RECORDED_FAILURE))
-    assert runner._known(record, "e") == ("fallback", SignalOutcome(error=NOT_RECORDED))
-    assert runner._known(None, "a") == ("fallback", SignalOutcome(error=NOT_RECORDED))
+    assert known(record, "a") == ("recorded", None)
+    assert known(record, "b") == ("recorded_failure", SignalOutcome(error=RECORDED_FAILURE))
+    assert known(record, "c") == ("recorded_failure", SignalOutcome(error="timed out"))
+    assert known(record, "d") == ("recorded_failure", SignalOutcome(error=RECORDED_FAILURE))
+    assert known(record, "e") == ("fallback", SignalOutcome(error=NOT_RECORDED))
+    assert known(None, "a") == ("fallback", SignalOutcome(error=NOT_RECORDED))
 
+
+
+def test_give_puts_a_recorded_value_in_the_values_and_anything_else_in_the_outcomes() -> None:
+    record = _record({"a": {"source": "cache", "value": [1]}, "c": {"source": "fallback", "error": "no"}})
+    values: dict[str, Any] = {}
+    outcomes: dict[str, SignalOutcome] = {}
+    assert [give(record, n, values, outcomes) for n in ("a", "c", "e")] == \
+        ["recorded", "recorded_failure", "fallback"]
+    assert values == {"a": [1]}
+    assert outcomes == {"c": SignalOutcome(error="no"), "e": SignalOutcome(error=NOT_RECORDED)}
 
 SIGNALS = """version: 1
 signals:
@@ -86,7 +97,7 @@ rules:
 
 def test_answers_make_each_outcome_once_in_read_order_and_none_for_a_value(tmp_path: Path) -> None:
     policy = _policy(tmp_path, SIGNALS)
-    answers = runner._Answers(policy, _record({"one": {"source": "live", "value": "v1"}}))
+    answers = Answers(policy, _record({"one": {"source": "live", "value": "v1"}}))
     assert answers.get("two") == SignalOutcome(error=NOT_RECORDED)
     assert answers.get("two") == SignalOutcome(error=NOT_RECORDED)
     assert answers.get("one") is None and answers.get("pure") is None and answers.get("nope", 5) == 5
