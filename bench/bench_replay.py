@@ -18,7 +18,10 @@ every replay pass are checked to be the same. Default policy: the three packs
 `router.engine.interpreter.evaluate` over the evaluated events. `--memo` also times the runner
 alone (the sessions already read) without and with its signal memo (router/engine/signal_memo.py),
 three alternating passes each, and prints the best CPU time of each and their ratio; the decision
-records of both are checked to be the same.
+records of both are checked to be the same. `--answers` also times the runner (memo on) deciding
+each event as the live executor does, evaluating again after each external signal it asks for
+(`_Session._decide_stepwise`), against answering the signals where they are read (`_decide`),
+three alternating passes each; the best CPU time of each, their ratio, and the records checked.
 """
 
 from __future__ import annotations
@@ -152,6 +155,29 @@ def memo_passes(policy: CompiledPolicy, directory: Path, rounds: int = 3) -> dic
     return seconds
 
 
+def answer_passes(policy: CompiledPolicy, directory: Path, rounds: int = 3) -> dict[bool, list[float]]:
+    """CPU seconds of `Replayer.run` over the corpus's sessions, deciding stepwise (False) and with
+    the signals answered where they are read (True), alternating."""
+    sessions = [read_session(p) for p in session_paths([directory])]
+    seconds: dict[bool, list[float]] = {False: [], True: []}
+    records: dict[bool, list[Any]] = {}
+    answered = runner._Session._decide
+    try:
+        for _ in range(rounds):
+            for answers in (False, True):
+                runner._Session._decide = answered if answers else runner._Session._decide_stepwise  # type: ignore[method-assign]
+                replayer = Replayer(policy, read_catalog(directory / "models.json"))
+                start = time.process_time()
+                runs = [replayer.run(s) for s in sessions]
+                seconds[answers].append(time.process_time() - start)
+                records[answers] = [{k: v for k, v in r.items() if k != "latency_ms"} for run in runs
+                                    for r in run.records]
+    finally:
+        runner._Session._decide = answered  # type: ignore[method-assign]
+    assert records[False] == records[True], "answering signals where they are read changed a decision"
+    return seconds
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
@@ -161,6 +187,8 @@ def main() -> int:
     parser.add_argument("--bare", action="store_true", help="also time a bare interpreter loop")
     parser.add_argument("--memo", action="store_true",
                         help="also time the runner without and with its signal memo")
+    parser.add_argument("--answers", action="store_true",
+                        help="also time the runner deciding stepwise and with signals answered as read")
     args = parser.parse_args()
     policy = load_policy(args.policy)
     with tempfile.TemporaryDirectory(prefix="bench-replay-") as scratch:
@@ -189,6 +217,14 @@ def main() -> int:
                       f"{', '.join(f'{t:.3f}' for t in times)}; best {events / best[memo]:,.0f} events "
                       "per CPU second")
             print(f"ratio of the best CPU times, memo off / on: {best[False] / best[True]:.2f}")
+        if args.answers:
+            passes, events = answer_passes(policy, directory), totals["events"] if totals else 0
+            best = {answers: min(times) for answers, times in passes.items()}
+            for answers, times in passes.items():
+                print(f"runner alone, {'signals answered as read' if answers else 'stepwise'}: CPU s "
+                      f"{', '.join(f'{t:.3f}' for t in times)}; best {events / best[answers]:,.0f} events "
+                      "per CPU second")
+            print(f"ratio of the best CPU times, stepwise / answered: {best[False] / best[True]:.2f}")
         if args.bare:
             bare_s, evaluated = bare_loop(policy, directory)
             print(f"bare interpreter loop: {evaluated} evaluations in {bare_s:.3f} s = "

@@ -56,8 +56,10 @@ def evaluate(
     the decision carries an RT404 warning.
     `vars_memo` remembers resolved vars across evaluations (the sidecar keeps one per policy);
     `signal_memo` expression signals, by what each reads (the replay runner keeps one per policy).
+    `outcomes` is read only through `get`, and only when a rule reads the signal: a mapping that makes
+    an outcome on demand (the replay's) answers each signal where the evaluation needs it.
     """
-    run = _Run(policy, event, state or {}, outcomes or {}, signal_values or {}, tracer,
+    run = _Run(policy, event, state or {}, {} if outcomes is None else outcomes, signal_values or {}, tracer,
                vars_memo or policy, signal_memo)
     with (budget or Budget(DRY_RUN_BUDGET)).running() as active:
         return run.decide(active)

@@ -23,16 +23,14 @@ from router.engine.signal_memo import SignalMemo
 from router.engine.vars_memo import VarsMemo
 from router.events.normalize import normalize, registry_facts
 from router.load.prices import Catalog, Tokens
+from router.replay.answers import Answers, give
 from router.replay.failed_compactions import with_failed_compactions
 from router.replay.log_reader import DecisionLog, Record
 from router.replay.rebuild import ANSWER, MODEL, THINKING, Step, declared_tools, rebuild
 from router.replay.session_file import Problem, SessionFile
 
-NOT_RECORDED = "not recorded in the decision log (replay): the fallback applies"
-RECORDED_FAILURE = "failed when recorded"
 MAX_SIGNALS = 16
 MODEL_ACTIONS = frozenset({"model", "set_model"})
-SOURCES = ("recorded", "recorded_failure", "fallback")
 
 
 @dataclass
@@ -290,6 +288,26 @@ class _Session:
                 "projectTrusted": self.r.trusted}
 
     def _decide(self, event: dict[str, Any], record: Record | None) -> Decision:
+        """`_decide_stepwise`'s decision, each external signal answered where it is read
+        (router/replay/answers.py); one recorded with its value still asked for, as a value."""
+        answers = Answers(self.r.policy, record)
+        values: dict[str, Any] = {}
+        sources: list[str] = []
+        policy, state = self.r.policy, self.world.state
+        for _ in range(MAX_SIGNALS):
+            decision = evaluate(policy, event, state=state, outcomes=answers, signal_values=values,
+                                vars_memo=self.r.vars_memo, signal_memo=self.r.signal_memo)
+            sources += answers.take()
+            if decision.pending is None:
+                if len(sources) >= MAX_SIGNALS:
+                    break
+                self.result.signals.update(sources)
+                return decision
+            sources.append(give(record, decision.pending.name, values, answers.given))
+        return self._decide_stepwise(event, record)
+
+    def _decide_stepwise(self, event: dict[str, Any], record: Record | None) -> Decision:
+        """The decision of `event`, evaluated again after each external signal it asks for."""
         outcomes: dict[str, SignalOutcome] = {}
         values: dict[str, Any] = {}
         policy, state = self.r.policy, self.world.state
@@ -298,18 +316,7 @@ class _Session:
                                 vars_memo=self.r.vars_memo, signal_memo=self.r.signal_memo)
             if decision.pending is None:
                 return decision
-            name = decision.pending.name
-            recorded = record.signals.get(name) if record is not None else None
-            if recorded is not None and recorded.get("source") in ("live", "cache") and "value" in recorded \
-                    and not recorded.get("redacted"):  # a stub of the value is not the value
-                values[name] = recorded["value"]
-                self.result.signals["recorded"] += 1
-            elif recorded is not None:
-                outcomes[name] = SignalOutcome(error=str(recorded.get("error") or RECORDED_FAILURE))
-                self.result.signals["recorded_failure"] += 1
-            else:
-                outcomes[name] = SignalOutcome(error=NOT_RECORDED)
-                self.result.signals["fallback"] += 1
+            self.result.signals[give(record, decision.pending.name, values, outcomes)] += 1
         exhausted = {n: SignalOutcome(error="too many signals") for n in policy.signals}
         return evaluate(policy, event, state=state, signal_values=values, vars_memo=self.r.vars_memo,
                         signal_memo=self.r.signal_memo, outcomes={**outcomes, **exhausted})

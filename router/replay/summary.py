@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from router.load.prices import Catalog, Tokens, usd
-from router.replay.runner import SOURCES, SessionRun, Turn
+from router.replay.answers import SOURCES
+from router.replay.runner import SessionRun, Turn
 
 
 @dataclass
