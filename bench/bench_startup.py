@@ -1,6 +1,6 @@
 """CPU of one `router` process start, per command (figures printed, nothing asserted).
 
-Run: python bench/bench_startup.py [--runs 20] [--only version,lint,...]
+Run: python bench/bench_startup.py [--runs 20] [--only version,lint,...] [--against DIR]
 
 Each command runs `--runs` times as `python -m router ...` (what the console script runs) in a
 temporary project; its CPU (user + system, from the kernel's accounting of the waited child) is
@@ -8,7 +8,9 @@ the median over the runs, and the ratio is against `python -c pass` measured in 
 the figures compare across a noisy, shared machine. The sidecar (`serve`) starts, answers its
 `hello` and exits on end of input: once with a fresh agent directory each run (the policy
 compiled: the first session of a project, every end-to-end test) and once with the same one (the
-compiled policy from the cache: any later session).
+compiled policy from the cache: any later session). `--against DIR` (a checkout of another
+revision, e.g. `git archive main | tar -x -C DIR`) runs every case a second time with DIR first
+on PYTHONPATH, interleaved, and prints this tree's CPU as a ratio to that one's.
 """
 
 from __future__ import annotations
@@ -58,15 +60,17 @@ def serve(cwd: Path, agent: Callable[[], Path], env: dict[str, str]) -> Callable
     return run
 
 
-def cases(base: Path) -> dict[str, Callable[[], None]]:
+def cases(base: Path, against: Path | None = None) -> dict[str, Callable[[], None]]:
     work = base / "work"
-    work.mkdir()
+    work.mkdir(parents=True)
     (work / "empty.yaml").write_text(EMPTY)
     (work / "default.yaml").write_text(DEFAULT)
     (work / "event.json").write_text(json.dumps(EVENT))
     agents = base / "agents"
     agents.mkdir()
     env = {**os.environ, "PI_CODING_AGENT_DIR": str(agents / "cli"), "NO_COLOR": "1"}
+    if against is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(against), *filter(None, [os.environ.get("PYTHONPATH")])])
     counter = iter(range(10**6))
     same = agents / "same"
     same.mkdir()
@@ -94,19 +98,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--only", default="", help="comma-separated case names (pass always runs)")
+    parser.add_argument("--against", type=Path, help="another checkout to compare with (PYTHONPATH)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
-        table = cases(Path(tmp))
+        table = cases(Path(tmp) / "this")
+        other = cases(Path(tmp) / "other", args.against.resolve()) if args.against else {}
         wanted = {"pass", *filter(None, args.only.split(","))} if args.only else set(table)
         samples: dict[str, list[float]] = {name: [] for name in table if name in wanted}
+        theirs: dict[str, list[float]] = {name: [] for name in samples if other}
         for _ in range(args.runs):  # interleaved: a busy moment costs every case alike
             for name in samples:
                 samples[name].append(cpu_of(table[name]))
+                if other:
+                    theirs[name].append(cpu_of(other[name]))
     floor = statistics.median(samples["pass"])
-    print(f"CPU per start, median of {args.runs} (user + system ms; x = ratio to `python -c pass`)")
+    print(f"CPU per start, median of {args.runs} (user + system ms; x = ratio to `python -c pass`"
+          + (f"; then {args.against}'s, and this tree's as a ratio to it)" if other else ")"))
     for name, values in samples.items():
         median = statistics.median(values)
-        print(f"  {name:14s} {median:7.1f} ms  {median / floor:5.1f}x")
+        line = f"  {name:14s} {median:7.1f} ms  {median / floor:5.1f}x"
+        if other:
+            base = statistics.median(theirs[name])
+            line += f"   against {base:7.1f} ms  {base / floor:5.1f}x   ratio {median / base:4.2f}"
+        print(line)
 
 
 if __name__ == "__main__":
