@@ -10,12 +10,15 @@ the figures compare across a noisy, shared machine. The sidecar (`serve`) starts
 compiled: the first session of a project, every end-to-end test) and once with the same one (the
 compiled policy from the cache: any later session). `--against DIR` (a checkout of another
 revision, e.g. `git archive main | tar -x -C DIR`) runs every case a second time with DIR first
-on PYTHONPATH, interleaved, and prints this tree's CPU as a ratio to that one's.
+on PYTHONPATH, interleaved, and prints this tree's CPU as a ratio to that one's. Both trees are
+byte-compiled first (`compileall`): with PYTHONDONTWRITEBYTECODE set, a tree without current
+.pyc files would pay the compilation of every module at every start.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import resource
@@ -100,6 +103,9 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated case names (pass always runs)")
     parser.add_argument("--against", type=Path, help="another checkout to compare with (PYTHONPATH)")
     args = parser.parse_args()
+    for tree in [Path(__file__).resolve().parent.parent / "router",
+                 *([args.against.resolve() / "router"] if args.against else [])]:
+        compileall.compile_dir(tree, quiet=1)
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
         table = cases(Path(tmp) / "this")
         other = cases(Path(tmp) / "other", args.against.resolve()) if args.against else {}
