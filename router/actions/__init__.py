@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Any
 from router.actions._registry import RUNS, ActionSpec, Describe, Runs, action, declared, registry, runner
 
 if TYPE_CHECKING:
-    ACTIONS: dict[str, ActionSpec]  # built on first access (module __getattr__)
+    from collections.abc import Mapping
+
+    ACTIONS: Mapping[str, ActionSpec]  # built on first access (module __getattr__)
 
 __all__ = ["RUNS", "ActionSpec", "Describe", "Runs", "action", "action_names", "declared", "registry",
            "runner"]

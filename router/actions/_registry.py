@@ -3,14 +3,15 @@
 An action is one file, `router/actions/<name>.py`: its `Params` class, its `@action(...)` describe
 function and, when the interpreter or the executor carries it out, its `run` handler. Importing the
 file declares the action without pydantic (the sidecar does that to find a handler, by the action's
-name); `registry()` imports every file and builds each parameter model (pydantic) on first use.
+name); `registry()` imports every file, and builds an action's parameter model (pydantic) the first
+time that action is looked up (a policy's compile builds the few it uses, not all).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -53,7 +54,6 @@ class Declared:
 
 
 _DECLARED: dict[str, Declared] = {}
-_ACTIONS: dict[str, ActionSpec] = {}
 _RUNNERS: dict[str, tuple[Runs, Any]] = {}
 
 
@@ -113,14 +113,40 @@ def declarations() -> dict[str, Declared]:
     return _DECLARED
 
 
-def registry() -> dict[str, ActionSpec]:
-    """Every action by name (the files are imported and the models built on the first call)."""
-    if not _ACTIONS:
-        from dataclasses import replace
+class Registry(Mapping[str, ActionSpec]):
+    """Every declared action by name, in name order; an action's `ActionSpec` (its parameters a
+    pydantic model) is built on its first lookup and kept."""
 
-        from router.actions._build import model_of
+    def __init__(self, declared: Mapping[str, Declared]) -> None:
+        self._declared = declared
+        self._built: dict[str, ActionSpec] = {}
 
-        for name, found in sorted(declarations().items()):
-            params: type[Params] = found.spec.params  # type: ignore[assignment]
-            _ACTIONS[name] = replace(found.spec, params=model_of(params))
-    return _ACTIONS
+    def __getitem__(self, name: str) -> ActionSpec:
+        if name not in self._built:
+            from dataclasses import replace
+
+            from router.actions._build import model_of
+
+            spec = self._declared[name].spec
+            params: type[Params] = spec.params  # type: ignore[assignment]
+            self._built[name] = replace(spec, params=model_of(params))
+        return self._built[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._declared
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._declared))
+
+    def __len__(self) -> int:
+        return len(self._declared)
+
+
+_REGISTRY: list[Registry] = []
+
+
+def registry() -> Registry:
+    """Every action by name (the files are imported on the first call, each model on its lookup)."""
+    if not _REGISTRY:
+        _REGISTRY.append(Registry(declarations()))
+    return _REGISTRY[0]

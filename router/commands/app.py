@@ -19,6 +19,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from router import __version__
+from router.commands.lean_params import install as install_lean
 from router.diagnostics.suggest import closest
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -109,7 +110,9 @@ def _format_example(command: Any, formatter: Any) -> None:
 
 
 def _parse_in(parse: Callable[[Any, list[str]], list[str]], ctx: Any, args: list[str]) -> list[str]:
-    """Run click's parser, attaching `ctx` to its usage errors (click leaves some without one)."""
+    """Run click's parser (the plain parameters coerced without pydantic: lean_params.py), attaching
+    `ctx` to its usage errors (click leaves some without one)."""
+    install_lean(ctx.command.get_params(ctx))
     try:
         return parse(ctx, args)
     except Exception as exc:
@@ -231,7 +234,7 @@ def _root(
     if ctx.invoked_subcommand is None:
         _finish(0, ctx.get_help())
     if ctx.invoked_subcommand != "serve":
-        from router.load.git_source import fetching
+        from router.load.git_fetching import fetching
 
         ctx.with_resource(fetching())  # for this command only (tests run many in one process)
 

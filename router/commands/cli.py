@@ -8,6 +8,7 @@ cli_setup.py (setting the router up), in that order, which is the order `router 
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 import tempfile
@@ -95,12 +96,28 @@ def _completion_shell_given(argv: list[str]) -> bool:
     return False
 
 
+def _command_name(info: Any) -> str:
+    return str(info.name or typer.main.get_command_name(info.callback.__name__))
+
+
+def invoked_app(argv: list[str]) -> typer.Typer:
+    """`app` with only the command `argv` names (typer builds the parameters of every command it
+    holds: ~20 commands' worth of start-up for one); the whole app for anything else (help, a
+    root option first, an unknown name: they list the commands)."""
+    named = [info for info in app.registered_commands if argv and _command_name(info) == argv[0]]
+    if len(named) != 1:
+        return app
+    single = copy.copy(app)
+    single.registered_commands = named
+    return single
+
+
 def main() -> None:
     """Entry point: dispatch, and turn user errors, interrupts and bugs into exit codes."""
     if _completion_shell_given(sys.argv[1:]):
         os.environ["_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION"] = "1"
     try:
-        code = app(standalone_mode=False)
+        code = invoked_app(sys.argv[1:])(standalone_mode=False)
     except typer.Exit as done:
         sys.exit(done.exit_code)
     except RouterError as exc:

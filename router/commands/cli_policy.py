@@ -61,16 +61,17 @@ def explain(
 
     Shows every rule's verdict, the decision and the state after it.
     """
-    from router.commands import explain as command
-    from router.diagnostics.codes import CODES, render_code
-    from router.diagnostics.diagnostic import render_text
-
     if code is not None:
+        from router.diagnostics.codes import CODES, render_code
+
         info = CODES.get(code.upper())
         _finish(0 if info else 1, render_code(info) if info else f"unknown code {code!r}")
     if event is None:
         raise UsageMistake("explain needs an event file or a diagnostic code",
                            "router explain --event FILE (- reads stdin), or router explain RT301")
+    from router.commands import explain as command
+    from router.diagnostics.diagnostic import render_text
+
     loaded = command.load(policy or [], cwd=Path.cwd())
     compiled, diagnostics = loaded.policy, loaded.diagnostics
     if compiled is None:

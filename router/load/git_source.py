@@ -8,8 +8,8 @@ used); from then on the lock decides which commit is read, and a file whose byte
 lock is refused. Only `router update` moves a locked source (router/commands/update.py).
 
 Who may fetch: the command line (`router lint`, `test`, `explain`, `trust`, `update`) fetches
-what is missing from the cache; the sidecar never does (`fetching` stays off there), so a missing
-entry is a refusal of that source that names the command to run.
+what is missing from the cache; the sidecar never does (`fetching`, router/load/git_fetching.py,
+stays off there), so a missing entry is a refusal of that source that names the command to run.
 
 The entry (router/load/git_spec.py), the cache and `git` (router/load/git_cache.py) and the lock
 (router/load/git_lock.py) have their own modules; this one resolves an entry through them.
@@ -17,21 +17,17 @@ The entry (router/load/git_spec.py), the cache and `git` (router/load/git_cache.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterator
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from router.load.git_cache import Cache, links_file, repo_dir
+from router.load.git_fetching import may_fetch
 from router.load.git_lock import Lock
 from router.load.git_spec import TAMPERED, UNAVAILABLE, GitSourceError, GitSpec, parse
 from router.load.git_spec import show as _show
-
-_FETCHING: ContextVar[bool] = ContextVar("router_git_fetching", default=False)
 
 
 @dataclass(frozen=True)
@@ -71,8 +67,8 @@ class GitSources:
 
     @classmethod
     def current(cls) -> GitSources:
-        """Fetching as the calling command allows (see `fetching`)."""
-        return cls(fetch=_FETCHING.get())
+        """Fetching as the calling command allows (router/load/git_fetching.py)."""
+        return cls(fetch=may_fetch())
 
     def lock(self, path: Path) -> Lock:
         if path not in self.locks:
@@ -210,16 +206,6 @@ class GitSources:
         self.notes.append(f"fetching {spec.key}")
         self.cache.fetch(spec, commit)
         self._fetched.add(spec.key)
-
-
-@contextlib.contextmanager
-def fetching(enabled: bool = True) -> Iterator[None]:
-    """Let the loads inside fetch what the cache lacks (the command line; never the sidecar)."""
-    token = _FETCHING.set(enabled)
-    try:
-        yield
-    finally:
-        _FETCHING.reset(token)
 
 
 def emit_notes(sources: GitSources) -> None:

@@ -116,6 +116,20 @@ def test_the_serve_path_defers_what_only_some_sessions_use() -> None:
     assert out.stdout.strip() == "[]"
 
 
+CLI_REGISTRATION_FREE = ("pydantic", "ruamel", "jmespath", "router.compile", "router.load", "router.engine",
+                         "router.lang", "router.events", "router.actions", "router.runtime", "router.testing",
+                         "router.lint", "router.replay", "router.trust")
+
+
+def test_the_command_lines_registration_imports_no_engine() -> None:
+    """Importing the CLI (every command registered) loads typer and the commands' signatures only:
+    each command imports its libraries and stages inside its function (docs/decisions.md)."""
+    code = ("import sys, router.commands.cli\n"
+            f"print(sorted(m for m in sys.modules if m.startswith({CLI_REGISTRATION_FREE!r})))")
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_every_package_ships() -> None:
     """pyproject.toml lists its packages: a new stage package left out would be missing when installed."""
     import tomllib
