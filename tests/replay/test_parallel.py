@@ -136,8 +136,26 @@ def test_a_worker_that_dies_fails_its_sessions_without_hanging(tmp_path: Path,
     runs = replay_all(policy, inputs, progress=False, jobs=2)
     assert [r.id for r in runs] == [f"s{n:03d}" for n in range(6)]
     died = runs[3]
-    assert died.error is not None and "worker process ended abruptly" in died.error
-    assert all(r.error is None or "worker process ended abruptly" in r.error for r in runs)
+    assert died.error is not None and "worker process ended abruptly (killed by SIGKILL" in died.error
+    assert [r.error is None for r in runs] == [True, True, True, False, True, True]  # the others went on
+
+
+def test_when_every_worker_dies_the_rest_fail_and_say_why(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    policy, inputs = corpus(tmp_path, [[0]] * 6)
+    parent, original = os.getpid(), Replayer.run
+
+    def run(self: Replayer, session: Any) -> SessionRun:
+        if session.id in ("s000", "s001") and os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return original(self, session)
+
+    monkeypatch.setattr(Replayer, "run", run)
+    runs = replay_all(policy, inputs, progress=False, jobs=2)
+    assert [r.id for r in runs] == [f"s{n:03d}" for n in range(6)]
+    assert all(r.error is not None and "(killed by SIGKILL" in r.error for r in runs[:2]), runs[:2]
+    none_left = "replay failed: every worker process ended abruptly"
+    assert all(r.error is not None and r.error.startswith(none_left) for r in runs[2:]), runs[2:]
 
 
 DRIVER = """
