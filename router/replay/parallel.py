@@ -24,7 +24,6 @@ reaps every worker before re-raising. A worker whose parent dies is killed by th
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import multiprocessing
 import os
 import signal
@@ -201,6 +200,8 @@ def _worker_main(tasks: int, results: int, others: list[_Worker]) -> None:
 
 def _die_with_parent() -> None:
     """Ask the kernel (Linux) for SIGKILL when the parent ends; elsewhere the task pipe's EOF ends us."""
+    import ctypes  # only a worker needs it
+
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() == 1:  # the parent ended before the request

@@ -304,6 +304,29 @@ def test_ctrl_c_while_the_workers_start_stops_them_and_the_run(tmp_path: Path, m
     interrupt_at(tmp_path, moment)
 
 
+def test_a_killed_run_leaves_no_worker(tmp_path: Path) -> None:
+    """SIGKILL to `router replay` alone (no Ctrl-C, no cleanup): the kernel ends its workers too."""
+    corpus(tmp_path, [[0]] * 4)
+    driver = tmp_path / "driver.py"
+    driver.write_text(textwrap.dedent(DRIVER))
+    proc = subprocess.Popen([sys.executable, str(driver), str(tmp_path), "worker"], cwd=ROOT, text=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, start_new_session=True)
+    assert proc.stdout is not None
+    out = Lines(proc.stdout)
+    try:
+        assert out.wait_for(lambda lines: any(line.startswith("worker ") for line in lines), 60), out.lines
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert_group_gone(proc.pid)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out.join()
+
+
 def test_job_count_zero_is_one_per_core() -> None:
     assert parallel.job_count(3) == 3
     assert parallel.job_count(0) == len(os.sched_getaffinity(0))
