@@ -164,6 +164,7 @@ def _died(how: str) -> str:
 
 def _start_workers(workers: list[_Worker], count: int) -> None:
     """Fork `count` workers into `workers` with Ctrl-C held back, so that none is left unregistered."""
+    parent = os.getpid()
     with _sigint_held():
         for _ in range(count):
             tasks_read, tasks_write = os.pipe()
@@ -172,20 +173,20 @@ def _start_workers(workers: list[_Worker], count: int) -> None:
             if pid == 0:  # the worker: never returns into the parent's code
                 os.close(tasks_write)
                 os.close(results_read)
-                _worker_main(tasks_read, results_write, workers)
+                _worker_main(parent, tasks_read, results_write, workers)
             workers.append(_Worker(pid, Connection(tasks_write, readable=False),
                                    Connection(results_read, writable=False)))
             os.close(tasks_read)
             os.close(results_write)
 
 
-def _worker_main(tasks: int, results: int, others: list[_Worker]) -> None:
+def _worker_main(parent: int, tasks: int, results: int, others: list[_Worker]) -> None:
     """A worker's whole life: chunks in, runs out, until its task pipe closes; then `_exit`."""
     code = 1
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops the workers
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-        _die_with_parent()
+        _die_with_parent(parent)
         for other in others:  # the pipes of the workers forked before: theirs, not ours
             other.tasks.close()
             other.results.close()
@@ -198,13 +199,13 @@ def _worker_main(tasks: int, results: int, others: list[_Worker]) -> None:
         os._exit(code)
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(parent: int) -> None:
     """Ask the kernel (Linux) for SIGKILL when the parent ends; elsewhere the task pipe's EOF ends us."""
     import ctypes  # only a worker needs it
 
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() == 1:  # the parent ended before the request
+    if os.getppid() != parent:  # the parent ended before the request
         os._exit(1)
 
 

@@ -327,6 +327,17 @@ def test_a_killed_run_leaves_no_worker(tmp_path: Path) -> None:
         out.join()
 
 
+def test_a_ctrl_c_while_held_back_arrives_after_the_block() -> None:
+    handler = signal.getsignal(signal.SIGINT)
+    reached = []
+    with pytest.raises(KeyboardInterrupt), parallel._sigint_held():
+        os.kill(os.getpid(), signal.SIGINT)
+        reached.append("the block went on")
+    assert reached == ["the block went on"]
+    assert signal.getsignal(signal.SIGINT) is handler
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+
+
 def test_job_count_zero_is_one_per_core() -> None:
     assert parallel.job_count(3) == 3
     assert parallel.job_count(0) == len(os.sched_getaffinity(0))
