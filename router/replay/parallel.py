@@ -84,6 +84,7 @@ class _Worker:
     tasks: Connection
     results: Connection
     chunk: int | None = None  # the index of the chunk it is replaying
+    ended: bool = False  # reaped: its pid may be another process's now, never to be signalled
 
 
 def replay_parallel(replayer: Replayer, sessions: Sequence[SessionFile], jobs: int,
@@ -148,9 +149,7 @@ def _receive(worker: _Worker, sessions: Sequence[SessionFile]) -> tuple[list[Ses
     try:
         message: tuple[str, Any] = worker.results.recv()
     except (EOFError, OSError):
-        _, status = _reap(worker.pid)
-        how = f"killed by {signal.Signals(-status).name}" if status < 0 else f"exit status {status}"
-        return [failed(session, _died(how)) for session in sessions], False
+        return [failed(session, _died(_reap(worker))) for session in sessions], False
     kind, value = message
     if kind == "runs":
         return value, True
@@ -158,8 +157,8 @@ def _receive(worker: _Worker, sessions: Sequence[SessionFile]) -> tuple[list[Ses
 
 
 def _died(how: str) -> str:
-    return (f"replay failed: a worker process ended abruptly ({how}: killed, or out of memory) before this "
-            "session's result came back; --jobs 1 replays in one process")
+    return (f"replay failed: a worker process ended abruptly ({how}, e.g. killed or out of memory) before "
+            "this session's result came back; --jobs 1 replays in one process")
 
 
 def _start_workers(workers: list[_Worker], count: int) -> None:
@@ -169,7 +168,12 @@ def _start_workers(workers: list[_Worker], count: int) -> None:
         for _ in range(count):
             tasks_read, tasks_write = os.pipe()
             results_read, results_write = os.pipe()
-            pid = os.fork()
+            try:
+                pid = os.fork()
+            except OSError:
+                for fd in (tasks_read, tasks_write, results_read, results_write):
+                    os.close(fd)
+                raise
             if pid == 0:  # the worker: never returns into the parent's code
                 os.close(tasks_write)
                 os.close(results_read)
@@ -235,29 +239,39 @@ def _finish(workers: list[_Worker]) -> None:
         worker.tasks.close()
     for worker in workers:
         worker.results.close()
-        _reap(worker.pid)
+        _reap(worker)
 
 
 def _stop(workers: list[_Worker]) -> None:
     """End every worker now (SIGKILL: they hold nothing of the user's) and reap it, Ctrl-C held back."""
     with _sigint_held():
         for worker in workers:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(worker.pid, signal.SIGKILL)
+            if not worker.ended:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(worker.pid, signal.SIGKILL)
         for worker in workers:
             with contextlib.suppress(OSError):
                 worker.tasks.close()
                 worker.results.close()
-            _reap(worker.pid)
+            _reap(worker)
 
 
-def _reap(pid: int) -> tuple[int, int]:
-    """Wait for `pid` to end; its pid and exit status (minus the signal number when a signal ended it)."""
+def _reap(worker: _Worker) -> str:
+    """Wait for `worker` to end (once); how it ended, in words."""
+    if worker.ended:
+        return "ended"
+    worker.ended = True
     try:
-        _, status = os.waitpid(pid, 0)
-    except ChildProcessError:  # already reaped
-        return pid, 0
-    return pid, os.waitstatus_to_exitcode(status)
+        _, status = os.waitpid(worker.pid, 0)
+    except ChildProcessError:  # reaped elsewhere (a SIGCHLD handler of the caller's)
+        return "ended"
+    code = os.waitstatus_to_exitcode(status)
+    if code >= 0:
+        return f"exit status {code}"
+    try:
+        return f"killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"killed by signal {-code}"
 
 
 @contextlib.contextmanager
