@@ -3,14 +3,17 @@ a session that fails, a worker that dies and Ctrl-C each end the run with the re
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -133,19 +136,52 @@ def test_a_worker_that_dies_fails_its_sessions_without_hanging(tmp_path: Path,
     runs = replay_all(policy, inputs, progress=False, jobs=2)
     assert [r.id for r in runs] == [f"s{n:03d}" for n in range(6)]
     died = runs[3]
-    assert died.error is not None and "worker process ended abruptly" in died.error
-    assert all(r.error is None or "worker process ended abruptly" in r.error for r in runs)
+    assert died.error is not None and "worker process ended abruptly (killed by SIGKILL" in died.error
+    assert [r.error is None for r in runs] == [True, True, True, False, True, True]  # the others went on
+
+
+def test_when_every_worker_dies_the_rest_fail_and_say_why(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    policy, inputs = corpus(tmp_path, [[0]] * 6)
+    parent, original = os.getpid(), Replayer.run
+
+    def run(self: Replayer, session: Any) -> SessionRun:
+        if session.id in ("s000", "s001") and os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return original(self, session)
+
+    monkeypatch.setattr(Replayer, "run", run)
+    runs = replay_all(policy, inputs, progress=False, jobs=2)
+    assert [r.id for r in runs] == [f"s{n:03d}" for n in range(6)]
+    assert all(r.error is not None and "(killed by SIGKILL" in r.error for r in runs[:2]), runs[:2]
+    none_left = "replay failed: every worker process ended abruptly"
+    assert all(r.error is not None and r.error.startswith(none_left) for r in runs[2:]), runs[2:]
 
 
 DRIVER = """
-import os, sys, threading
+import faulthandler, os, signal, sys, threading
 from pathlib import Path
 from router.commands.explain import load
 from router.replay import runner
 from router.replay.sources import gather, replay_all
 
-root = Path(sys.argv[1])
-parent = os.getpid()
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test dumps every stack if the run hangs
+root, moment = Path(sys.argv[1]), sys.argv[2]  # moment: "worker", or "before-fork-N" / "after-fork-N"
+parent, real_fork, forks = os.getpid(), os.fork, [0]
+
+def fork():
+    # a hook at the moment asked for: the test sends Ctrl-C there, then writes a line to stdin
+    forks[0] += 1
+    if moment == f"before-fork-{forks[0]}":
+        print(f"at {moment}", flush=True)
+        sys.stdin.readline()
+    pid = real_fork()
+    if pid and moment == f"after-fork-{forks[0]}":
+        print(f"at {moment}", flush=True)
+        sys.stdin.readline()
+    return pid
+
+os.fork = fork
 
 def run(self, session):
     if os.getpid() != parent:  # a worker: say so, then never finish
@@ -164,23 +200,142 @@ except KeyboardInterrupt:
 """
 
 
-def test_ctrl_c_stops_the_workers_and_the_run(tmp_path: Path) -> None:
-    corpus(tmp_path, [[0]] * 4)
+class Lines:
+    """The lines of a pipe, read by a thread, so that a test waits for a line, never for a time."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        self._ended = False
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            with self._changed:
+                self.lines.append(line.rstrip("\n"))
+                self._changed.notify_all()
+        with self._changed:
+            self._ended = True
+            self._changed.notify_all()
+
+    def wait_for(self, found: Callable[[list[str]], bool], timeout: float) -> bool:
+        """Whether `found` holds of the lines read, waiting for new lines up to `timeout` s for it."""
+        with self._changed:
+            self._changed.wait_for(lambda: found(self.lines) or self._ended, timeout)
+            return found(self.lines)
+
+    def join(self) -> None:
+        self._thread.join(timeout=10)
+
+
+def group_members(pgid: int) -> list[int]:
+    """The live processes of process group `pgid`, the group leader first."""
+    members = []
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+                members.append(int(entry.parent.name))
+    return sorted(members, key=lambda pid: (pid != pgid, pid))
+
+
+def hang_report(pgid: int, err: Lines) -> str:
+    """Each process of the group: its state and kernel wait channel, then its Python stacks (the driver
+    dumps them on SIGUSR1; each dump ends with the driver's module frame, the bottom of every stack)."""
+    report = []
+    for pid in group_members(pgid):
+        state = wchan = "?"
+        with contextlib.suppress(OSError):
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            wchan = Path(f"/proc/{pid}/wchan").read_text()
+        report.append(f"process {pid}: state {state}, waiting in {wchan}")
+        before = len(err.lines)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGUSR1)
+        err.wait_for(lambda lines, first=before: any("in <module>" in line for line in lines[first:]), 10)
+    return "\n".join([*report, "stderr:", *err.lines])
+
+
+def interrupt_at(tmp_path: Path, moment: str) -> None:
+    """Ctrl-C at `moment` of a `--jobs 2` replay: exit 130 after "interrupted", and no process left."""
     driver = tmp_path / "driver.py"
     driver.write_text(textwrap.dedent(DRIVER))
-    proc = subprocess.Popen([sys.executable, str(driver), str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen([sys.executable, str(driver), str(tmp_path), moment], cwd=ROOT, text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    out, err = Lines(proc.stdout), Lines(proc.stderr)
     try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().startswith("worker ")  # a worker is busy with its chunk
+        mark = "worker " if moment == "worker" else f"at {moment}"
+        assert out.wait_for(lambda lines: any(line.startswith(mark) for line in lines), timeout=60), \
+            f"no {mark!r} line: {out.lines} {err.lines}"
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: the whole group
-        rest = proc.communicate(timeout=30)[0]
-        assert proc.returncode == 130 and rest.splitlines()[-1] == "interrupted"
+        if moment != "worker":
+            proc.stdin.write("go on\n")  # the hook returns once the Ctrl-C is on its way
+            proc.stdin.flush()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"no exit 30 s after Ctrl-C at {moment}; output {out.lines}\n"
+                        f"{hang_report(proc.pid, err)}")
+        assert not group_members(proc.pid), f"workers outlived the run: {hang_report(proc.pid, err)}"
+        assert out.wait_for(lambda lines: bool(lines) and lines[-1] == "interrupted", timeout=10), \
+            (out.lines, err.lines)
+        assert proc.returncode == 130, (proc.returncode, out.lines, err.lines)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         assert_group_gone(proc.pid)
+        out.join()
+        err.join()
+        proc.stdin.close()
+
+
+def test_ctrl_c_stops_the_workers_and_the_run(tmp_path: Path) -> None:
+    corpus(tmp_path, [[0]] * 4)
+    interrupt_at(tmp_path, "worker")
+
+
+@pytest.mark.parametrize("moment", ["before-fork-1", "after-fork-1", "before-fork-2", "after-fork-2"])
+def test_ctrl_c_while_the_workers_start_stops_them_and_the_run(tmp_path: Path, moment: str) -> None:
+    corpus(tmp_path, [[0]] * 4)
+    interrupt_at(tmp_path, moment)
+
+
+def test_a_killed_run_leaves_no_worker(tmp_path: Path) -> None:
+    """SIGKILL to `router replay` alone (no Ctrl-C, no cleanup): the kernel ends its workers too."""
+    corpus(tmp_path, [[0]] * 4)
+    driver = tmp_path / "driver.py"
+    driver.write_text(textwrap.dedent(DRIVER))
+    proc = subprocess.Popen([sys.executable, str(driver), str(tmp_path), "worker"], cwd=ROOT, text=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, start_new_session=True)
+    assert proc.stdout is not None
+    out = Lines(proc.stdout)
+    try:
+        assert out.wait_for(lambda lines: any(line.startswith("worker ") for line in lines), 60), out.lines
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert_group_gone(proc.pid)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out.join()
+
+
+def test_a_ctrl_c_while_held_back_arrives_after_the_block() -> None:
+    handler = signal.getsignal(signal.SIGINT)
+    reached = []
+    with pytest.raises(KeyboardInterrupt), parallel._sigint_held():
+        os.kill(os.getpid(), signal.SIGINT)
+        reached.append("the block went on")
+    assert reached == ["the block went on"]
+    assert signal.getsignal(signal.SIGINT) is handler
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
 
 
 def test_job_count_zero_is_one_per_core() -> None:
