@@ -178,6 +178,16 @@ def answer_passes(policy: CompiledPolicy, directory: Path, rounds: int = 3) -> d
     return seconds
 
 
+def print_pair(passes: dict[bool, list[float]], events: int, off: str, on: str, ratio: str) -> None:
+    """The CPU times of the runner's alternating passes without (False) and with (True) a change,
+    the best of each in events per CPU second, and the ratio of the two best."""
+    best = {flag: min(times) for flag, times in passes.items()}
+    for flag, times in passes.items():
+        print(f"runner alone, {on if flag else off}: CPU s {', '.join(f'{t:.3f}' for t in times)}; "
+              f"best {events / best[flag]:,.0f} events per CPU second")
+    print(f"ratio of the best CPU times, {ratio}: {best[False] / best[True]:.2f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
@@ -209,22 +219,13 @@ def main() -> int:
                   f"({total['decisions']} evaluated, {total['sessions']} sessions) in {wall:.3f} s "
                   f"({used:.3f} s CPU) = {events / wall:,.0f} events/s, {events / used:,.0f} per CPU "
                   f"second; ratio to parse only {wall / parse_s:.1f}")
+        events = totals["events"] if totals else 0
         if args.memo:
-            passes, events = memo_passes(policy, directory), totals["events"] if totals else 0
-            best = {memo: min(times) for memo, times in passes.items()}
-            for memo, times in passes.items():
-                print(f"runner alone, signal memo {'on' if memo else 'off'}: CPU s "
-                      f"{', '.join(f'{t:.3f}' for t in times)}; best {events / best[memo]:,.0f} events "
-                      "per CPU second")
-            print(f"ratio of the best CPU times, memo off / on: {best[False] / best[True]:.2f}")
+            print_pair(memo_passes(policy, directory), events, "signal memo off", "signal memo on",
+                       "memo off / on")
         if args.answers:
-            passes, events = answer_passes(policy, directory), totals["events"] if totals else 0
-            best = {answers: min(times) for answers, times in passes.items()}
-            for answers, times in passes.items():
-                print(f"runner alone, {'signals answered as read' if answers else 'stepwise'}: CPU s "
-                      f"{', '.join(f'{t:.3f}' for t in times)}; best {events / best[answers]:,.0f} events "
-                      "per CPU second")
-            print(f"ratio of the best CPU times, stepwise / answered: {best[False] / best[True]:.2f}")
+            print_pair(answer_passes(policy, directory), events, "stepwise", "signals answered as read",
+                       "stepwise / answered")
         if args.bare:
             bare_s, evaluated = bare_loop(policy, directory)
             print(f"bare interpreter loop: {evaluated} evaluations in {bare_s:.3f} s = "
