@@ -166,6 +166,9 @@ from router.replay import runner
 from router.replay.sources import gather, replay_all
 
 faulthandler.register(signal.SIGUSR1, all_threads=True)  # the test dumps every stack if the run hangs
+# Ctrl-C raises here as in a terminal's foreground job, whoever started the suite: a background
+# job (`cmd &` in a script) inherits SIGINT ignored, and a Python started so never raises it.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 root, moment = Path(sys.argv[1]), sys.argv[2]  # moment: "worker", or "before-fork-N" / "after-fork-N"
 parent, real_fork, forks = os.getpid(), os.fork, [0]
 
@@ -328,14 +331,30 @@ def test_a_killed_run_leaves_no_worker(tmp_path: Path) -> None:
 
 
 def test_a_ctrl_c_while_held_back_arrives_after_the_block() -> None:
-    handler = signal.getsignal(signal.SIGINT)
-    reached = []
-    with pytest.raises(KeyboardInterrupt), parallel._sigint_held():
-        os.kill(os.getpid(), signal.SIGINT)
-        reached.append("the block went on")
-    assert reached == ["the block went on"]
-    assert signal.getsignal(signal.SIGINT) is handler
-    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    # Python's own Ctrl-C handler, as in a terminal; a suite started as a background job inherits
+    # SIGINT ignored, and an ignored Ctrl-C stays ignored after the block (the next test)
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        reached = []
+        with pytest.raises(KeyboardInterrupt), parallel._sigint_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            reached.append("the block went on")
+        assert reached == ["the block went on"]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    finally:
+        signal.signal(signal.SIGINT, outer)
+
+
+def test_an_ignored_ctrl_c_stays_ignored_after_the_block() -> None:
+    outer = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job's Ctrl-C
+    try:
+        with parallel._sigint_held():
+            os.kill(os.getpid(), signal.SIGINT)
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+        assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    finally:
+        signal.signal(signal.SIGINT, outer)
 
 
 def test_job_count_zero_is_one_per_core() -> None:
