@@ -172,15 +172,20 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 root, moment = Path(sys.argv[1]), sys.argv[2]  # moment: "worker", or "before-fork-N" / "after-fork-N"
 parent, real_fork, forks = os.getpid(), os.fork, [0]
 
+def say(line):
+    # one write per line: with PYTHONUNBUFFERED print writes the text and its newline apart, and a
+    # worker killed between the two glued its line to the parent's next one
+    os.write(1, f"{line}\\n".encode())
+
 def fork():
     # a hook at the moment asked for: the test sends Ctrl-C there, then writes a line to stdin
     forks[0] += 1
     if moment == f"before-fork-{forks[0]}":
-        print(f"at {moment}", flush=True)
+        say(f"at {moment}")
         sys.stdin.readline()
     pid = real_fork()
     if pid and moment == f"after-fork-{forks[0]}":
-        print(f"at {moment}", flush=True)
+        say(f"at {moment}")
         sys.stdin.readline()
     return pid
 
@@ -188,7 +193,7 @@ os.fork = fork
 
 def run(self, session):
     if os.getpid() != parent:  # a worker: say so, then never finish
-        print(f"worker {os.getpid()}", flush=True)
+        say(f"worker {os.getpid()}")
         threading.Event().wait()
     raise AssertionError("the parent replays nothing itself")
 
@@ -198,7 +203,7 @@ inputs = gather([root / "sessions"], log=root / "nolog", models=root / "models.j
 try:
     replay_all(policy, inputs, progress=False, jobs=2)
 except KeyboardInterrupt:
-    print("interrupted", flush=True)
+    say("interrupted")
     sys.exit(130)
 """
 
