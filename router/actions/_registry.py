@@ -9,6 +9,7 @@ time that action is looked up (a policy's compile builds the few it uses, not al
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -142,11 +143,7 @@ class Registry(Mapping[str, ActionSpec]):
         return len(self._declared)
 
 
-_REGISTRY: list[Registry] = []
-
-
+@functools.cache
 def registry() -> Registry:
     """Every action by name (the files are imported on the first call, each model on its lookup)."""
-    if not _REGISTRY:
-        _REGISTRY.append(Registry(declarations()))
-    return _REGISTRY[0]
+    return Registry(declarations())
