@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from router.commands.install import bridge_text
 from router.diagnostics.errors import SourceError
 from router.engine.decision import Decision, Effect
+from router.lang.budget import DEADLINE_ENV, DEADLINE_RANGE_MS
 from router.load.file_reading import read_text
 from router.load.prices import Catalog
 from router.load.source import parse_source
@@ -43,6 +44,13 @@ MARKERS = ("ghp_TOKEN0123456789abcdef", "NETRC-PASSWORD-42", "BEGIN OPENSSH", "b
            "sk-SECRET-OPENAI-KEY-0042", "OPENAI_API_KEY")
 ENV_MARKER = "ROUTER_TEST_ENV_SECRET"
 COMPREHENSION = "length([[j for j in range(200)] for i in range(200)]) > 0"
+
+
+def far_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sidecar's deadline (and with it each rule's time allowance) far past what the size limit
+    needs: the size limit must be what stops the comprehension, on a loaded machine too (with the
+    250 ms allowance a busy machine ran out of time first: RT404, not RT403)."""
+    monkeypatch.setenv(DEADLINE_ENV, str(DEADLINE_RANGE_MS[1]))
 
 
 def run(project: Project, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -280,9 +288,12 @@ def test_a_comprehension_too_long_is_a_located_error_in_the_cli(project: Project
     assert_quiet(tested)
 
 
-def test_a_comprehension_too_long_fails_its_rule_in_the_sidecar(tmp_path: Path) -> None:
+@pytest.mark.timing
+def test_a_comprehension_too_long_fails_its_rule_in_the_sidecar(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.runtime.test_server import INPUT, Rig
 
+    far_deadline(monkeypatch)
     rig = Rig(tmp_path, f"version: 1\nrules:\n  - id: big\n    on: input\n    when: \"{COMPREHENSION}\"\n"
                         "    do: [{notify: hi}]\n  - id: after\n    on: input\n    do: [{notify: ok}]\n")
     rig.hello()
@@ -329,9 +340,12 @@ def test_a_huge_field_in_a_session_makes_a_bounded_replay(tmp_path: Path) -> Non
     assert page.stat().st_size < 1_000_000 and "[cut: 10,000,005 characters]" in page.read_text()
 
 
-def test_engine_answers_after_a_comprehension_error_in_a_template(tmp_path: Path) -> None:
+@pytest.mark.timing
+def test_engine_answers_after_a_comprehension_error_in_a_template(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.runtime.test_server import INPUT, Rig
 
+    far_deadline(monkeypatch)
     rig = Rig(tmp_path, "version: 1\nrules:\n  - id: t\n    on: input\n"
                         "    do: [{notify: \"{length([[j for j in range(200)] for i in range(200)])}\"}]\n")
     rig.hello()
