@@ -4,7 +4,8 @@ The runner keeps what a live session keeps (the state, the model, the thinking l
 active tools) and changes it as the replayed decisions say, so each event sees the world the
 policy itself made. External signals take the value recorded in the decision log for the same
 (session, event type, seq, signal), else fail as in a dry run, which makes the signal's own
-`fallback` apply. Expression signals are always computed.
+`fallback` apply. An event without a record is decided once per distinct input: its decision is
+remembered by everything its type's rules can read (router/engine/decision_memo.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from router.compile.ir import CompiledPolicy
 from router.engine.choices import chosen_model, chosen_tier
 from router.engine.decision import Decision, Effect, SignalOutcome
+from router.engine.decision_memo import DecisionMemo
 from router.engine.interpreter import evaluate
 from router.engine.signal_memo import SignalMemo
 from router.engine.vars_memo import VarsMemo
@@ -105,7 +107,7 @@ class Replayer:
     """Replays sessions against one policy; one instance per policy."""
 
     def __init__(self, policy: CompiledPolicy, catalog: Catalog, log: DecisionLog | None = None, *,
-                 memo: bool = True) -> None:
+                 memo: bool = True, decision_memo: bool | None = None) -> None:
         self.policy, self.catalog, self.log = policy, catalog, log or DecisionLog()
         catalog.declare(policy.prices)
         self.virtual = {f"{m.get('provider')}/{m.get('id')}": m for m in policy.virtual_models}
@@ -125,6 +127,11 @@ class Replayer:
         self.signal_memo = SignalMemo(policy) if memo else None
         if self.signal_memo is not None:  # the catalog: in every event, never changed, frozen once
             self.signal_memo.constant(self.models)
+        # whole decisions, by everything the event type's rules read (router/engine/decision_memo.py)
+        self.decision_memo = DecisionMemo(policy, self.signal_memo) \
+            if (memo if decision_memo is None else decision_memo) else None
+        if self.decision_memo is not None:
+            self.decision_memo.constant(self.models)
 
     def run(self, session: SessionFile) -> SessionRun:
         result = SessionRun(session.id, session.path, problems=list(session.problems),
@@ -288,8 +295,27 @@ class _Session:
                 "projectTrusted": self.r.trusted}
 
     def _decide(self, event: dict[str, Any], record: Record | None) -> Decision:
+        """`_answered`'s decision, from the decision memo when the event has no record (its external
+        signals then always get the same answers: their fallbacks apply)."""
+        memo = self.r.decision_memo
+        key = memo.key(event, self.world.state) if memo is not None and record is None else None
+        if key is None:
+            return self._answered(event, record)[0]
+        assert memo is not None
+        entry = memo.get(key)
+        if entry is not None:
+            self.result.signals.update(entry.sources)
+            return entry.decision
+        decision, sources = self._answered(event, record)
+        if sources is not None:
+            memo.remember(key, decision, sources)
+        return decision
+
+    def _answered(self, event: dict[str, Any],
+                  record: Record | None) -> tuple[Decision, tuple[str, ...] | None]:
         """`_decide_stepwise`'s decision, each external signal answered where it is read
-        (router/replay/answers.py); one recorded with its value still asked for, as a value."""
+        (router/replay/answers.py); one recorded with its value still asked for, as a value. With it
+        the sources of the signals read, in order (None: decided stepwise)."""
         answers = Answers(self.r.policy, record)
         values: dict[str, Any] = {}
         sources: list[str] = []
@@ -302,9 +328,9 @@ class _Session:
                 if len(sources) >= MAX_SIGNALS:
                     break
                 self.result.signals.update(sources)
-                return decision
+                return decision, tuple(sources)
             sources.append(give(record, decision.pending.name, values, answers.given))
-        return self._decide_stepwise(event, record)
+        return self._decide_stepwise(event, record), None
 
     def _decide_stepwise(self, event: dict[str, Any], record: Record | None) -> Decision:
         """The decision of `event`, evaluated again after each external signal it asks for."""
