@@ -23,9 +23,10 @@ from __future__ import annotations
 import ast
 import marshal
 from collections.abc import Hashable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from router.actions import runner
 from router.compile.ir import CompiledPolicy, CompiledRule, CompiledSignal
 from router.diagnostics.code_names import BUDGET_EXCEEDED
 from router.engine.decision import Decision
@@ -38,7 +39,6 @@ MAX_ENTRIES = 100_000  # decisions remembered before the memo starts again
 # the same builtin types encodes the same; marshal refuses other objects and subclasses (ValueError)
 _MARSHAL = 2
 _SIGNAL_ROOTS = frozenset({"signals", "signal_errors"})
-_KEYED_APART = frozenset({"state", "vars"})  # the whole state and the vars key are in every key
 _ROOT_NAMES = frozenset({"vars", "state", *_SIGNAL_ROOTS})
 # JMESPath nodes whose children all read the root document (the rest say which child does)
 _ALL_CHILDREN = frozenset({"comparator", "and_expression", "or_expression", "not_expression",
@@ -54,10 +54,12 @@ class Unplannable(Exception):
 
 @dataclass(frozen=True)
 class Plan:
-    """The event paths one event type's rules can read, and the names their comprehensions bind."""
+    """The event paths one event type's rules can read, the names their comprehensions bind and the
+    state paths they read (`()`: the whole state)."""
 
     paths: tuple[tuple[str, ...], ...]
     bound: frozenset[str]
+    state: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,6 @@ class DecisionMemo:
         self._keys = signal_memo or SignalMemo(policy)  # its vars key
         self._plans: dict[str, Plan | None] = {}
         self._entries: dict[Hashable, Entry] = {}
-        self._states: dict[int, tuple[Mapping[str, Any], bytes]] = {}  # id -> (state, its encoding)
         self._constants: dict[int, tuple[Any, int]] = {}  # id -> (value, its number)
         self.hits = self.misses = self.unkeyed = 0
 
@@ -102,13 +103,13 @@ class DecisionMemo:
             self.unkeyed += 1
             return None
         try:
-            read = marshal.dumps([self._read(event, path) for path in plan.paths], _MARSHAL)
-            frozen_state = self._state_key(state)
+            read = marshal.dumps([self._read(event, path) for path in plan.paths]
+                                 + [self._read(state, path) for path in plan.state], _MARSHAL)
         except ValueError:  # not builtin data (an object, a subclass): evaluated, not kept
             self.unkeyed += 1
             return None
         env = event.get("env")
-        return (event_type, read, frozen_state, self._keys.vars_key(env) if env else ())
+        return (event_type, read, self._keys.vars_key(env) if env else ())
 
     def _read(self, scope: Mapping[str, Any], path: tuple[str, ...]) -> tuple[Any, ...]:
         """What reading `path` depends on, tagged: the value at its end (0), the field's absence at
@@ -125,25 +126,22 @@ class DecisionMemo:
             return (3, known[1])
         return (0, value)
 
-    def _state_key(self, state: Mapping[str, Any]) -> bytes:
-        """The state's encoding; a state a remembered decision left (the next event's state, never
-        changed in place: `set` copies what it writes into) is encoded once."""
-        known = self._states.get(id(state))
-        if known is not None and known[0] is state:
-            return known[1]
-        encoded = marshal.dumps(state if type(state) is dict else dict(state), _MARSHAL)
-        if len(self._states) >= MAX_ENTRIES:
-            self._states.clear()
-        self._states[id(state)] = (state, encoded)
-        return encoded
-
-    def get(self, key: Hashable) -> Entry | None:
+    def get(self, key: Hashable, state: Mapping[str, Any]) -> Entry | None:
+        """The remembered decision of `key` for an event of this `state`: its effects, and the state
+        its `set`/`unset` effects make of this one (the key holds only the state paths the rules
+        read, the rest of the state is carried through as the evaluation would)."""
         found = self._entries.get(key)
         if found is None:
             self.misses += 1
-        else:
-            self.hits += 1
-        return found
+            return None
+        self.hits += 1
+        decision = found.decision
+        after = dict(state)
+        for effect in decision.effects:
+            runs, handler = runner(effect.action)
+            if runs == "interpreter":
+                handler(after, effect.params)
+        return Entry(replace(decision, state=after, state_changed=after != state), found.sources)
 
     def remember(self, key: Hashable, decision: Decision, sources: tuple[str, ...]) -> None:
         """Keep `decision` under `key`, unless it is pending or its budget ran out."""
@@ -177,9 +175,9 @@ def _plan(policy: CompiledPolicy, rules: tuple[CompiledRule, ...]) -> Plan:
             _read(_signal_expressions(spec), frozenset(n for n, _ in spec.bindings), paths, bound, signals)
     if bound & _ROOT_NAMES:
         raise Unplannable("a comprehension binds a scope root")
-    kept = sorted(p for p in paths if p[0] not in _KEYED_APART
-                  and not any(p[:n] in paths for n in range(1, len(p))))
-    return Plan(tuple(kept), frozenset(bound))
+    kept = sorted(p for p in paths if p[0] != "vars" and not any(p[:n] in paths for n in range(1, len(p))))
+    return Plan(tuple(p for p in kept if p[0] != "state"), frozenset(bound),
+                tuple(p[1:] for p in kept if p[0] == "state"))
 
 
 def _signal_expressions(spec: CompiledSignal) -> list[Expression]:

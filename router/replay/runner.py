@@ -302,7 +302,7 @@ class _Session:
         if key is None:
             return self._answered(event, record)[0]
         assert memo is not None
-        entry = memo.get(key)
+        entry = memo.get(key, self.world.state)
         if entry is not None:
             self.result.signals.update(entry.sources)
             return entry.decision
