@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 import marshal
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -46,6 +46,9 @@ _ALL_CHILDREN = frozenset({"comparator", "and_expression", "or_expression", "not
                            "key_val_pair"})
 _FIRST_CHILD = frozenset({"index_expression", "pipe", "projection", "filter_projection",
                           "value_projection", "flatten"})
+
+
+Decided = tuple[Decision, "tuple[str, ...] | None"]  # a decision, its external signals' sources
 
 
 class Unplannable(Exception):
@@ -125,6 +128,19 @@ class DecisionMemo:
         if known is not None and known[0] is value:
             return (3, known[1])
         return (0, value)
+
+    def decide(self, event: Mapping[str, Any], state: Mapping[str, Any],
+               compute: Callable[[], Decided]) -> Decided:
+        """The event's remembered decision with its signals' sources, else `compute`'s (sources None:
+        not to be kept), kept when the event has a key."""
+        key = self.key(event, state)
+        entry = self.get(key, state) if key is not None else None
+        if entry is not None:
+            return entry.decision, entry.sources
+        decision, sources = compute()
+        if key is not None and sources is not None:
+            self.remember(key, decision, sources)
+        return decision, sources
 
     def get(self, key: Hashable, state: Mapping[str, Any]) -> Entry | None:
         """The remembered decision of `key` for an event of this `state`: its effects, and the state

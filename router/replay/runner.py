@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from router.compile.ir import CompiledPolicy
-from router.engine.choices import chosen_model, chosen_tier
 from router.engine.decision import Decision, Effect, SignalOutcome
 from router.engine.decision_memo import DecisionMemo
 from router.engine.interpreter import evaluate
@@ -29,6 +28,7 @@ from router.replay.answers import Answers, give
 from router.replay.failed_compactions import with_failed_compactions
 from router.replay.log_reader import DecisionLog, Record
 from router.replay.rebuild import ANSWER, MODEL, THINKING, Step, declared_tools, rebuild
+from router.replay.records import replay_record
 from router.replay.session_file import Problem, SessionFile
 
 MAX_SIGNALS = 16
@@ -252,8 +252,9 @@ class _Session:
                           registry=self.r.registry)
         started = time.perf_counter()
         decision = self._decide(event, self.r.log.get(self.session.id, step.type, seq))
-        result.records.append(_record(result.id, step, seq, event, decision, time.perf_counter() - started,
-                                      self.r.policy.model_choice, self.r.shadow_ids))
+        result.records.append(replay_record(result.id, step, seq, event, decision,
+                                            time.perf_counter() - started, self.r.policy.model_choice,
+                                            self.r.shadow_ids))
         world.state = decision.state
         for rule_id in decision.fired:
             (result.shadow if rule_id in self.r.shadow_ids else result.rules)[rule_id] += 1
@@ -295,20 +296,14 @@ class _Session:
                 "projectTrusted": self.r.trusted}
 
     def _decide(self, event: dict[str, Any], record: Record | None) -> Decision:
-        """`_answered`'s decision, from the decision memo when the event has no record (its external
-        signals then always get the same answers: their fallbacks apply)."""
+        """`_answered`'s decision; an event without a record (its external signals then always get
+        the same answers: their fallbacks apply) from the decision memo when it holds it."""
         memo = self.r.decision_memo
-        key = memo.key(event, self.world.state) if memo is not None and record is None else None
-        if key is None:
-            return self._answered(event, record)[0]
-        assert memo is not None
-        entry = memo.get(key, self.world.state)
-        if entry is not None:
-            self.result.signals.update(entry.sources)
-            return entry.decision
-        decision, sources = self._answered(event, record)
-        if sources is not None:
-            memo.remember(key, decision, sources)
+        if memo is not None and record is None:
+            decision, sources = memo.decide(event, self.world.state, lambda: self._answered(event, None))
+        else:
+            decision, sources = self._answered(event, record)
+        self.result.signals.update(sources or ())
         return decision
 
     def _answered(self, event: dict[str, Any],
@@ -327,7 +322,6 @@ class _Session:
             if decision.pending is None:
                 if len(sources) >= MAX_SIGNALS:
                     break
-                self.result.signals.update(sources)
                 return decision, tuple(sources)
             sources.append(give(record, decision.pending.name, values, answers.given))
         return self._decide_stepwise(event, record), None
@@ -398,18 +392,3 @@ def _is_virtual_ref(replayer: Replayer, ref: str | None) -> bool:
 _PSEUDO: dict[str, Callable[[_Session, Step], None]] = {
     ANSWER: _Session._answer, MODEL: _Session._model, THINKING: _Session._thinking,
 }
-
-
-def _record(session: str, step: Step, seq: int, event: Mapping[str, Any], decision: Decision,
-            seconds: float, choice: Mapping[str, str], shadow: frozenset[str]) -> dict[str, Any]:
-    """The replayed decision in the decision log's shape (docs/observability.md), for the report:
-    a shadow rule is listed under `shadow`, never as fired."""
-    return {"session": session, "event": step.type, "seq": seq, "turn": step.turn,
-            "rules": [{"id": rule_id, "fired": rule_id not in shadow} for rule_id in decision.fired],
-            "shadow": [{"id": rule_id, "would": [{"action": e.action, "params": e.params}
-                                                 for e in decision.shadowed if e.rule_id == rule_id]}
-                       for rule_id in decision.fired if rule_id in shadow],
-            "actions": [{"action": e.action, "params": e.params, "rule": e.rule_id}
-                        for e in decision.effects],
-            "model": chosen_model(event, decision.effects), "tier": chosen_tier(decision.effects, choice),
-            "latency_ms": round(seconds * 1000, 3)}
