@@ -4,18 +4,22 @@ The interpreter is pure, so an event's Decision is a function of what its rules 
 type, the *plan* is the union of what every one of its rules reads (a superset of what the rules an
 evaluation keeps can read): the event paths of `match` (JMESPath), `when`, `let:` and the action
 templates, and, transitively, of the signals they name (`expr`, `transform`, `fallback`, `let:`,
-the request of an external one). The key of an event is its type, the frozen value at each of those
-paths (router/engine/signal_memo.py's `path_key`: type-exact, a missing field apart from a null
-one), the whole state (frozen) and the env values the vars resolve from. The caller (the replay
-runner) adds what it passes besides: it asks only for events whose external signals it answers the
-same way every time (no decision log record: each one's fallback applies).
+the request of an external one), the state paths among them apart. The key of an event is its
+type, one marshal encoding (format 2: exact builtin types) of what reading each path gives (the
+value, a missing field apart from a null one, the first value on the way that is not an object),
+in the event and in the state, and the env values the vars resolve from. On a hit the remembered
+effects are taken and the remembered `set`/`unset` effects are applied to the event's own state:
+what a read after a write gives depends only on the write and on what the key holds for that path,
+and a state path no rule reads is carried through. The caller (the replay runner) asks only for
+events whose external signals it answers the same way every time (no decision log record: each
+one's fallback applies).
 
 An event type is never memoized when the analysis cannot see everything its rules read: a path
 into `signals`/`signal_errors` other than by a literal name, a JMESPath that reads the root as a
 whole (`@`) or in a way not listed here, an expression that is not a plain tree, `:=` or `lambda`,
 a comprehension that binds a `let:` name or a scope root (checked per event against its fields).
 A decision is not kept when it is pending or its evaluation budget ran out (RT404: time-dependent);
-a value that cannot be frozen (not JSON data) makes the event's key None: evaluated, not kept.
+a value marshal refuses (an object, a subclass of a builtin type) makes the event's key None.
 """
 
 from __future__ import annotations
