@@ -1,10 +1,12 @@
 """Replay speed: events/s of `router replay` over a corpus, against a pass that only parses it.
 
-Run: python bench/bench_replay.py [--events 100000] [--jobs 1,2] [--policy FILE] [--sessions DIR]
+Run: python bench/bench_replay.py [--events 100000] [--jobs 1,2] [--policy FILE] [--sessions DIR] [--vary]
 
 The corpus (examples/sessions) is copied, each copy a session file of its own id, into a scratch
-directory until it holds at least --events rebuilt events. Each pass reads that directory from
-the start, as `router replay DIR` does:
+directory until it holds at least --events rebuilt events. With `--vary` each copy's content differs
+too: its prompt texts, tool call arguments and tool outputs end with the copy's number, so only the
+events that repeat within a copy (or that read none of these) are decided from the decision memo.
+Each pass reads that directory from the start, as `router replay DIR` does:
 
 - parse only: read every session file and `json.loads` every line;
 - replay with N jobs (`router replay --jobs N`): read and parse the files, rebuild the events,
@@ -22,6 +24,8 @@ records of both are checked to be the same. `--answers` also times the runner (m
 each event as the live executor does, evaluating again after each external signal it asks for
 (`_Session._decide_stepwise`), against answering the signals where they are read (`_decide`),
 three alternating passes each; the best CPU time of each, their ratio, and the records checked.
+`--decisions` also times the runner alone without and with its decision memo
+(router/engine/decision_memo.py; the signal memo on in both), the same way, with the memo's hits.
 """
 
 from __future__ import annotations
@@ -64,9 +68,11 @@ def load_policy(path: Path | None) -> CompiledPolicy:
     return policy
 
 
-def write_corpus(source: Path, target: Path, policy: CompiledPolicy, events: int) -> int:
-    """Copies of the session files of `source` (each with a new id) in `target` until they
-    rebuild to `events` events; the number of copies of the corpus written."""
+def write_corpus(source: Path, target: Path, policy: CompiledPolicy, events: int, *,
+                 vary: bool = False) -> int:
+    """Copies of the session files of `source` (each with a new id; with `vary`, prompts, tool
+    arguments and outputs marked with the copy's number) in `target` until they rebuild to `events`
+    events; the number of copies of the corpus written."""
     files = list(session_paths([source]))
     probe = Replayer(policy, read_catalog(source / "models.json"))
     per_round = sum(probe.run(read_session(p)).events for p in files)
@@ -74,17 +80,36 @@ def write_corpus(source: Path, target: Path, policy: CompiledPolicy, events: int
     texts = [p.read_text().splitlines() for p in files]
     for n in range(rounds):
         for path, lines in zip(files, texts, strict=True):
-            text = "".join(_renamed(line, n) + "\n" for line in lines)
+            text = "".join(_renamed(line, n, vary) + "\n" for line in lines)
             (target / f"{path.stem}-{n:05d}.jsonl").write_text(text)
     shutil.copy(source / "models.json", target / "models.json")
     return rounds
 
 
-def _renamed(line: str, n: int) -> str:
+def _renamed(line: str, n: int, vary: bool = False) -> str:
     entry = json.loads(line) if line.strip() else None
     if isinstance(entry, dict) and entry.get("type") == "session":
         return json.dumps({**entry, "id": f"{entry.get('id')}-{n:05d}"})
+    if vary and isinstance(entry, dict) and entry.get("type") == "message":
+        return json.dumps({**entry, "message": _varied(entry.get("message"), f" #{n}")})
     return line
+
+
+def _varied(message: Any, mark: str) -> Any:
+    """A user prompt's, a tool call's and a tool result's text with `mark` appended."""
+    if not isinstance(message, dict) or not isinstance(message.get("content"), list):
+        return message
+    role = message.get("role")
+    parts = []
+    for part in message["content"]:
+        if isinstance(part, dict) and part.get("type") == "text" and role in ("user", "toolResult"):
+            part = {**part, "text": f"{part.get('text')}{mark}"}
+        elif isinstance(part, dict) and part.get("type") == "toolCall" \
+                and isinstance(part.get("arguments"), dict):
+            part = {**part, "arguments": {k: f"{v}{mark}" if isinstance(v, str) else v
+                                          for k, v in part["arguments"].items()}}
+        parts.append(part)
+    return {**message, "content": parts}
 
 
 def cpu() -> float:
@@ -155,6 +180,28 @@ def memo_passes(policy: CompiledPolicy, directory: Path, rounds: int = 3) -> dic
     return seconds
 
 
+def decision_passes(policy: CompiledPolicy, directory: Path,
+                    rounds: int = 3) -> tuple[dict[bool, list[float]], tuple[int, int]]:
+    """CPU seconds of `Replayer.run` over the corpus's sessions, decision memo off and on,
+    alternating; with the (hits, misses) of the memo's last pass."""
+    sessions = [read_session(p) for p in session_paths([directory])]
+    seconds: dict[bool, list[float]] = {False: [], True: []}
+    records: dict[bool, list[Any]] = {}
+    counts = (0, 0)
+    for _ in range(rounds):
+        for memo in (False, True):
+            replayer = Replayer(policy, read_catalog(directory / "models.json"), decision_memo=memo)
+            start = time.process_time()
+            runs = [replayer.run(s) for s in sessions]
+            seconds[memo].append(time.process_time() - start)
+            records[memo] = [json.dumps({k: v for k, v in r.items() if k != "latency_ms"}) for run in runs
+                             for r in run.records]
+            if replayer.decision_memo is not None:
+                counts = (replayer.decision_memo.hits, replayer.decision_memo.misses)
+    assert records[False] == records[True], "the decision memo changed a decision record"
+    return seconds, counts
+
+
 def answer_passes(policy: CompiledPolicy, directory: Path, rounds: int = 3) -> dict[bool, list[float]]:
     """CPU seconds of `Replayer.run` over the corpus's sessions, deciding stepwise (False) and with
     the signals answered where they are read (True), alternating."""
@@ -197,16 +244,21 @@ def main() -> int:
     parser.add_argument("--bare", action="store_true", help="also time a bare interpreter loop")
     parser.add_argument("--memo", action="store_true",
                         help="also time the runner without and with its signal memo")
+    parser.add_argument("--vary", action="store_true",
+                        help="mark each copy's prompts, tool arguments and outputs with its number")
+    parser.add_argument("--decisions", action="store_true",
+                        help="also time the runner without and with its decision memo")
     parser.add_argument("--answers", action="store_true",
                         help="also time the runner deciding stepwise and with signals answered as read")
     args = parser.parse_args()
     policy = load_policy(args.policy)
     with tempfile.TemporaryDirectory(prefix="bench-replay-") as scratch:
         directory = Path(scratch)
-        rounds = write_corpus(args.sessions, directory, policy, args.events)
+        rounds = write_corpus(args.sessions, directory, policy, args.events, vary=args.vary)
         parse_s, parse_cpu, lines = timed(lambda: parse_only(directory))
+        marked = ", each copy's prompts, tool arguments and outputs marked" if args.vary else ""
         print(f"policy: {args.policy or 'use: [decision, deepseek, cuttle]'}; corpus: {args.sessions} "
-              f"x {rounds}")
+              f"x {rounds}{marked}")
         print(f"parse only (json.loads of every line): {lines} lines in {parse_s:.3f} s "
               f"({parse_cpu:.3f} s CPU)")
         totals: dict[str, Any] | None = None
@@ -223,6 +275,10 @@ def main() -> int:
         if args.memo:
             print_pair(memo_passes(policy, directory), events, "signal memo off", "signal memo on",
                        "memo off / on")
+        if args.decisions:
+            passes, (hits, misses) = decision_passes(policy, directory)
+            print_pair(passes, events, "decision memo off", "decision memo on", "memo off / on")
+            print(f"decision memo: {hits} events decided from it, {misses} evaluated and kept")
         if args.answers:
             print_pair(answer_passes(policy, directory), events, "stepwise", "signals answered as read",
                        "stepwise / answered")

@@ -52,12 +52,12 @@ def freeze(value: Any) -> Hashable:
         return ("b", value)
     if kind is float:
         return ("f", value)
-    if kind is dict:
-        return ("d", tuple((k, freeze(v)) for k, v in value.items()))
+    if kind is dict:  # list comprehensions: faster than tuple(generator)
+        return ("d", tuple([(k, freeze(v)) for k, v in value.items()]))
     if kind is list:
-        return ("l", tuple(freeze(v) for v in value))
+        return ("l", tuple([freeze(v) for v in value]))
     if kind is tuple:
-        return ("t", tuple(freeze(v) for v in value))
+        return ("t", tuple([freeze(v) for v in value]))
     raise Unfreezable(kind.__name__)
 
 
@@ -167,6 +167,12 @@ class SignalMemo:
         if number is None:
             number = self._interned[frozen] = ("i", next(self._numbers))
         return number
+
+    def frozen_path(self, scope: Mapping[str, Any], path: tuple[str, ...]) -> Hashable:
+        """`path_key` of `path` in `scope`, interned, with the declared constants (Unfreezable)."""
+        if len(self._interned) >= MAX_ENTRIES:
+            self._interned.clear()  # numbers are never given again: a forgotten value only misses
+        return self.intern(path_key(scope, path, self._constants))
 
     def root(self, name: str, key: Hashable) -> Node | None:
         return self._roots.get((name, key))

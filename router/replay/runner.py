@@ -4,7 +4,8 @@ The runner keeps what a live session keeps (the state, the model, the thinking l
 active tools) and changes it as the replayed decisions say, so each event sees the world the
 policy itself made. External signals take the value recorded in the decision log for the same
 (session, event type, seq, signal), else fail as in a dry run, which makes the signal's own
-`fallback` apply. Expression signals are always computed.
+`fallback` apply. An event without a record is decided once per distinct input: its decision is
+remembered by everything its type's rules can read (router/engine/decision_memo.py).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from router.compile.ir import CompiledPolicy
-from router.engine.choices import chosen_model, chosen_tier
 from router.engine.decision import Decision, Effect, SignalOutcome
+from router.engine.decision_memo import DecisionMemo
 from router.engine.interpreter import evaluate
 from router.engine.signal_memo import SignalMemo
 from router.engine.vars_memo import VarsMemo
@@ -27,6 +28,7 @@ from router.replay.answers import Answers, give
 from router.replay.failed_compactions import with_failed_compactions
 from router.replay.log_reader import DecisionLog, Record
 from router.replay.rebuild import ANSWER, MODEL, THINKING, Step, declared_tools, rebuild
+from router.replay.records import replay_record
 from router.replay.session_file import Problem, SessionFile
 
 MAX_SIGNALS = 16
@@ -105,7 +107,7 @@ class Replayer:
     """Replays sessions against one policy; one instance per policy."""
 
     def __init__(self, policy: CompiledPolicy, catalog: Catalog, log: DecisionLog | None = None, *,
-                 memo: bool = True) -> None:
+                 memo: bool = True, decision_memo: bool | None = None) -> None:
         self.policy, self.catalog, self.log = policy, catalog, log or DecisionLog()
         catalog.declare(policy.prices)
         self.virtual = {f"{m.get('provider')}/{m.get('id')}": m for m in policy.virtual_models}
@@ -125,6 +127,11 @@ class Replayer:
         self.signal_memo = SignalMemo(policy) if memo else None
         if self.signal_memo is not None:  # the catalog: in every event, never changed, frozen once
             self.signal_memo.constant(self.models)
+        # whole decisions, by everything the event type's rules read (router/engine/decision_memo.py)
+        self.decision_memo = DecisionMemo(policy, self.signal_memo) \
+            if (memo if decision_memo is None else decision_memo) else None
+        if self.decision_memo is not None:
+            self.decision_memo.constant(self.models)
 
     def run(self, session: SessionFile) -> SessionRun:
         result = SessionRun(session.id, session.path, problems=list(session.problems),
@@ -245,8 +252,9 @@ class _Session:
                           registry=self.r.registry)
         started = time.perf_counter()
         decision = self._decide(event, self.r.log.get(self.session.id, step.type, seq))
-        result.records.append(_record(result.id, step, seq, event, decision, time.perf_counter() - started,
-                                      self.r.policy.model_choice, self.r.shadow_ids))
+        result.records.append(replay_record(result.id, step, seq, event, decision,
+                                            time.perf_counter() - started, self.r.policy.model_choice,
+                                            self.r.shadow_ids))
         world.state = decision.state
         for rule_id in decision.fired:
             (result.shadow if rule_id in self.r.shadow_ids else result.rules)[rule_id] += 1
@@ -288,8 +296,21 @@ class _Session:
                 "projectTrusted": self.r.trusted}
 
     def _decide(self, event: dict[str, Any], record: Record | None) -> Decision:
+        """`_answered`'s decision; an event without a record (its external signals then always get
+        the same answers: their fallbacks apply) from the decision memo when it holds it."""
+        memo = self.r.decision_memo
+        if memo is not None and record is None:
+            decision, sources = memo.decide(event, self.world.state, lambda: self._answered(event, None))
+        else:
+            decision, sources = self._answered(event, record)
+        self.result.signals.update(sources or ())
+        return decision
+
+    def _answered(self, event: dict[str, Any],
+                  record: Record | None) -> tuple[Decision, tuple[str, ...] | None]:
         """`_decide_stepwise`'s decision, each external signal answered where it is read
-        (router/replay/answers.py); one recorded with its value still asked for, as a value."""
+        (router/replay/answers.py); one recorded with its value still asked for, as a value. With it
+        the sources of the signals read, in order (None: decided stepwise)."""
         answers = Answers(self.r.policy, record)
         values: dict[str, Any] = {}
         sources: list[str] = []
@@ -301,10 +322,9 @@ class _Session:
             if decision.pending is None:
                 if len(sources) >= MAX_SIGNALS:
                     break
-                self.result.signals.update(sources)
-                return decision
+                return decision, tuple(sources)
             sources.append(give(record, decision.pending.name, values, answers.given))
-        return self._decide_stepwise(event, record)
+        return self._decide_stepwise(event, record), None
 
     def _decide_stepwise(self, event: dict[str, Any], record: Record | None) -> Decision:
         """The decision of `event`, evaluated again after each external signal it asks for."""
@@ -372,18 +392,3 @@ def _is_virtual_ref(replayer: Replayer, ref: str | None) -> bool:
 _PSEUDO: dict[str, Callable[[_Session, Step], None]] = {
     ANSWER: _Session._answer, MODEL: _Session._model, THINKING: _Session._thinking,
 }
-
-
-def _record(session: str, step: Step, seq: int, event: Mapping[str, Any], decision: Decision,
-            seconds: float, choice: Mapping[str, str], shadow: frozenset[str]) -> dict[str, Any]:
-    """The replayed decision in the decision log's shape (docs/observability.md), for the report:
-    a shadow rule is listed under `shadow`, never as fired."""
-    return {"session": session, "event": step.type, "seq": seq, "turn": step.turn,
-            "rules": [{"id": rule_id, "fired": rule_id not in shadow} for rule_id in decision.fired],
-            "shadow": [{"id": rule_id, "would": [{"action": e.action, "params": e.params}
-                                                 for e in decision.shadowed if e.rule_id == rule_id]}
-                       for rule_id in decision.fired if rule_id in shadow],
-            "actions": [{"action": e.action, "params": e.params, "rule": e.rule_id}
-                        for e in decision.effects],
-            "model": chosen_model(event, decision.effects), "tier": chosen_tier(decision.effects, choice),
-            "latency_ms": round(seconds * 1000, 3)}
