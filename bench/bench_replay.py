@@ -163,42 +163,26 @@ def bare_loop(policy: CompiledPolicy, directory: Path) -> tuple[float, int]:
     return time.perf_counter() - start, len(seen)
 
 
-def memo_passes(policy: CompiledPolicy, directory: Path, rounds: int = 3) -> dict[bool, list[float]]:
-    """CPU seconds of `Replayer.run` over the corpus's sessions, signal memo off and on, alternating."""
-    sessions = [read_session(p) for p in session_paths([directory])]
-    seconds: dict[bool, list[float]] = {False: [], True: []}
-    records: dict[bool, list[Any]] = {}
-    for _ in range(rounds):
-        for memo in (False, True):
-            replayer = Replayer(policy, read_catalog(directory / "models.json"), memo=memo)
-            start = time.process_time()
-            runs = [replayer.run(s) for s in sessions]
-            seconds[memo].append(time.process_time() - start)
-            records[memo] = [{k: v for k, v in r.items() if k != "latency_ms"} for run in runs
-                             for r in run.records]
-    assert records[False] == records[True], "the signal memo changed a decision"
-    return seconds
-
-
-def decision_passes(policy: CompiledPolicy, directory: Path,
-                    rounds: int = 3) -> tuple[dict[bool, list[float]], tuple[int, int]]:
-    """CPU seconds of `Replayer.run` over the corpus's sessions, decision memo off and on,
-    alternating; with the (hits, misses) of the memo's last pass."""
+def memo_passes(policy: CompiledPolicy, directory: Path, option: str,
+                rounds: int = 3) -> tuple[dict[bool, list[float]], tuple[int, int]]:
+    """CPU seconds of `Replayer.run` over the corpus's sessions with the Replayer's `option` (`memo`:
+    the signal memo, `decision_memo`) off and on, alternating, the records checked to be the same;
+    with the decision memo's (hits, misses) of the last pass that had it."""
     sessions = [read_session(p) for p in session_paths([directory])]
     seconds: dict[bool, list[float]] = {False: [], True: []}
     records: dict[bool, list[Any]] = {}
     counts = (0, 0)
     for _ in range(rounds):
-        for memo in (False, True):
-            replayer = Replayer(policy, read_catalog(directory / "models.json"), decision_memo=memo)
+        for on in (False, True):
+            replayer = Replayer(policy, read_catalog(directory / "models.json"), **{option: on})
             start = time.process_time()
             runs = [replayer.run(s) for s in sessions]
-            seconds[memo].append(time.process_time() - start)
-            records[memo] = [json.dumps({k: v for k, v in r.items() if k != "latency_ms"}) for run in runs
-                             for r in run.records]
+            seconds[on].append(time.process_time() - start)
+            records[on] = [json.dumps({k: v for k, v in r.items() if k != "latency_ms"}) for run in runs
+                           for r in run.records]
             if replayer.decision_memo is not None:
                 counts = (replayer.decision_memo.hits, replayer.decision_memo.misses)
-    assert records[False] == records[True], "the decision memo changed a decision record"
+    assert records[False] == records[True], f"{option} changed a decision record"
     return seconds, counts
 
 
@@ -273,10 +257,10 @@ def main() -> int:
                   f"second; ratio to parse only {wall / parse_s:.1f}")
         events = totals["events"] if totals else 0
         if args.memo:
-            print_pair(memo_passes(policy, directory), events, "signal memo off", "signal memo on",
+            print_pair(memo_passes(policy, directory, "memo")[0], events, "signal memo off", "signal memo on",
                        "memo off / on")
         if args.decisions:
-            passes, (hits, misses) = decision_passes(policy, directory)
+            passes, (hits, misses) = memo_passes(policy, directory, "decision_memo")
             print_pair(passes, events, "decision memo off", "decision memo on", "memo off / on")
             print(f"decision memo: {hits} events decided from it, {misses} evaluated and kept")
         if args.answers:

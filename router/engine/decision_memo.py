@@ -36,7 +36,7 @@ from router.diagnostics.code_names import BUDGET_EXCEEDED
 from router.engine.decision import Decision
 from router.engine.signal_memo import MISSING, SignalMemo
 from router.lang.expr.expression import Expression, Template
-from router.lang.query.query import Query
+from router.lang.query.query import Query, UnlistedPaths, root_paths
 
 MAX_ENTRIES = 100_000  # decisions remembered before the memo starts again
 # marshal's format 2: no back-references (whose use depends on reference counts), so equal data of
@@ -44,13 +44,6 @@ MAX_ENTRIES = 100_000  # decisions remembered before the memo starts again
 _MARSHAL = 2
 _SIGNAL_ROOTS = frozenset({"signals", "signal_errors"})
 _ROOT_NAMES = frozenset({"vars", "state", *_SIGNAL_ROOTS})
-# JMESPath nodes whose children all read the root document (the rest say which child does)
-_ALL_CHILDREN = frozenset({"comparator", "and_expression", "or_expression", "not_expression",
-                           "function_expression", "multi_select_list", "multi_select_dict",
-                           "key_val_pair"})
-_FIRST_CHILD = frozenset({"index_expression", "pipe", "projection", "filter_projection",
-                          "value_projection", "flatten"})
-
 
 Decided = tuple[Decision, "tuple[str, ...] | None"]  # a decision, its external signals' sources
 
@@ -251,50 +244,7 @@ def _templates(tree: Any) -> Iterator[Expression]:
 
 def _query_paths(query: Query) -> list[tuple[str, ...]]:
     """The root paths a JMESPath reads, listed completely; Unplannable when that cannot be said."""
-    found: list[tuple[str, ...]] = []
-    _root(query.parsed.parsed, found)
-    return found
-
-
-def _root(node: Any, found: list[tuple[str, ...]]) -> None:
-    if not isinstance(node, dict):
-        raise Unplannable("an unknown JMESPath node")
-    kind, children = node.get("type"), node.get("children", [])
-    chain = _chain(node)
-    if chain is not None:
-        found.append(chain)
-    elif kind == "subexpression":
-        prefix: list[str] = []
-        for child in children:
-            part = _chain(child)
-            if part is None:
-                break
-            prefix += part
-        if prefix:
-            found.append(tuple(prefix))
-        elif children:
-            _root(children[0], found)  # the rest reads what the first gives
-    elif kind in _FIRST_CHILD:
-        if children:
-            _root(children[0], found)
-    elif kind in _ALL_CHILDREN:
-        for child in children:
-            if not (isinstance(child, dict) and child.get("type") == "expref"):
-                _root(child, found)  # an expref reads the elements another argument gives
-    elif kind != "literal":
-        raise Unplannable(f"JMESPath {kind} at the root")
-
-
-def _chain(node: dict[str, Any]) -> tuple[str, ...] | None:
-    """`a.b.c` as ('a', 'b', 'c'); None for anything else."""
-    if node.get("type") == "field":
-        return (str(node["value"]),)
-    if node.get("type") == "subexpression":
-        parts: list[str] = []
-        for child in node.get("children", []):
-            part = _chain(child) if isinstance(child, dict) else None
-            if part is None:
-                return None
-            parts += part
-        return tuple(parts)
-    return None
+    try:
+        return root_paths(query.parsed.parsed, strict=True)
+    except UnlistedPaths as exc:
+        raise Unplannable(str(exc)) from exc

@@ -120,7 +120,7 @@ def compile_query(source: str) -> Query:
         run = compile_node(tree, _FUNCTIONS, _FALLBACK)
     except ExpressionError as exc:
         raise ExpressionSyntaxError(exc.message, code=exc.code) from None
-    return Query(source, parsed, tuple(_root_paths(tree)), tuple(calls), tuple(literal_args), run)
+    return Query(source, parsed, tuple(root_paths(tree)), tuple(calls), tuple(literal_args), run)
 
 
 def compile_subtree(node: dict[str, Any]) -> Compiled:
@@ -162,26 +162,44 @@ def _chain(node: dict[str, Any]) -> tuple[str, ...] | None:
     return None
 
 
-def _root_paths(node: dict[str, Any]) -> list[tuple[str, ...]]:
-    """Field paths read from the root document; element-relative parts are not followed."""
+class UnlistedPaths(ValueError):
+    """A JMESPath whose root paths cannot all be listed (`root_paths(..., strict=True)`)."""
+
+
+_FIRST_CHILD = frozenset({"index_expression", "pipe", "projection", "filter_projection",
+                          "value_projection", "flatten"})  # the rest reads what the first gives
+_ALL_CHILDREN = frozenset({"comparator", "and_expression", "or_expression", "not_expression",
+                           "function_expression", "multi_select_list", "multi_select_dict",
+                           "key_val_pair"})
+
+
+def root_paths(node: Any, *, strict: bool = False) -> list[tuple[str, ...]]:
+    """Field paths read from the root document; element-relative parts are not followed. With
+    `strict`, a node that may read the root in a way a path cannot name (`@`, an unknown node)
+    raises UnlistedPaths instead of being passed over."""
+    if not isinstance(node, dict):
+        if strict:
+            raise UnlistedPaths("an unknown JMESPath node")
+        return []
     chain = _chain(node)
     if chain is not None:
         return [chain]
-    kind, children = node["type"], node.get("children", [])
+    kind, children = node.get("type"), node.get("children", [])
     if kind == "subexpression":
         prefix: list[str] = []
         for child in children:
-            part = _chain(child)
+            part = _chain(child) if isinstance(child, dict) else None
             if part is None:
                 break
             prefix += part
-        return [tuple(prefix)] if prefix else (_root_paths(children[0]) if children else [])
-    if kind in ("index_expression", "pipe", "projection", "filter_projection", "value_projection",
-                "flatten"):
-        return _root_paths(children[0]) if children else []
-    if kind in ("comparator", "and_expression", "or_expression", "not_expression",
-                "function_expression", "multi_select_list", "multi_select_dict", "key_val_pair"):
-        return [p for child in children if isinstance(child, dict) for p in _root_paths(child)]
+        return [tuple(prefix)] if prefix else (root_paths(children[0], strict=strict) if children else [])
+    if kind in _FIRST_CHILD:
+        return root_paths(children[0], strict=strict) if children else []
+    if kind in _ALL_CHILDREN:  # an expref reads the elements another argument gives
+        return [p for child in children if not (isinstance(child, dict) and child.get("type") == "expref")
+                for p in root_paths(child, strict=strict)]
+    if strict and kind not in ("literal", "expref"):
+        raise UnlistedPaths(f"JMESPath {kind} at the root")
     return []
 
 
